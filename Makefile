@@ -1,0 +1,94 @@
+# podprof build. `make` builds build/release/podprof (and build/podprof, a copy);
+# `make FLAVOUR=asan` builds into build/asan with ASan+UBSan. `make test` runs the suite.
+FLAVOUR ?= release
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
+BUILD  := build/$(FLAVOUR)
+CC     ?= cc
+CFLAGS ?= -O2 -g
+WARN   := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+          -Wmissing-prototypes -Wold-style-definition -Wvla -Wundef -Wpointer-arith
+PKGS   := libuv libunwind-ptrace libprotobuf-c zlib liblzma
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunwind-x86_64
+LLHTTP_SRC ?= /usr/share/llhttp
+LLHTTP_INC ?= /usr/share/include/llhttp
+
+ifeq ($(FLAVOUR),asan)
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+ALL_CFLAGS = $(CFLAGS) $(SAN) $(WARN) -MMD -MP -D_GNU_SOURCE -I. -I$(BUILD)/gen \
+             -I$(LLHTTP_INC) $(PKG_CFLAGS) -DPODPROF_VERSION='"$(VERSION) ($(GIT_REV))"' $(EXTRA_CFLAGS)
+
+SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c))
+PTRACE_SRC  := $(wildcard ptrace/*.c)
+ENCODER_SRC := $(wildcard encoder/*.c)
+LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCODER_SRC:.c=.o)) \
+           $(BUILD)/gen/profile.pb-c.o \
+           $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
+UNIT_SRC := $(wildcard tests/unit/*.c)
+FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
+
+.PHONY: all test unit integration clean deps demo lint fixtures
+all: $(BUILD)/podprof build/podprof
+
+build/podprof: $(BUILD)/podprof
+	$(Q)mkdir -p build && cp $< $@
+
+$(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: encoder/profile.proto
+	@echo "  PROTOC  $<"
+	$(Q)mkdir -p $(BUILD)/gen && protoc-c --proto_path=encoder --c_out=$(BUILD)/gen encoder/profile.proto
+
+# Generated code is not ours: compile it without -Werror and our extra warnings.
+$(BUILD)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(PKG_CFLAGS) -I$(BUILD)/gen -c -o $@ $<
+
+$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -w -I$(LLHTTP_INC) -c -o $@ $<
+
+$(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# Unit tests: one binary, each test forked by the harness.
+$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# Fixture targets are built the way the issue describes real targets: -O2, no frame pointers.
+$(BUILD)/fixtures/%: tests/fixtures/%.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread -Wall -Werror -o $@ $<
+
+fixtures: $(FIXTURES)
+
+unit: $(BUILD)/unit-tests
+	$(BUILD)/unit-tests
+
+test: all $(BUILD)/unit-tests fixtures
+	tests/run.sh $(FLAVOUR)
+
+deps:
+	scripts/deps.sh
+
+demo: all fixtures
+	scripts/demo.sh
+
+lint:
+	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c ptrace/*.c encoder/*.c || \
+		{ echo "lint: banned function (STYLE H15)"; exit 1; }
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

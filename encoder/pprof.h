@@ -1,0 +1,36 @@
+/* A pprof profile builder. IDs of mappings, locations and functions are
+ * handed out 1..n in insertion order, string 0 is "", and the output is the
+ * gzip-compressed profile.proto that every pprof client reads. One builder is
+ * used by one thread at a time. */
+#ifndef ENC_PPROF_H
+#define ENC_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct enc_pprof;
+
+/* Returns 0 or -ENOMEM. */
+int enc_pprof_new(struct enc_pprof **out);
+void enc_pprof_free(struct enc_pprof *p);
+
+/* Each returns 0 (or an ID > 0) on success, negative errno on failure. */
+int enc_pprof_sample_type(struct enc_pprof *p, const char *type, const char *unit);
+int enc_pprof_period(struct enc_pprof *p, const char *type, const char *unit, int64_t period);
+void enc_pprof_time(struct enc_pprof *p, int64_t time_ns, int64_t duration_ns);
+int enc_pprof_comment(struct enc_pprof *p, const char *text);
+int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const char *build_id, int has_functions);
+/* Functions are deduplicated by name. */
+int64_t enc_pprof_function(struct enc_pprof *p, const char *name);
+int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
+			   uint64_t function_id);
+/* loc_ids leaf first; nv must equal the number of sample types. */
+int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, const int64_t *v,
+		     size_t nv);
+
+/* Serializes and gzips into a new buffer (caller frees) of at most max bytes.
+ * Returns 0, -E2BIG, -ENOMEM or -EIO. */
+int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len);
+
+#endif

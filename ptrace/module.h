@@ -1,0 +1,53 @@
+/* The modules (executable, shared libraries, vDSO) loaded in one target
+ * process: where each is loaded, its unwind table in target memory, its
+ * build-id and its symbols. Built lazily from /proc/<pid>/maps and target
+ * memory; files are opened only through /proc/<pid>/root or /proc/<pid>/exe.
+ * Sampler thread only. */
+#ifndef PT_MODULE_H
+#define PT_MODULE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ptrace/elf.h"
+
+struct pt_maps;
+struct pt_mem;
+
+struct pt_module {
+	char *path;             /* as the target sees it ("[vdso]" for the vDSO) */
+	uint64_t inode;
+	uint64_t lo, hi;        /* extent of all its mappings */
+	uint64_t base;          /* runtime address of file offset 0 */
+	uint64_t bias;          /* runtime address - ELF vaddr */
+	int deleted;
+	int elf_ok;             /* header and program headers were readable */
+	/* unwind: the .eh_frame_hdr search table, in target memory */
+	uint64_t text_lo, text_hi;
+	uint64_t eh_hdr, eh_table;
+	uint64_t eh_count;
+	char build_id[81];
+	/* symbols: loaded on first lookup */
+	int sym_state;          /* 0 not tried, 1 loaded, -1 none */
+	const char *sym_source; /* "file", "debug", "memory", "vdso" */
+	struct pt_symtab syms;
+};
+
+struct pt_modules;
+
+int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem);
+void pt_modules_free(struct pt_modules *mods);
+/* Forgets every module (exec). */
+void pt_modules_reset(struct pt_modules *mods);
+/* The module whose mappings hold addr, built from `maps` on first use; NULL
+ * for anonymous memory or addresses outside every mapping. */
+struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps *maps,
+				  uint64_t addr);
+/* Name of the function holding runtime address addr in `mod`, or NULL when no
+ * symbol covers it. Loads the module's symbols on first call. */
+const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr);
+/* Directories searched for <hex[:2]>/<hex[2:]>.debug by build-id, first in
+ * the target's root, then in ours. Default "/usr/lib/debug/.build-id". */
+void pt_modules_set_debug_dir(struct pt_modules *mods, const char *dir);
+
+#endif

@@ -1,0 +1,449 @@
+#include "ptrace/proc.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int vanished(int err)
+{
+	return err == -ENOENT || err == -ESRCH ? -ESRCH : err;
+}
+
+ssize_t pt_proc_slurp(const char *path, char *buf, size_t len)
+{
+	size_t got = 0;
+	int fd, err = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vanished(-errno);
+	while (got < len - 1) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = vanished(-errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return err ? err : (ssize_t)got;
+}
+
+int pt_proc_slurp_alloc(const char *path, size_t max, char **out, size_t *len)
+{
+	size_t cap = 16384, got = 0;
+	char *buf = NULL, *p;
+	int fd, err = 0;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vanished(-errno);
+	for (;;) {
+		ssize_t n;
+
+		if (!buf || got + 1 >= cap) {
+			if (buf)
+				cap *= 2;
+			if (cap > max + 1)
+				cap = max + 1;
+			if (buf && got + 1 >= cap) {
+				err = -E2BIG;
+				break;
+			}
+			p = realloc(buf, cap);
+			if (!p) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = p;
+		}
+		n = read(fd, buf + got, cap - 1 - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = vanished(-errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	if (len)
+		*len = got;
+	return 0;
+}
+
+/* Cursor helpers for space-separated numeric fields. */
+static int next_u64(const char **cur, uint64_t *out)
+{
+	const char *s = *cur;
+	char *end;
+
+	while (*s == ' ')
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return -EBADMSG;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno)
+		return -EBADMSG;
+	*cur = end;
+	return 0;
+}
+
+static int next_i64(const char **cur, long long *out)
+{
+	const char *s = *cur;
+	char *end;
+
+	while (*s == ' ')
+		s++;
+	if (*s != '-' && !isdigit((unsigned char)*s))
+		return -EBADMSG;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (errno || end == s)
+		return -EBADMSG;
+	*cur = end;
+	return 0;
+}
+
+static int skip_fields(const char **cur, int n)
+{
+	const char *s = *cur;
+
+	while (n-- > 0) {
+		while (*s == ' ')
+			s++;
+		if (!*s)
+			return -EBADMSG;
+		while (*s && *s != ' ')
+			s++;
+	}
+	*cur = s;
+	return 0;
+}
+
+int pt_proc_parse_stat(const char *text, struct pt_stat *out)
+{
+	const char *open = strchr(text, '('), *close = strrchr(text, ')'), *s;
+	long long v;
+	uint64_t u;
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (!open || !close || close < open)
+		return -EBADMSG;
+	n = (size_t)(close - open - 1);
+	if (n >= sizeof(out->comm))
+		n = sizeof(out->comm) - 1;
+	memcpy(out->comm, open + 1, n);
+	out->comm[n] = '\0';
+	s = close + 1;
+	/* field 3: state */
+	while (*s == ' ')
+		s++;
+	if (!*s || !isalpha((unsigned char)*s))
+		return -EBADMSG;
+	out->state = *s++;
+	if (next_i64(&s, &v))          /* 4 ppid */
+		return -EBADMSG;
+	out->ppid = (int)v;
+	if (skip_fields(&s, 4))        /* 5 pgrp .. 8 tpgid */
+		return -EBADMSG;
+	if (next_u64(&s, &u))          /* 9 flags */
+		return -EBADMSG;
+	out->flags = (unsigned long)u;
+	if (skip_fields(&s, 4))        /* 10 minflt .. 13 cmajflt */
+		return -EBADMSG;
+	if (next_u64(&s, &out->utime) || next_u64(&s, &out->stime))  /* 14, 15 */
+		return -EBADMSG;
+	if (skip_fields(&s, 4))        /* 16 cutime .. 19 nice */
+		return -EBADMSG;
+	if (next_i64(&s, &v))          /* 20 num_threads */
+		return -EBADMSG;
+	out->num_threads = (long)v;
+	if (skip_fields(&s, 1))        /* 21 itrealvalue */
+		return -EBADMSG;
+	if (next_u64(&s, &out->starttime))  /* 22 */
+		return -EBADMSG;
+	if (skip_fields(&s, 1) || next_i64(&s, &v))  /* 23 vsize, 24 rss */
+		return -EBADMSG;
+	out->rss_pages = (long)v;
+	return 0;
+}
+
+int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns)
+{
+	return next_u64(&text, run_ns);
+}
+
+int pt_proc_status_value(const char *text, const char *key, long long *out)
+{
+	size_t klen = strlen(key);
+	const char *line = text;
+
+	while (line && *line) {
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			const char *s = line + klen + 1;
+
+			while (*s == ' ' || *s == '\t')
+				s++;
+			return next_i64(&s, out) ? -EBADMSG : 0;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -ENOENT;
+}
+
+int pt_proc_parse_nspid(const char *text, pid_t *out)
+{
+	const char *line = strstr(text, "\nNSpid:");
+	long long v = 0;
+
+	if (line) {
+		const char *s = line + 7;
+		int found = 0;
+
+		/* "NSpid:\t4321\t7": the last number is the PID in the innermost namespace. */
+		while (*s && *s != '\n') {
+			while (*s == '\t' || *s == ' ')
+				s++;
+			if (*s == '\n' || !*s)
+				break;
+			if (next_i64(&s, &v))
+				return -EBADMSG;
+			found = 1;
+		}
+		if (found && v > 0 && v <= INT_MAX) {
+			*out = (pid_t)v;
+			return 0;
+		}
+		return -EBADMSG;
+	}
+	if (pt_proc_status_value(text, "Pid", &v) || v <= 0 || v > INT_MAX)
+		return -EBADMSG;
+	*out = (pid_t)v;
+	return 0;
+}
+
+static int parse_hex(const char **cur, uint64_t *out, char stop)
+{
+	const char *s = *cur;
+	char *end;
+
+	if (!isxdigit((unsigned char)*s))
+		return -EBADMSG;
+	errno = 0;
+	*out = strtoull(s, &end, 16);
+	if (errno || *end != stop)
+		return -EBADMSG;
+	*cur = end + 1;
+	return 0;
+}
+
+static int parse_map_line(char *line, struct pt_map *m)
+{
+	const char *s = line;
+	uint64_t maj, min, inode;
+	char *path;
+	size_t plen;
+
+	memset(m, 0, sizeof(*m));
+	if (parse_hex(&s, &m->start, '-') || parse_hex(&s, &m->end, ' '))
+		return -EBADMSG;
+	if (strlen(s) < 5 || s[4] != ' ')
+		return -EBADMSG;
+	m->flags = (s[0] == 'r' ? PT_MAP_R : 0) | (s[1] == 'w' ? PT_MAP_W : 0) |
+		   (s[2] == 'x' ? PT_MAP_X : 0) | (s[3] == 'p' ? PT_MAP_P : 0);
+	s += 5;
+	if (parse_hex(&s, &m->offset, ' ') || parse_hex(&s, &maj, ':') || parse_hex(&s, &min, ' '))
+		return -EBADMSG;
+	if (next_u64(&s, &inode))
+		return -EBADMSG;
+	if (m->end < m->start)
+		return -EBADMSG;
+	m->dev_major = (unsigned int)maj;
+	m->dev_minor = (unsigned int)min;
+	m->inode = inode;
+	while (*s == ' ')
+		s++;
+	path = (char *)s;
+	plen = strlen(path);
+	if (plen >= 10 && !strcmp(path + plen - 10, " (deleted)")) {
+		path[plen - 10] = '\0';
+		m->flags |= PT_MAP_DELETED;
+	}
+	m->path = path;
+	return 0;
+}
+
+int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
+{
+	struct pt_maps *m;
+	size_t cap = 64;
+	char *line, *next;
+	int err = 0;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->text = malloc(len + 1);
+	m->v = malloc(cap * sizeof(*m->v));
+	if (!m->text || !m->v) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(m->text, text, len);
+	m->text[len] = '\0';
+	for (line = m->text; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (m->n == PT_PROC_MAX_MAPS) {
+			err = -E2BIG;
+			break;
+		}
+		if (m->n == cap) {
+			struct pt_map *v = realloc(m->v, cap * 2 * sizeof(*v));
+
+			if (!v) {
+				err = -ENOMEM;
+				goto out;
+			}
+			m->v = v;
+			cap *= 2;
+		}
+		if (parse_map_line(line, &m->v[m->n])) {
+			err = -EBADMSG;
+			goto out;
+		}
+		m->n++;
+	}
+	*out = m;
+	m = NULL;
+out:
+	pt_maps_free(m);
+	return err;
+}
+
+int pt_proc_read_maps(pid_t pid, struct pt_maps **out)
+{
+	char path[64], *text;
+	size_t len;
+	int err;
+
+	*out = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	err = pt_proc_slurp_alloc(path, 64u << 20, &text, &len);
+	if (err)
+		return err;
+	err = pt_proc_parse_maps(text, len, out);
+	free(text);
+	return err == -E2BIG && *out ? 0 : err;
+}
+
+void pt_maps_free(struct pt_maps *m)
+{
+	if (!m)
+		return;
+	free(m->v);
+	free(m->text);
+	free(m);
+}
+
+const struct pt_map *pt_maps_find(const struct pt_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m ? m->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < m->v[mid].start)
+			hi = mid;
+		else if (addr >= m->v[mid].end)
+			lo = mid + 1;
+		else
+			return &m->v[mid];
+	}
+	return NULL;
+}
+
+int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n)
+{
+	char path[64];
+	struct dirent *de;
+	size_t cap = 16;
+	pid_t *v;
+	DIR *d;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return vanished(-errno);
+	v = malloc(cap * sizeof(*v));
+	if (!v) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long t;
+
+		errno = 0;
+		t = strtol(de->d_name, &end, 10);
+		if (errno || *end || end == de->d_name || t <= 0 || t > INT_MAX)
+			continue;
+		if (*n == max) {
+			err = -E2BIG;
+			break;
+		}
+		if (*n == cap) {
+			pid_t *nv = realloc(v, cap * 2 * sizeof(*nv));
+
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[(*n)++] = (pid_t)t;
+	}
+	closedir(d);
+	if (err == -ENOMEM) {
+		free(v);
+		*n = 0;
+		return err;
+	}
+	*out = v;
+	return err;
+}

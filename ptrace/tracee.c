@@ -1,0 +1,629 @@
+#include "ptrace/tracee.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptrace/mem.h"
+#include "ptrace/module.h"
+#include "ptrace/proc.h"
+#include "ptrace/unwind.h"
+
+#define TH_INTERRUPTING 0x01u   /* PTRACE_INTERRUPT sent, stop not yet seen */
+#define TH_GROUPSTOP    0x02u   /* in group-stop, restarted with PTRACE_LISTEN */
+#define TH_GONE         0x04u   /* exited or detached; dropped at the next compaction */
+#define TH_WANTED       0x08u   /* selected in this tick: capture at its stop */
+
+struct thread {
+	pid_t tid;
+	unsigned int flags;
+	int stat_fd, sched_fd;
+	uint64_t last_run_ns;
+	uint64_t t_interrupt;
+	uint64_t cpu_ns;         /* CPU used since the previous tick (selected threads) */
+	int slot;                /* capture slot while TH_WANTED */
+};
+
+struct pt_tracee {
+	pid_t pid;
+	struct pt_tracee_opts o;
+	int attached, detaching, gone, execed;
+	struct thread *th;
+	size_t n, cap;
+	struct pt_maps *maps;
+	struct pt_mem *mem;
+	struct pt_modules *mods;
+	struct pt_unwinder *unw;
+	struct pt_capture *caps; /* max_per_tick slots */
+	uint64_t *frames;
+	struct pt_tracee_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts *opts)
+{
+	struct pt_tracee *t;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->o = *opts;
+	t->caps = calloc((size_t)opts->max_per_tick, sizeof(*t->caps));
+	t->frames = calloc((size_t)opts->max_frames, sizeof(*t->frames));
+	if (!t->caps || !t->frames)
+		goto out;
+	for (int i = 0; i < opts->max_per_tick; i++)
+		if (!(t->caps[i].stack = malloc(opts->stack_bytes)))
+			goto out;
+	if ((err = pt_mem_new(&t->mem, pid, 256)) || (err = pt_modules_new(&t->mods, pid, t->mem)) ||
+	    (err = pt_unwinder_new(&t->unw, t->mem, t->mods)))
+		goto out;
+	if (opts->debug_dir)
+		pt_modules_set_debug_dir(t->mods, opts->debug_dir);
+	*out = t;
+	t = NULL;
+	err = 0;
+out:
+	pt_tracee_free(t);
+	return err;
+}
+
+static void close_thread(struct thread *th)
+{
+	if (th->stat_fd >= 0)
+		close(th->stat_fd);
+	if (th->sched_fd >= 0)
+		close(th->sched_fd);
+	th->stat_fd = th->sched_fd = -1;
+	th->flags |= TH_GONE;
+}
+
+void pt_tracee_free(struct pt_tracee *t)
+{
+	if (!t)
+		return;
+	if (t->attached)
+		pt_tracee_detach(t, 2000000000ull);
+	for (size_t i = 0; i < t->n; i++)
+		close_thread(&t->th[i]);
+	free(t->th);
+	if (t->caps)
+		for (int i = 0; i < t->o.max_per_tick; i++)
+			free(t->caps[i].stack);
+	free(t->caps);
+	free(t->frames);
+	pt_unwinder_free(t->unw);
+	pt_modules_free(t->mods);
+	pt_mem_free(t->mem);
+	pt_maps_free(t->maps);
+	free(t);
+}
+
+pid_t pt_tracee_pid(const struct pt_tracee *t) { return t->pid; }
+int pt_tracee_attached(const struct pt_tracee *t) { return t->attached; }
+int pt_tracee_gone(const struct pt_tracee *t) { return t->gone; }
+size_t pt_tracee_nthreads(const struct pt_tracee *t) { return t->n; }
+const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t) { return t->maps; }
+
+void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
+{
+	*out = t->st;
+}
+
+int pt_tracee_take_exec(struct pt_tracee *t)
+{
+	int e = t->execed;
+
+	t->execed = 0;
+	return e;
+}
+
+static struct thread *find_thread(struct pt_tracee *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->th[i].tid == tid && !(t->th[i].flags & TH_GONE))
+			return &t->th[i];
+	return NULL;
+}
+
+static int read_run_ns(struct thread *th, uint64_t *run_ns)
+{
+	char buf[128];
+	ssize_t n = pread(th->sched_fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	return pt_proc_parse_schedstat(buf, run_ns) ? -EBADMSG : 0;
+}
+
+static int add_thread(struct pt_tracee *t, pid_t tid)
+{
+	char path[96];
+	struct thread *th;
+
+	if (find_thread(t, tid))
+		return 0;
+	if (t->n >= (size_t)t->o.max_threads)
+		return -E2BIG;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		struct thread *v = realloc(t->th, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->th = v;
+		t->cap = cap;
+	}
+	th = &t->th[t->n];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)tid);
+	th->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)tid);
+	th->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (th->sched_fd >= 0)
+		read_run_ns(th, &th->last_run_ns);
+	t->n++;
+	return 0;
+}
+
+/* Drops threads marked gone (never during an iteration over t->th). */
+static void compact(struct pt_tracee *t)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < t->n; r++) {
+		if (t->th[r].flags & TH_GONE) {
+			close_thread(&t->th[r]);
+			continue;
+		}
+		t->th[w++] = t->th[r];
+	}
+	t->n = w;
+	if (t->n == 0 && t->attached) {
+		t->attached = 0;
+		t->detaching = 0;
+	}
+}
+
+int pt_tracee_refresh_maps(struct pt_tracee *t)
+{
+	struct pt_maps *m;
+	int err = pt_proc_read_maps(t->pid, &m);
+
+	if (err)
+		return err;
+	pt_maps_free(t->maps);
+	t->maps = m;
+	pt_mem_set_maps(t->mem, m);
+	pt_unwinder_set_maps(t->unw, m);
+	return 0;
+}
+
+static void reset_for_exec(struct pt_tracee *t)
+{
+	pt_mem_flush(t->mem);
+	pt_modules_reset(t->mods);
+	pt_unwinder_flush(t->unw);
+	pt_tracee_refresh_maps(t);
+}
+
+int pt_tracee_attach(struct pt_tracee *t)
+{
+	const long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+	int err, round;
+
+	if (t->attached)
+		return 0;
+	if ((err = pt_tracee_refresh_maps(t)))
+		return err;
+	pt_mem_flush(t->mem);
+	t->attached = 1;
+	/* Threads created while we list and seize are caught either by the
+	 * clone event of an already seized parent or by the next listing. */
+	for (round = 0; round < 64; round++) {
+		size_t n, added = 0;
+		pid_t *tids;
+
+		err = pt_proc_list_tasks(t->pid, (size_t)t->o.max_threads, &tids, &n);
+		if (err && err != -E2BIG)
+			goto fail;
+		for (size_t i = 0; i < n; i++) {
+			if (find_thread(t, tids[i]))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tids[i], 0, opts) < 0) {
+				err = -errno;
+				if (err == -ESRCH)
+					continue;   /* exited meanwhile */
+				free(tids);
+				goto fail;
+			}
+			if ((err = add_thread(t, tids[i]))) {
+				ptrace(PTRACE_DETACH, tids[i], 0, 0);
+				free(tids);
+				goto fail;
+			}
+			added++;
+		}
+		free(tids);
+		if (!added)
+			break;
+	}
+	if (t->n == 0) {
+		err = -ESRCH;
+		goto fail;
+	}
+	return 0;
+fail:
+	pt_tracee_detach(t, 1000000000ull);
+	t->attached = 0;
+	return err;
+}
+
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void detach_thread(struct pt_tracee *t, struct thread *th, int sig)
+{
+	(void)t;
+	ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig);
+	th->flags |= TH_GONE;
+}
+
+enum ev { EV_NONE, EV_OURS, EV_HANDLED, EV_GONE };
+
+/* Acts on one waitpid status of th. Returns EV_OURS when th is stopped by our
+ * PTRACE_INTERRUPT and the caller must resume it. */
+static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
+{
+	int sig, event;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (th->tid == t->pid)
+			t->gone = 1;
+		th->flags |= TH_GONE;
+		return EV_GONE;
+	}
+	if (!WIFSTOPPED(status))
+		return EV_NONE;
+	sig = WSTOPSIG(status);
+	event = status >> 16;
+	switch (event) {
+	case PTRACE_EVENT_STOP:
+		if (is_stop_signal(sig)) {
+			/* Group-stop (SIGSTOP from outside): the thread must stay
+			 * stopped for job control. PTRACE_LISTEN keeps it stopped
+			 * while letting us see the SIGCONT. */
+			th->flags &= ~TH_INTERRUPTING;
+			if (t->detaching) {
+				detach_thread(t, th, 0);
+				return EV_GONE;
+			}
+			th->flags |= TH_GROUPSTOP;
+			t->st.group_stops++;
+			ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+			return EV_HANDLED;
+		}
+		th->flags &= ~TH_GROUPSTOP;
+		if (t->detaching) {
+			detach_thread(t, th, 0);
+			return EV_GONE;
+		}
+		if (th->flags & TH_INTERRUPTING) {
+			th->flags &= ~TH_INTERRUPTING;
+			if (th->flags & TH_WANTED)
+				return EV_OURS;
+		}
+		/* A new thread's first stop, a late interrupt, or the end of a
+		 * group-stop seen through PTRACE_LISTEN. */
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		return EV_HANDLED;
+	case PTRACE_EVENT_CLONE: {
+		unsigned long newtid = 0;
+
+		if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) == 0 && newtid > 0) {
+			t->st.clones++;
+			if (add_thread(t, (pid_t)newtid) < 0) {
+				/* Over the cap: let it go untraced rather than stopped. */
+				ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
+			}
+		}
+		if (t->detaching) {
+			detach_thread(t, th, 0);
+			return EV_GONE;
+		}
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		return EV_HANDLED;
+	}
+	case PTRACE_EVENT_EXEC:
+		t->execed = 1;
+		t->st.execs++;
+		reset_for_exec(t);
+		if (t->detaching) {
+			detach_thread(t, th, 0);
+			return EV_GONE;
+		}
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		return EV_HANDLED;
+	default:
+		/* Signal-delivery-stop: the signal was meant for the target.
+		 * Deliver it exactly once, now (or on detach). */
+		t->st.signals_reinjected++;
+		if (t->detaching) {
+			detach_thread(t, th, sig);
+			return EV_GONE;
+		}
+		ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)sig);
+		return EV_HANDLED;
+	}
+}
+
+/* Reaps one pending status of th without blocking. */
+static enum ev poll_thread(struct pt_tracee *t, struct thread *th)
+{
+	int status;
+	pid_t r = waitpid(th->tid, &status, WNOHANG | __WALL);
+
+	if (r == 0)
+		return EV_NONE;
+	if (r < 0) {
+		/* ECHILD: no longer our tracee (killed with the group). */
+		if (errno == ECHILD) {
+			th->flags |= TH_GONE;
+			return EV_GONE;
+		}
+		return EV_NONE;
+	}
+	return on_status(t, th, status);
+}
+
+void pt_tracee_poll(struct pt_tracee *t)
+{
+	/* New threads appended during the loop are polled too. */
+	for (size_t i = 0; i < t->n; i++) {
+		struct thread *th = &t->th[i];
+
+		for (int k = 0; k < 8 && !(th->flags & TH_GONE); k++) {
+			enum ev e = poll_thread(t, th);
+
+			th = &t->th[i];  /* add_thread may have moved the array */
+			if (e == EV_NONE)
+				break;
+			if (e == EV_OURS) {
+				/* Selected but reaped outside a tick: just resume. */
+				th->flags &= ~TH_WANTED;
+				ptrace(PTRACE_CONT, th->tid, 0, 0);
+			}
+		}
+	}
+	compact(t);
+}
+
+static void wait_wake(int fd, uint64_t timeout_ns)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u) };
+
+	if (fd < 0) {
+		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+		return;
+	}
+	if (ppoll(&p, 1, &ts, NULL) > 0) {
+		struct signalfd_siginfo si[16];
+
+		while (read(fd, si, sizeof(si)) > 0) {
+		}
+	}
+}
+
+int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
+{
+	uint64_t deadline = now_ns() + timeout_ns;
+
+	if (!t->attached)
+		return 0;
+	t->detaching = 1;
+	for (size_t i = 0; i < t->n; i++) {
+		struct thread *th = &t->th[i];
+
+		if (th->flags & (TH_GONE | TH_INTERRUPTING))
+			continue;
+		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0 && errno == ESRCH) {
+			/* Already dead: reap it if it is, else forget it. */
+			if (poll_thread(t, th) == EV_NONE)
+				th->flags |= TH_GONE;
+			continue;
+		}
+		th->flags |= TH_INTERRUPTING;
+	}
+	for (;;) {
+		size_t live = 0;
+
+		pt_tracee_poll(t);
+		for (size_t i = 0; i < t->n; i++)
+			live += !(t->th[i].flags & TH_GONE);
+		if (!live || !t->attached)
+			break;
+		uint64_t now = now_ns();
+
+		if (now >= deadline)
+			return -EINPROGRESS;
+		wait_wake(t->o.wake_fd, deadline - now < 5000000 ? deadline - now : 5000000);
+	}
+	t->attached = 0;
+	t->detaching = 0;
+	compact(t);
+	return 0;
+}
+
+/* Captures registers and stack of a stopped thread into slot. */
+static int capture(struct pt_tracee *t, struct thread *th, struct pt_capture *cap)
+{
+	ssize_t n;
+
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
+		return -errno;
+	n = pt_mem_read_partial(t->pid, cap->regs.rsp, cap->stack, t->o.stack_bytes);
+	cap->stack_len = n > 0 ? (size_t)n : 0;
+	return 0;
+}
+
+int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
+		   void *arg)
+{
+	size_t sel[256];   /* indices: t->th may move when a clone is seen */
+	uint64_t deadline, pause[256];
+	int nsel = 0, ncap = 0, pending = 0, max = t->o.max_per_tick;
+	int slot_tid[256];
+
+	if (max > 256)
+		max = 256;
+	if (!t->attached || t->detaching)
+		return 0;
+	/* 1. Select: a thread is sampled when it used CPU since the last tick
+	 *    and is running now. Idle threads cost one pread, no stop. */
+	for (size_t i = 0; i < t->n && nsel < max; i++) {
+		struct thread *th = &t->th[i];
+		uint64_t run;
+		char buf[512];
+		ssize_t n;
+		struct pt_stat st;
+
+		if (th->flags & (TH_GONE | TH_GROUPSTOP | TH_INTERRUPTING) || read_run_ns(th, &run))
+			continue;
+		if (run == th->last_run_ns)
+			continue;
+		th->cpu_ns = run - th->last_run_ns;
+		th->last_run_ns = run;
+		n = pread(th->stat_fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (pt_proc_parse_stat(buf, &st) || st.state != 'R')
+			continue;
+		sel[nsel++] = i;
+	}
+	/* 2. Interrupt them all first: a stop is only delivered when the thread
+	 *    runs, so waiting for each in turn would serialise their delays. */
+	for (int i = 0; i < nsel; i++) {
+		struct thread *th = &t->th[sel[i]];
+
+		th->t_interrupt = now_ns();
+		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
+			sel[i] = SIZE_MAX;
+			continue;
+		}
+		th->flags |= TH_INTERRUPTING | TH_WANTED;
+		th->slot = -1;
+		pending++;
+	}
+	/* 3. Collect each stop, capture, resume at once. */
+	deadline = now_ns() + wait_ns;
+	while (pending > 0) {
+		for (int i = 0; i < nsel; i++) {
+			struct thread *th;
+			enum ev e;
+
+			if (sel[i] == SIZE_MAX || !(t->th[sel[i]].flags & TH_WANTED) || t->th[sel[i]].slot >= 0)
+				continue;
+			e = poll_thread(t, &t->th[sel[i]]);
+			th = &t->th[sel[i]];
+			if (e == EV_NONE || e == EV_HANDLED) {
+				if (th->flags & TH_INTERRUPTING)
+					continue;
+				/* Group-stopped or otherwise consumed: no sample. */
+				th->flags &= ~TH_WANTED;
+				pending--;
+				continue;
+			}
+			pending--;
+			th->flags &= ~TH_WANTED;
+			if (e == EV_GONE)
+				continue;
+			/* e == EV_OURS */
+			if (capture(t, th, &t->caps[ncap]) == 0) {
+				th->slot = ncap;
+				slot_tid[ncap] = i;
+				ncap++;
+			}
+			ptrace(PTRACE_CONT, th->tid, 0, 0);
+			pause[i] = now_ns() - th->t_interrupt;
+			t->st.stops++;
+		}
+		if (pending <= 0)
+			break;
+		uint64_t now = now_ns();
+
+		if (now >= deadline)
+			break;
+		wait_wake(t->o.wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
+	}
+	/* Threads that did not stop in time keep TH_INTERRUPTING: their stop is
+	 * resumed by pt_tracee_poll without a sample, never queued. */
+	for (int i = 0; i < nsel; i++)
+		if (sel[i] != SIZE_MAX && (t->th[sel[i]].flags & TH_WANTED)) {
+			t->th[sel[i]].flags &= ~TH_WANTED;
+			t->st.late_stops++;
+		}
+	/* 4. Unwind offline, after every thread runs again. */
+	for (int k = 0; k < ncap; k++) {
+		struct thread *th = &t->th[sel[slot_tid[k]]];
+		uint64_t t0 = now_ns(), dt;
+		int complete, n;
+
+		n = pt_unwind(t->unw, &t->caps[k], t->frames, t->o.max_frames, &complete);
+		dt = now_ns() - t0;
+		t->st.thread_samples++;
+		t->st.unwind_ns_total += dt;
+		t->st.pause_ns_total += pause[slot_tid[k]];
+		t->st.frames_total += (uint64_t)n;
+		t->st.incomplete_stacks += !complete;
+		if (tcb)
+			tcb(arg, pause[slot_tid[k]], dt);
+		if (cb)
+			cb(arg, th->tid, t->frames, n, th->cpu_ns);
+		th->slot = -1;
+	}
+	compact(t);
+	return ncap;
+}
+
+void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
+			 const struct pt_module **modp)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	*name = mod ? pt_module_symbol(t->mods, mod, addr) : NULL;
+	*modp = mod;
+}
+
+const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod ? mod->build_id : "";
+}

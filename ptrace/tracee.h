@@ -1,0 +1,85 @@
+/* One traced process: its threads, attach/detach, ptrace event handling and
+ * the per-tick snapshot of running threads. Every function here runs on the
+ * sampler thread, the only thread that calls ptrace or waitpid (STYLE H12). */
+#ifndef PT_TRACEE_H
+#define PT_TRACEE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_maps;
+struct pt_module;
+struct pt_tracee;
+
+struct pt_tracee_opts {
+	size_t stack_bytes;     /* stack copied per thread-sample */
+	int max_frames;
+	int max_threads;        /* threads tracked */
+	int max_per_tick;       /* threads stopped in one tick */
+	int wake_fd;            /* signalfd for SIGCHLD: readable when a tracee changes state */
+	const char *debug_dir;  /* NULL: /usr/lib/debug/.build-id */
+};
+
+/* Counters, cumulative since creation. */
+struct pt_tracee_stats {
+	uint64_t thread_samples, stops, pause_ns_total, unwind_ns_total, frames_total;
+	uint64_t late_stops;        /* interrupted but not stopped within the tick */
+	uint64_t incomplete_stacks;
+	uint64_t signals_reinjected, group_stops, clones, execs;
+};
+
+/* Called once per thread-sample after the thread has been resumed. frames
+ * are leaf first (see pt_unwind). cpu_ns is the CPU time the thread used
+ * since the previous tick. */
+typedef void (*pt_sample_cb)(void *arg, pid_t tid, const uint64_t *frames, int n,
+			     uint64_t cpu_ns);
+/* Receives each pause (interrupt sent .. thread resumed) and unwind time. */
+typedef void (*pt_timing_cb)(void *arg, uint64_t pause_ns, uint64_t unwind_ns);
+
+int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts *opts);
+/* Detaches (bounded wait) and frees. NULL-safe. */
+void pt_tracee_free(struct pt_tracee *t);
+
+pid_t pt_tracee_pid(const struct pt_tracee *t);
+int pt_tracee_attached(const struct pt_tracee *t);
+/* 1 once the process has exited (or was never there). */
+int pt_tracee_gone(const struct pt_tracee *t);
+/* Returns and clears the "an exec happened" flag. */
+int pt_tracee_take_exec(struct pt_tracee *t);
+size_t pt_tracee_nthreads(const struct pt_tracee *t);
+void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
+
+/* Seizes every thread (PTRACE_SEIZE, following clones and execs; nothing is
+ * stopped). Returns 0, -ESRCH (no such process), -EPERM (ptrace denied:
+ * CAP_SYS_PTRACE missing or Yama), -E2BIG (over max_threads) or -ENOMEM. */
+int pt_tracee_attach(struct pt_tracee *t);
+/* Interrupts and detaches every thread, waiting at most timeout_ns; threads
+ * still pending are detached when their stop arrives (pt_tracee_poll).
+ * Returns 0 when fully detached, -EINPROGRESS otherwise. */
+int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns);
+/* Handles every pending state change: re-injects signals, honours group-stop
+ * with PTRACE_LISTEN, registers new threads, notices exec and exit. */
+void pt_tracee_poll(struct pt_tracee *t);
+
+/* One CPU tick: finds the threads that are running and have used CPU since
+ * the last tick (one /proc read per idle thread, no stop), interrupts them
+ * all, captures registers and stack of each as it stops and resumes it at
+ * once, then unwinds offline and calls cb for each. Waits for stops at most
+ * wait_ns. Returns the number of thread-samples or a negative errno. */
+int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
+		   void *arg);
+
+/* Re-reads /proc/<pid>/maps. Returns 0 or a negative errno. */
+int pt_tracee_refresh_maps(struct pt_tracee *t);
+const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t);
+
+/* Symbolizes a runtime address: *name is the function (NULL if no symbol
+ * covers it), *mod the module (NULL outside every file mapping). Strings
+ * are owned by the tracee and valid until the next exec or refresh. */
+void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
+			 const struct pt_module **mod);
+/* Build-id of the module holding addr ("" if unknown). */
+const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr);
+
+#endif

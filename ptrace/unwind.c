@@ -1,0 +1,226 @@
+#include "ptrace/unwind.h"
+
+#include <errno.h>
+#include <libunwind.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptrace/mem.h"
+#include "ptrace/module.h"
+#include "ptrace/proc.h"
+
+/* Exported by libunwind-x86_64 but declared in no public header (1.6.2):
+ * binary-searches an .eh_frame_hdr table described by `di` and parses the
+ * FDE, reading through the address space's accessors. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+struct pt_unwinder {
+	unw_addr_space_t as;
+	struct pt_mem *mem;
+	struct pt_modules *mods;
+	const struct pt_maps *maps;
+};
+
+/* What the accessors see through their `arg`. */
+struct ctx {
+	struct pt_unwinder *u;
+	const struct pt_capture *cap;
+};
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			  int need_unwind_info, void *arg)
+{
+	struct ctx *c = arg;
+	struct pt_module *mod = pt_modules_find(c->u->mods, c->u->maps, ip);
+	unw_dyn_info_t di;
+
+	if (!mod || !mod->eh_hdr || ip < mod->text_lo || ip >= mod->text_hi)
+		return -UNW_ENOINFO;
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = mod->text_lo;
+	di.end_ip = mod->text_hi;
+	di.u.rti.segbase = mod->eh_hdr;
+	di.u.rti.table_data = mod->eh_table;
+	/* In unw_word_t units: each table entry is two int32. */
+	di.u.rti.table_len = mod->eh_count * 8 / sizeof(unw_word_t);
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	/* libunwind frees the FDE info it parsed from a table itself (its
+	 * parser's put_unwind_info for UNW_INFO_FORMAT_TABLE); nothing of ours. */
+	(void)as;
+	(void)pi;
+	(void)arg;
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+	(void)as;
+	(void)addr;
+	(void)arg;
+	return -UNW_ENOINFO;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	struct ctx *c = arg;
+	const struct pt_capture *cap = c->cap;
+	uint64_t sp = cap->regs.rsp;
+
+	(void)as;
+	if (write)
+		return -UNW_EINVAL;
+	if (addr >= sp && addr - sp + sizeof(*val) <= cap->stack_len) {
+		memcpy(val, cap->stack + (addr - sp), sizeof(*val));
+		return 0;
+	}
+	return pt_mem_read(c->u->mem, addr, val, sizeof(*val)) ? -UNW_EINVAL : 0;
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	const struct user_regs_struct *r = &((struct ctx *)arg)->cap->regs;
+
+	(void)as;
+	if (write)
+		return -UNW_EREADONLYREG;
+	switch (reg) {
+	case UNW_X86_64_RAX: *val = r->rax; break;
+	case UNW_X86_64_RDX: *val = r->rdx; break;
+	case UNW_X86_64_RCX: *val = r->rcx; break;
+	case UNW_X86_64_RBX: *val = r->rbx; break;
+	case UNW_X86_64_RSI: *val = r->rsi; break;
+	case UNW_X86_64_RDI: *val = r->rdi; break;
+	case UNW_X86_64_RBP: *val = r->rbp; break;
+	case UNW_X86_64_RSP: *val = r->rsp; break;
+	case UNW_X86_64_R8: *val = r->r8; break;
+	case UNW_X86_64_R9: *val = r->r9; break;
+	case UNW_X86_64_R10: *val = r->r10; break;
+	case UNW_X86_64_R11: *val = r->r11; break;
+	case UNW_X86_64_R12: *val = r->r12; break;
+	case UNW_X86_64_R13: *val = r->r13; break;
+	case UNW_X86_64_R14: *val = r->r14; break;
+	case UNW_X86_64_R15: *val = r->r15; break;
+	case UNW_X86_64_RIP: *val = r->rip; break;
+	default: return -UNW_EBADREG;
+	}
+	return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+	(void)as;
+	(void)reg;
+	(void)val;
+	(void)write;
+	(void)arg;
+	return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	(void)as;
+	(void)c;
+	(void)arg;
+	return -UNW_EINVAL;
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			 unw_word_t *off, void *arg)
+{
+	/* We symbolize ourselves, later, with sizes respected. */
+	(void)as;
+	(void)addr;
+	(void)buf;
+	(void)len;
+	(void)off;
+	(void)arg;
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = find_proc_info,
+	.put_unwind_info = put_unwind_info,
+	.get_dyn_info_list_addr = get_dyn_info_list_addr,
+	.access_mem = access_mem,
+	.access_reg = access_reg,
+	.access_fpreg = access_fpreg,
+	.resume = resume,
+	.get_proc_name = get_proc_name,
+};
+
+int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modules *mods)
+{
+	struct pt_unwinder *u = calloc(1, sizeof(*u));
+
+	*out = NULL;
+	if (!u)
+		return -ENOMEM;
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->as) {
+		free(u);
+		return -ENOMEM;
+	}
+	/* Remote address spaces start with caching off: every step would redo
+	 * the table search and FDE parse. */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	u->mem = mem;
+	u->mods = mods;
+	*out = u;
+	return 0;
+}
+
+void pt_unwinder_free(struct pt_unwinder *u)
+{
+	if (!u)
+		return;
+	unw_destroy_addr_space(u->as);
+	free(u);
+}
+
+void pt_unwinder_set_maps(struct pt_unwinder *u, const struct pt_maps *maps)
+{
+	u->maps = maps;
+}
+
+void pt_unwinder_flush(struct pt_unwinder *u)
+{
+	unw_flush_cache(u->as, 0, 0);
+}
+
+int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
+	      int *complete)
+{
+	struct ctx c = { u, cap };
+	unw_cursor_t cur;
+	int n = 0, after_signal = 0, rc;
+
+	*complete = 0;
+	frames[n++] = cap->regs.rip;
+	if (unw_init_remote(&cur, u->as, &c) < 0)
+		return n;
+	after_signal = unw_is_signal_frame(&cur) > 0;
+	while (n < max) {
+		unw_word_t ip;
+
+		rc = unw_step(&cur);
+		if (rc == 0) {
+			*complete = 1;
+			break;
+		}
+		if (rc < 0 || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
+			break;
+		if (ip == 0) {
+			*complete = 1;
+			break;
+		}
+		frames[n++] = after_signal ? ip : ip - 1;
+		after_signal = unw_is_signal_frame(&cur) > 0;
+	}
+	return n;
+}

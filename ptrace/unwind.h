@@ -1,0 +1,40 @@
+/* Offline unwinding of a captured thread state with libunwind's remote API
+ * and accessors of our own: registers and stack words come from the capture
+ * taken while the thread was stopped, other memory from the page cache, and
+ * unwind tables from each module's .eh_frame_hdr in target memory (so deleted
+ * binaries and the vDSO unwind too). Sampler thread only. */
+#ifndef PT_UNWIND_H
+#define PT_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/user.h>
+
+struct pt_maps;
+struct pt_mem;
+struct pt_modules;
+struct pt_unwinder;
+
+/* A thread's state captured during one stop. */
+struct pt_capture {
+	struct user_regs_struct regs;
+	uint8_t *stack;          /* copy of [regs.rsp, regs.rsp + stack_len) */
+	size_t stack_len;
+};
+
+int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modules *mods);
+void pt_unwinder_free(struct pt_unwinder *u);
+/* Maps used to find modules; not owned; must outlive the next pt_unwind(). */
+void pt_unwinder_set_maps(struct pt_unwinder *u, const struct pt_maps *maps);
+/* Drops libunwind's caches (exec). */
+void pt_unwinder_flush(struct pt_unwinder *u);
+
+/* Unwinds `cap` into frames[0..max), leaf first. frames[0] is the leaf PC;
+ * later frames are return addresses minus one (inside the call instruction),
+ * except the frame interrupted by a signal, which is kept as is. Returns the
+ * number of frames (>= 1). *complete is set when the walk reached the
+ * outermost frame rather than failing or hitting max. */
+int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
+	      int *complete);
+
+#endif

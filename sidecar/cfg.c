@@ -1,0 +1,188 @@
+#include "sidecar/cfg.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sidecar/log.h"
+#include "sidecar/util.h"
+
+enum def_type { DEF_INT, DEF_STR };
+
+struct cfg_def {
+	const char *flag;     /* --flag */
+	const char *env;      /* PODPROF_ENV */
+	enum def_type type;
+	long min, max, def_int;
+	const char *def_str;
+	size_t off;
+	const char *help;
+};
+
+#define INT(f, e, mn, mx, d, field, h) { f, "PODPROF_" e, DEF_INT, mn, mx, d, NULL, offsetof(struct sc_cfg, field), h }
+#define STR(f, e, d, field, h) { f, "PODPROF_" e, DEF_STR, 0, 0, 0, d, offsetof(struct sc_cfg, field), h }
+
+static const struct cfg_def cfg_table[] = {
+	INT("pid", "PID", 0, 4194304, 0, pid, "profile this process (as seen in our PID namespace)"),
+	STR("comm", "COMM", NULL, comm, "profile the only process whose comm (name) is exactly this"),
+	STR("exe", "EXE", NULL, exe, "profile the only process whose executable path contains this"),
+	STR("listen", "LISTEN", "127.0.0.1:8008", listen, "HOST:PORT to serve pprof on (':8008' for all addresses)"),
+	STR("log-format", "LOG_FORMAT", "text", log_format, "text or json (one JSON object per line)"),
+	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),
+	INT("hz", "HZ", 1, 1000, 100, default_hz, "default CPU sampling rate when a request gives no hz="),
+	INT("max-seconds", "MAX_SECONDS", 1, 604800, 86400, max_seconds, "longest profile a request may ask for"),
+	INT("max-sessions", "MAX_SESSIONS", 1, 1024, 16, max_sessions, "profiles running at once"),
+	INT("stack-bytes", "STACK_BYTES", 4096, 1048576, 65536, stack_bytes, "bytes of stack copied per thread-sample"),
+	INT("max-frames", "MAX_FRAMES", 8, 1024, 256, max_frames, "frames kept per stack"),
+	INT("max-stacks", "MAX_STACKS", 64, 10000000, 200000, max_stacks, "distinct stacks kept per profile"),
+	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends"),
+	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
+	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),
+	INT("max-body-bytes", "MAX_BODY_BYTES", 0, 16777216, 1048576, max_body_bytes, "request body (symbol POST)"),
+	INT("header-timeout-ms", "HEADER_TIMEOUT_MS", 100, 3600000, 15000, header_timeout_ms, "time to receive a request's headers"),
+	INT("idle-timeout-ms", "IDLE_TIMEOUT_MS", 100, 3600000, 120000, idle_timeout_ms, "keep-alive connection idle limit"),
+};
+
+static int set_value(struct sc_cfg *cfg, const struct cfg_def *d, const char *val,
+		     const char *origin, FILE *err)
+{
+	char *field = (char *)cfg + d->off;
+
+	if (d->type == DEF_INT) {
+		int64_t v;
+
+		if (sc_parse_go_int(val, &v) || v < d->min || v > d->max) {
+			fprintf(err, "podprof: %s %s: '%s' is not an integer in %ld..%ld\n",
+				origin, d->flag, val, d->min, d->max);
+			return -EINVAL;
+		}
+		*(int *)field = (int)v;
+		return 0;
+	}
+	char **s = (char **)field, *copy = strdup(val);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*s);
+	*s = copy;
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: podprof [--pid N | --comm NAME | --exe SUBSTRING] [--listen HOST:PORT] [options]\n"
+		"\n"
+		"Attaches with ptrace to a neighbour process in the same PID namespace and serves\n"
+		"Go's net/http/pprof endpoints for it: /debug/pprof/ (index), profile (CPU),\n"
+		"cmdline and symbol. With no selector, podprof picks the only process that is\n"
+		"neither the pod's pause process nor podprof itself, and fails listing the\n"
+		"candidates when there are several.\n"
+		"\n"
+		"Options (each also read from the environment variable shown):\n");
+	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
+		const struct cfg_def *d = &cfg_table[i];
+		char arg[64];
+
+		snprintf(arg, sizeof(arg), "--%s %s", d->flag, d->type == DEF_INT ? "N" : "S");
+		fprintf(out, "  %-26s %s\n  %-26s [%s", arg, d->help, "", d->env);
+		if (d->type == DEF_INT)
+			fprintf(out, "; %ld..%ld; default %ld]\n", d->min, d->max, d->def_int);
+		else if (d->def_str)
+			fprintf(out, "; default %s]\n", d->def_str);
+		else
+			fprintf(out, "]\n");
+	}
+	fprintf(out, "  %-26s print this help\n  %-26s print the version\n", "--help", "--version");
+}
+
+static const struct cfg_def *find(const char *flag, size_t len)
+{
+	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++)
+		if (strlen(cfg_table[i].flag) == len && !strncmp(cfg_table[i].flag, flag, len))
+			return &cfg_table[i];
+	return NULL;
+}
+
+int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
+{
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
+		const struct cfg_def *d = &cfg_table[i];
+
+		if (d->type == DEF_INT)
+			*(int *)((char *)cfg + d->off) = (int)d->def_int;
+		else if (d->def_str && (rc = set_value(cfg, d, d->def_str, "default", err)))
+			return rc;
+	}
+	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
+		const char *v = getenv(cfg_table[i].env);
+
+		if (v && *v && (rc = set_value(cfg, &cfg_table[i], v, cfg_table[i].env, err)))
+			return rc;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val, *eq;
+		const struct cfg_def *d;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(out);
+			return 1;
+		}
+		if (!strcmp(a, "--version")) {
+			fprintf(out, "podprof %s\n", PODPROF_VERSION);
+			return 1;
+		}
+		if (strncmp(a, "--", 2)) {
+			fprintf(err, "podprof: unexpected argument '%s' (see --help)\n", a);
+			return -EINVAL;
+		}
+		a += 2;
+		eq = strchr(a, '=');
+		d = find(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (!d) {
+			fprintf(err, "podprof: unknown option '--%.*s' (see --help)\n",
+				(int)(eq ? eq - a : (long)strlen(a)), a);
+			return -EINVAL;
+		}
+		if (eq) {
+			val = eq + 1;
+		} else if (i + 1 < argc) {
+			val = argv[++i];
+		} else {
+			fprintf(err, "podprof: option '--%s' needs a value\n", d->flag);
+			return -EINVAL;
+		}
+		if ((rc = set_value(cfg, d, val, "option", err)))
+			return rc;
+	}
+	if (strcmp(cfg->log_format, "text") && strcmp(cfg->log_format, "json")) {
+		fprintf(err, "podprof: --log-format must be text or json, not '%s'\n", cfg->log_format);
+		return -EINVAL;
+	}
+	if (sc_log_parse_level(cfg->log_level) < 0) {
+		fprintf(err, "podprof: --log-level must be debug, info, warn or error, not '%s'\n",
+			cfg->log_level);
+		return -EINVAL;
+	}
+	if ((cfg->pid != 0) + (cfg->comm != NULL) + (cfg->exe != NULL) > 1) {
+		fprintf(err, "podprof: give at most one of --pid, --comm and --exe\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void sc_cfg_free(struct sc_cfg *cfg)
+{
+	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++)
+		if (cfg_table[i].type == DEF_STR) {
+			char **s = (char **)((char *)cfg + cfg_table[i].off);
+
+			free(*s);
+			*s = NULL;
+		}
+}

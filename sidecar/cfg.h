@@ -1,0 +1,39 @@
+/* Configuration: one table (cfg.c) drives the flags, the PODPROF_* environment
+ * variables, validation and --help (STYLE H7). Read-only after start-up. */
+#ifndef SC_CFG_H
+#define SC_CFG_H
+
+#include <stdio.h>
+
+struct sc_cfg {
+	/* target selection */
+	int pid;
+	char *comm;
+	char *exe;
+	/* serving */
+	char *listen;
+	char *log_format;
+	char *log_level;
+	int max_conns;
+	int max_header_bytes;
+	int max_body_bytes;
+	int header_timeout_ms;
+	int idle_timeout_ms;
+	/* sampling */
+	int default_hz;
+	int max_seconds;
+	int max_sessions;
+	int stack_bytes;
+	int max_frames;
+	int max_stacks;
+	int detach_grace_ms;
+};
+
+/* Fills `cfg` with defaults, then PODPROF_* variables from `envp`, then flags.
+ * Returns 0 to run, 1 when --help/--version was printed (exit 0), or
+ * -EINVAL after printing a message that names the bad flag or value to
+ * `err`. Start-up only. */
+int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
+void sc_cfg_free(struct sc_cfg *cfg);
+
+#endif

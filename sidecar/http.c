@@ -1,0 +1,559 @@
+#include "sidecar/http.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sidecar/cfg.h"
+#include "sidecar/log.h"
+#include "sidecar/util.h"
+
+#define CONN_F_BUSY      0x01u   /* a handler owns the current request */
+#define CONN_F_CLOSING   0x02u
+#define CONN_F_KEEPALIVE 0x04u
+#define CONN_F_DONE      0x08u   /* a whole request was parsed */
+
+struct sc_http {
+	uv_loop_t *loop;
+	uv_tcp_t tcp;
+	const struct sc_cfg *cfg;
+	sc_handler_cb handler;
+	void *arg;
+	llhttp_settings_t settings;
+	struct sc_conn *conns;      /* list */
+	int nconns;
+	int closing;
+	int port;
+};
+
+struct sc_conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	int open_handles;
+	unsigned int flags;
+	struct sc_http *srv;
+	llhttp_t parser;
+	struct sc_buf url, body, pending;
+	size_t header_bytes;
+	int status_on_error;        /* 0, or the status to answer a bad request with */
+	sc_abort_cb abort_cb;
+	void *abort_arg;
+	struct sc_conn *next, **pprev;
+};
+
+struct write_req {
+	uv_write_t w;
+	struct sc_conn *c;
+	char *head;
+	void *body;
+	int close_after;
+};
+
+static const char *status_text(int s)
+{
+	switch (s) {
+	case 200: return "OK";
+	case 301: return "Moved Permanently";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Request Entity Too Large";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+static void conn_close(struct sc_conn *c);
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct sc_conn *c = h->data;
+
+	if (--c->open_handles > 0)
+		return;
+	sc_buf_free(&c->url);
+	sc_buf_free(&c->body);
+	sc_buf_free(&c->pending);
+	free(c);
+}
+
+static void conn_close(struct sc_conn *c)
+{
+	if (c->flags & CONN_F_CLOSING)
+		return;
+	c->flags |= CONN_F_CLOSING;
+	if ((c->flags & CONN_F_BUSY) && c->abort_cb) {
+		sc_abort_cb cb = c->abort_cb;
+
+		c->abort_cb = NULL;
+		cb(c, c->abort_arg);
+	}
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	c->srv->nconns--;
+	uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	struct sc_conn *c = t->data;
+
+	if (c->flags & CONN_F_BUSY)
+		return;
+	if (c->header_bytes || c->url.len) {
+		log_info("http: request headers not received within %d ms, closing",
+			 c->srv->cfg->header_timeout_ms);
+		sc_http_respond(c, 408, "X-Go-Pprof: 1\r\nContent-Type: text/plain; charset=utf-8\r\n",
+				"request header timeout\n", 23);
+		c->flags &= ~CONN_F_KEEPALIVE;
+		return;
+	}
+	conn_close(c);
+}
+
+static void arm_timer(struct sc_conn *c, int idle)
+{
+	const struct sc_cfg *cfg = c->srv->cfg;
+
+	uv_timer_start(&c->timer, on_timeout,
+		       (uint64_t)(idle ? cfg->idle_timeout_ms : cfg->header_timeout_ms), 0);
+}
+
+/* ---- llhttp callbacks: bounded accumulation (STYLE H11) ---- */
+
+static struct sc_conn *conn_of(llhttp_t *p)
+{
+	return SC_CONTAINER_OF(p, struct sc_conn, parser);
+}
+
+static int count_header(struct sc_conn *c, size_t n)
+{
+	c->header_bytes += n;
+	if (c->header_bytes > (size_t)c->srv->cfg->max_header_bytes) {
+		c->status_on_error = 431;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+	struct sc_conn *c = conn_of(p);
+
+	c->url.len = 0;
+	c->body.len = 0;
+	c->header_bytes = 0;
+	return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+	struct sc_conn *c = conn_of(p);
+
+	if (count_header(c, n))
+		return -1;
+	if (sc_buf_append(&c->url, at, n)) {
+		c->status_on_error = 431;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_header_data(llhttp_t *p, const char *at, size_t n)
+{
+	(void)at;
+	return count_header(conn_of(p), n);
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+	struct sc_conn *c = conn_of(p);
+
+	if (p->content_length > (uint64_t)c->srv->cfg->max_body_bytes &&
+	    p->content_length != ULLONG_MAX) {
+		c->status_on_error = 413;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+	struct sc_conn *c = conn_of(p);
+
+	if (sc_buf_append(&c->body, at, n)) {
+		c->status_on_error = 413;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+	struct sc_conn *c = conn_of(p);
+
+	c->flags |= CONN_F_DONE;
+	if (llhttp_should_keep_alive(p))
+		c->flags |= CONN_F_KEEPALIVE;
+	else
+		c->flags &= ~CONN_F_KEEPALIVE;
+	/* One request at a time: stop here, resume after the response. */
+	return HPE_PAUSED;
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes the path in place; returns -EINVAL on a bad escape or NUL. */
+static int decode_path(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == '%') {
+			int h = hexval(r[1]), l = h >= 0 ? hexval(r[2]) : -1;
+
+			if (l < 0 || (h == 0 && l == 0))
+				return -EINVAL;
+			*w++ = (char)(h * 16 + l);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+	return 0;
+}
+
+static void dispatch(struct sc_conn *c)
+{
+	struct sc_request req = { 0 };
+	char *url = c->url.data ? c->url.data : (char *)"", *q;
+
+	c->flags |= CONN_F_BUSY;
+	c->flags &= ~CONN_F_DONE;
+	uv_timer_stop(&c->timer);
+	req.method = llhttp_method_name((llhttp_method_t)c->parser.method);
+	req.head = c->parser.method == HTTP_HEAD;
+	q = strchr(url, '?');
+	if (q)
+		*q++ = '\0';
+	req.query = q ? q : "";
+	req.path = url;
+	req.body = c->body.data ? c->body.data : "";
+	req.body_len = c->body.len;
+	if (url[0] != '/' || decode_path(url)) {
+		sc_http_respond(c, 400, "Content-Type: text/plain; charset=utf-8\r\n",
+				"400 Bad Request\n", 16);
+		return;
+	}
+	c->srv->handler(c, &req, c->srv->arg);
+}
+
+/* Feeds bytes to the parser; stops at a complete request. */
+static void feed(struct sc_conn *c, const char *data, size_t n)
+{
+	llhttp_errno_t e;
+
+	if (c->flags & (CONN_F_BUSY | CONN_F_CLOSING)) {
+		/* Pipelined bytes wait for the current response. */
+		if (sc_buf_append(&c->pending, data, n)) {
+			conn_close(c);
+		}
+		return;
+	}
+	e = llhttp_execute(&c->parser, data, n);
+	if (e == HPE_PAUSED) {
+		const char *stop = llhttp_get_error_pos(&c->parser);
+		size_t used = (size_t)(stop - data);
+
+		llhttp_resume(&c->parser);
+		if (used < n && sc_buf_append(&c->pending, stop, n - used)) {
+			conn_close(c);
+			return;
+		}
+		dispatch(c);
+		return;
+	}
+	if (e != HPE_OK) {
+		int status = c->status_on_error ? c->status_on_error : 400;
+		char body[128];
+		int len = snprintf(body, sizeof(body), "%d %s\n", status, status_text(status));
+
+		log_info("http: bad request (%s): %s", llhttp_errno_name(e),
+			 c->status_on_error ? "limit exceeded" : llhttp_get_error_reason(&c->parser));
+		c->flags &= ~CONN_F_KEEPALIVE;
+		c->flags |= CONN_F_BUSY;
+		sc_http_respond(c, status, "Content-Type: text/plain; charset=utf-8\r\n", body,
+				(size_t)len);
+	}
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char slab[65536];   /* loop thread only; consumed before the next read */
+
+	(void)h;
+	(void)suggested;
+	buf->base = slab;
+	buf->len = sizeof(slab);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct sc_conn *c = s->data;
+
+	if (n < 0) {
+		conn_close(c);   /* EOF or error: aborts a pending handler */
+		return;
+	}
+	if (n > 0)
+		feed(c, buf->base, (size_t)n);
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+	struct write_req *wr = SC_CONTAINER_OF(w, struct write_req, w);
+	struct sc_conn *c = wr->c;
+
+	free(wr->head);
+	free(wr->body);
+	if (status < 0 || wr->close_after) {
+		free(wr);
+		conn_close(c);
+		return;
+	}
+	free(wr);
+}
+
+int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, void *body,
+			  size_t len)
+{
+	struct write_req *wr;
+	struct sc_buf head;
+	uv_buf_t bufs[2];
+	int err, keep;
+
+	if (c->flags & CONN_F_CLOSING) {
+		free(body);
+		return -ECONNRESET;
+	}
+	keep = (c->flags & CONN_F_KEEPALIVE) && !c->srv->closing;
+	sc_buf_init(&head, 65536);
+	err = sc_buf_printf(&head, "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: nosniff\r\n"
+			    "Content-Length: %zu\r\nConnection: %s\r\n\r\n",
+			    status, status_text(status), headers ? headers : "", len,
+			    keep ? "keep-alive" : "close");
+	wr = calloc(1, sizeof(*wr));
+	if (err || !wr) {
+		free(wr);
+		free(body);
+		sc_buf_free(&head);
+		conn_close(c);
+		return err ? err : -ENOMEM;
+	}
+	wr->c = c;
+	wr->close_after = !keep;
+	bufs[0] = uv_buf_init(head.data, (unsigned int)head.len);
+	if (c->parser.method == HTTP_HEAD) {
+		free(body);
+		body = NULL;
+		len = 0;
+	}
+	bufs[1] = uv_buf_init(body, (unsigned int)len);
+	wr->head = sc_buf_steal(&head, NULL);
+	wr->body = body;
+	c->flags &= ~CONN_F_BUSY;
+	c->abort_cb = NULL;
+	if ((err = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, len ? 2 : 1, on_written))) {
+		free(wr->head);
+		free(wr->body);
+		free(wr);
+		conn_close(c);
+		return err;
+	}
+	if (keep) {
+		/* Serve pipelined requests that arrived meanwhile. */
+		struct sc_buf p = c->pending;
+
+		arm_timer(c, 1);
+		if (p.len) {
+			sc_buf_init(&c->pending, (size_t)c->srv->cfg->max_header_bytes +
+						 (size_t)c->srv->cfg->max_body_bytes);
+			arm_timer(c, 0);
+			feed(c, p.data, p.len);
+			sc_buf_free(&p);
+		}
+	}
+	return 0;
+}
+
+int sc_http_respond(struct sc_conn *c, int status, const char *headers, const void *body,
+		    size_t len)
+{
+	void *copy = malloc(len ? len : 1);
+
+	if (!copy) {
+		conn_close(c);
+		return -ENOMEM;
+	}
+	if (len)
+		memcpy(copy, body, len);
+	return sc_http_respond_owned(c, status, headers, copy, len);
+}
+
+void sc_http_on_abort(struct sc_conn *c, sc_abort_cb cb, void *arg)
+{
+	c->abort_cb = cb;
+	c->abort_arg = arg;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct sc_http *srv = server->data;
+	struct sc_conn *c;
+	size_t cap;
+
+	if (status < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->srv = srv;
+	uv_tcp_init(srv->loop, &c->tcp);
+	uv_timer_init(srv->loop, &c->timer);
+	c->tcp.data = c->timer.data = c;
+	c->open_handles = 2;
+	cap = (size_t)srv->cfg->max_header_bytes;
+	sc_buf_init(&c->url, cap);
+	sc_buf_init(&c->body, (size_t)srv->cfg->max_body_bytes);
+	sc_buf_init(&c->pending, cap + (size_t)srv->cfg->max_body_bytes);
+	llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
+	c->next = srv->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &srv->conns;
+	srv->conns = c;
+	srv->nconns++;
+	if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+		conn_close(c);
+		return;
+	}
+	if (srv->nconns > srv->cfg->max_conns) {
+		log_warn("http: connection limit %d reached, refusing a client", srv->cfg->max_conns);
+		c->flags |= CONN_F_BUSY;
+		sc_http_respond(c, 503, "Retry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\n",
+				"too many connections\n", 21);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	arm_timer(c, 0);
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* Splits "host:port" (host may be empty or [v6]). */
+static int parse_listen(const char *s, char *host, size_t hlen, int *port)
+{
+	const char *colon = strrchr(s, ':');
+	const char *p;
+	uint64_t v;
+	size_t n;
+
+	if (!colon)
+		return -EINVAL;
+	p = colon + 1;
+	if (sc_parse_u64(&p, 10, 65535, &v) || *p)
+		return -EINVAL;
+	*port = (int)v;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	}
+	if (n >= hlen)
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (!n)
+		snprintf(host, hlen, "0.0.0.0");
+	return 0;
+}
+
+int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg,
+		 sc_handler_cb handler, void *arg)
+{
+	struct sockaddr_storage ss;
+	struct sc_http *srv;
+	char host[256];
+	int port, err, len = sizeof(ss);
+
+	*out = NULL;
+	if (parse_listen(cfg->listen, host, sizeof(host), &port))
+		return -EINVAL;
+	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
+	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
+		return -EINVAL;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->loop = loop;
+	srv->cfg = cfg;
+	srv->handler = handler;
+	srv->arg = arg;
+	llhttp_settings_init(&srv->settings);
+	srv->settings.on_message_begin = on_message_begin;
+	srv->settings.on_url = on_url;
+	srv->settings.on_header_field = on_header_data;
+	srv->settings.on_header_value = on_header_data;
+	srv->settings.on_headers_complete = on_headers_complete;
+	srv->settings.on_body = on_body;
+	srv->settings.on_message_complete = on_message_complete;
+	uv_tcp_init(loop, &srv->tcp);
+	srv->tcp.data = srv;
+	if ((err = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&ss, 0)) ||
+	    (err = uv_listen((uv_stream_t *)&srv->tcp, 128, on_connection))) {
+		uv_close((uv_handle_t *)&srv->tcp, (uv_close_cb)free);
+		return err;
+	}
+	uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&ss, &len);
+	srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						   : ((struct sockaddr_in *)&ss)->sin_port);
+	*out = srv;
+	return 0;
+}
+
+int sc_http_port(const struct sc_http *srv)
+{
+	return srv->port;
+}
+
+static void on_server_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void sc_http_close(struct sc_http *srv)
+{
+	if (!srv)
+		return;
+	srv->closing = 1;
+	while (srv->conns)
+		conn_close(srv->conns);
+	uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
+}

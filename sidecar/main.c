@@ -1,0 +1,97 @@
+/* podprof: serve Go's pprof endpoints for a neighbour process. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "sidecar/cfg.h"
+#include "sidecar/log.h"
+#include "sidecar/server.h"
+#include "sidecar/target.h"
+#include "sidecar/util.h"
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct sc_server **srv = h->data;
+
+	log_info("podprof: %s received, shutting down", strsignal(signum));
+	sc_server_free(*srv);
+	*srv = NULL;
+	uv_close((uv_handle_t *)h, NULL);
+	uv_stop(h->loop);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct sc_server *srv = NULL;
+	uv_signal_t sigint, sigterm;
+	struct sc_cfg cfg;
+	struct sc_buf msg;
+	sigset_t set;
+	uv_loop_t *loop;
+	pid_t pid;
+	int rc;
+
+	rc = sc_cfg_load(&cfg, argc, argv, stdout, stderr);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	sc_log_json = !strcmp(cfg.log_format, "json");
+	sc_log_level = sc_log_parse_level(cfg.log_level);
+
+	/* The sampler reads SIGCHLD through a signalfd: block it in every
+	 * thread, which inherit this mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	sc_buf_init(&msg, 65536);
+	rc = sc_target_select(&cfg, "/proc", &pid, &msg);
+	if (rc) {
+		log_error("target: %s", msg.data ? msg.data : sc_strerror(rc));
+		sc_buf_free(&msg);
+		sc_cfg_free(&cfg);
+		return 1;
+	}
+	sc_buf_free(&msg);
+
+	loop = uv_default_loop();
+	rc = sc_server_new(&srv, loop, &cfg, pid);
+	if (rc) {
+		log_error("podprof: cannot start: %s", sc_strerror(rc));
+		sc_cfg_free(&cfg);
+		return 1;
+	}
+	log_info("podprof %s: profiling pid %d; serving http://%s/debug/pprof/ (port %d)",
+		 PODPROF_VERSION, (int)pid, cfg.listen, sc_server_port(srv));
+	if (strncmp(cfg.listen, "127.", 4) && strncmp(cfg.listen, "localhost:", 10) &&
+	    strncmp(cfg.listen, "[::1]:", 6))
+		log_warn("http: listening on %s, beyond loopback: anyone who reaches this port can "
+			 "profile the target", cfg.listen);
+
+	uv_signal_init(loop, &sigint);
+	uv_signal_init(loop, &sigterm);
+	sigint.data = sigterm.data = &srv;
+	uv_signal_start(&sigint, on_signal, SIGINT);
+	uv_signal_start(&sigterm, on_signal, SIGTERM);
+	uv_run(loop, UV_RUN_DEFAULT);
+
+	if (srv)
+		sc_server_free(srv);
+	uv_walk(loop, close_walk, NULL);
+	uv_run(loop, UV_RUN_DEFAULT);
+	rc = uv_loop_close(loop);
+	if (rc)
+		log_warn("podprof: loop closed with handles open: %s", uv_strerror(rc));
+	sc_cfg_free(&cfg);
+	return 0;
+}

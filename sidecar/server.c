@@ -1,0 +1,638 @@
+#include "sidecar/server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "encoder/pprof.h"
+#include "ptrace/proc.h"
+#include "ptrace/sampler.h"
+#include "sidecar/cfg.h"
+#include "sidecar/http.h"
+#include "sidecar/log.h"
+#include "sidecar/util.h"
+
+#define MAX_SYMBOL_ADDRS 100000
+#define MAX_PROFILE_BYTES (256u << 20)
+
+static const char TEXT[] = "Content-Type: text/plain; charset=utf-8\r\n";
+static const char GO_ERR[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n";
+
+struct sc_server {
+	uv_loop_t *loop;
+	const struct sc_cfg *cfg;
+	pid_t pid;
+	struct sc_http *http;
+	struct pt_sampler *sampler;
+	uv_async_t async;
+	pthread_mutex_t lock;        /* guards done */
+	struct pending *done;
+	int async_open;
+};
+
+/* A request handed to the sampler, and the connection waiting for it. */
+struct pending {
+	struct pt_request req;
+	struct sc_server *srv;
+	struct sc_conn *conn;        /* NULL once the client went away */
+	uint64_t *addrs;
+	int head;
+	struct pending *next;
+};
+
+static void go_error(struct sc_conn *c, int status, const char *msg)
+{
+	char body[512];
+	int n = snprintf(body, sizeof(body), "%s\n", msg);
+
+	sc_http_respond(c, status, GO_ERR, body, (size_t)n);
+}
+
+/* ---- query parsing -------------------------------------------------------- */
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int sc_query_get(const char *q, const char *key, char *out, size_t len)
+{
+	size_t klen = strlen(key);
+
+	while (q && *q) {
+		const char *amp = strchr(q, '&'), *end = amp ? amp : q + strlen(q);
+		const char *eq = memchr(q, '=', (size_t)(end - q));
+		const char *kend = eq ? eq : end;
+
+		if ((size_t)(kend - q) == klen && !memcmp(q, key, klen)) {
+			size_t w = 0;
+
+			for (const char *r = eq ? eq + 1 : end; r < end; r++) {
+				int ch = *r;
+
+				if (ch == '+') {
+					ch = ' ';
+				} else if (ch == '%' && r + 2 < end + 0 + 1 && hexval(r[1]) >= 0 &&
+					   r + 2 < end + 1 && hexval(r[2]) >= 0) {
+					ch = hexval(r[1]) * 16 + hexval(r[2]);
+					r += 2;
+				}
+				if (w + 1 >= len)
+					return -E2BIG;
+				out[w++] = (char)ch;
+			}
+			out[w] = '\0';
+			return 1;
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	return 0;
+}
+
+int sc_parse_profile_seconds(const char *query)
+{
+	char v[64];
+	int64_t s;
+
+	if (sc_query_get(query, "seconds", v, sizeof(v)) != 1 || sc_parse_go_int(v, &s) || s <= 0)
+		return 30;
+	return s > INT32_MAX ? INT32_MAX : (int)s;
+}
+
+int sc_parse_symbol_addrs(const char *s, size_t len, uint64_t *out, size_t max)
+{
+	size_t n = 0, i = 0;
+
+	while (i < len) {
+		char word[40];
+		size_t w = 0;
+		const char *p;
+		int base = 10;
+
+		while (i < len && s[i] != '+') {
+			if (w + 1 >= sizeof(word))
+				return -EINVAL;
+			word[w++] = s[i++];
+		}
+		i++;   /* skip '+' */
+		word[w] = '\0';
+		if (!w)
+			continue;
+		p = word;
+		/* strconv.ParseUint(word, 0, 64): 0x hex, 0o/0 octal, 0b binary. */
+		if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+			base = 16;
+			p += 2;
+		} else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
+			base = 2;
+			p += 2;
+		} else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O')) {
+			base = 8;
+			p += 2;
+		} else if (p[0] == '0' && p[1]) {
+			base = 8;
+		}
+		if (!*p || hexval(*p) < 0 || hexval(*p) >= base)
+			return -EINVAL;
+		if (n == max)
+			return -E2BIG;
+		if (sc_parse_u64(&p, base, UINT64_MAX, &out[n]) || *p)
+			return -EINVAL;
+		n++;
+	}
+	return (int)n;
+}
+
+/* ---- sampler hand-off ------------------------------------------------------- */
+
+/* Sampler thread: queue the finished request for the loop. */
+static void on_sampler_done(struct pt_request *req, void *arg)
+{
+	struct sc_server *srv = arg;
+	struct pending *p = req->user;
+
+	pthread_mutex_lock(&srv->lock);
+	p->next = srv->done;
+	srv->done = p;
+	pthread_mutex_unlock(&srv->lock);
+	uv_async_send(&srv->async);
+}
+
+static void on_sampler_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	SC_LOG(level == 0 ? SC_LOG_DEBUG : level == 1 ? SC_LOG_INFO : SC_LOG_WARN, "%s", msg);
+}
+
+static void pending_free(struct pending *p)
+{
+	if (!p)
+		return;
+	pt_profile_free(p->req.profile);
+	if (p->req.names)
+		for (size_t i = 0; i < p->req.naddrs; i++)
+			free(p->req.names[i]);
+	free(p->req.names);
+	free(p->addrs);
+	free(p);
+}
+
+static void on_abort(struct sc_conn *c, void *arg)
+{
+	struct pending *p = arg;
+
+	(void)c;
+	p->conn = NULL;
+	pt_sampler_cancel(p->srv->sampler, &p->req);
+}
+
+static const char *req_error(int err)
+{
+	switch (err) {
+	case -ESRCH: return "target process is gone";
+	case -EPERM: return "ptrace not permitted: podprof needs CAP_SYS_PTRACE (and no_new_privs off for file capabilities)";
+	case -EBUSY: return "too many profiles running at once";
+	case -ECANCELED: return "podprof is shutting down";
+	default: return NULL;
+	}
+}
+
+static int encode_cpu(const struct pt_profile *pr, uint8_t **out, size_t *len)
+{
+	struct enc_pprof *e = NULL;
+	int64_t *map_ids = NULL;
+	uint64_t *loc_ids = NULL, *stack = NULL;
+	size_t maxn = 0;
+	int err;
+	char comment[160];
+
+	if ((err = enc_pprof_new(&e)))
+		return err;
+	map_ids = calloc(pr->nmaps + 1, sizeof(*map_ids));
+	loc_ids = calloc(pr->nlocs + 1, sizeof(*loc_ids));
+	for (size_t i = 0; i < pr->nsamples; i++)
+		if (pr->samples[i].n > maxn)
+			maxn = pr->samples[i].n;
+	stack = calloc(maxn + 1, sizeof(*stack));
+	err = -ENOMEM;
+	if (!map_ids || !loc_ids || !stack)
+		goto out;
+	if ((err = enc_pprof_sample_type(e, "samples", "count")) ||
+	    (err = enc_pprof_sample_type(e, "cpu", "nanoseconds")) ||
+	    (err = enc_pprof_period(e, "cpu", "nanoseconds", 1000000000ll / pr->hz)))
+		goto out;
+	enc_pprof_time(e, (int64_t)pr->time_ns, (int64_t)pr->duration_ns);
+	snprintf(comment, sizeof(comment),
+		 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
+		 " dropped_stacks=%" PRIu64, pr->hz, pr->thread_samples, pr->dropped_stacks);
+	if ((err = enc_pprof_comment(e, comment)))
+		goto out;
+	for (size_t i = 0; i < pr->nmaps; i++) {
+		const struct pt_profile_map *m = &pr->maps[i];
+
+		/* Every location of ours carries a function name (a symbol or
+		 * an honest "lib.so+0x..."), so clients never re-symbolize from
+		 * their own, possibly different, copy of the file. */
+		map_ids[i] = enc_pprof_mapping(e, m->start, m->limit, m->offset, m->path, m->build_id, 1);
+		if (map_ids[i] < 0) {
+			err = (int)map_ids[i];
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < pr->nlocs; i++) {
+		const struct pt_profile_loc *l = &pr->locs[i];
+		int64_t fn = enc_pprof_function(e, l->name), id;
+
+		if (fn < 0) {
+			err = (int)fn;
+			goto out;
+		}
+		id = enc_pprof_location(e, l->map >= 0 ? (uint64_t)map_ids[l->map] : 0, l->addr,
+					(uint64_t)fn);
+		if (id < 0) {
+			err = (int)id;
+			goto out;
+		}
+		loc_ids[i] = (uint64_t)id;
+	}
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = &pr->samples[i];
+		int64_t v[2] = { s->count, s->cpu_ns };
+
+		for (uint32_t k = 0; k < s->n; k++)
+			stack[k] = loc_ids[pr->loc_ids[s->first + k]];
+		if ((err = enc_pprof_sample(e, stack, s->n, v, 2)))
+			goto out;
+	}
+	err = enc_pprof_encode(e, MAX_PROFILE_BYTES, out, len);
+out:
+	free(map_ids);
+	free(loc_ids);
+	free(stack);
+	enc_pprof_free(e);
+	return err;
+}
+
+static void answer_cpu(struct pending *p)
+{
+	uint8_t *body;
+	size_t len;
+	int err;
+
+	if (p->req.err) {
+		const char *m = req_error(p->req.err);
+		char msg[256];
+
+		if (!m) {
+			snprintf(msg, sizeof(msg), "Could not enable CPU profiling: %s",
+				 sc_strerror(p->req.err));
+			m = msg;
+		}
+		go_error(p->conn, p->req.err == -EBUSY ? 503 : 500, m);
+		return;
+	}
+	err = encode_cpu(p->req.profile, &body, &len);
+	if (err) {
+		log_error("pprof: encoding the CPU profile failed: %s", sc_strerror(err));
+		go_error(p->conn, 500, "failed to encode profile");
+		return;
+	}
+	sc_http_respond_owned(p->conn, 200,
+			      "Content-Type: application/octet-stream\r\n"
+			      "Content-Disposition: attachment; filename=\"profile\"\r\n",
+			      body, len);
+}
+
+static void answer_symbol(struct pending *p)
+{
+	struct sc_buf b;
+
+	if (p->req.err) {
+		const char *m = req_error(p->req.err);
+
+		go_error(p->conn, 500, m ? m : sc_strerror(p->req.err));
+		return;
+	}
+	sc_buf_init(&b, 64u << 20);
+	sc_buf_printf(&b, "num_symbols: 1\n");
+	for (size_t i = 0; i < p->req.naddrs; i++)
+		if (p->req.names[i])
+			sc_buf_printf(&b, "%#" PRIx64 " %s\n", p->addrs[i], p->req.names[i]);
+	sc_http_respond_owned(p->conn, 200, TEXT, b.data, b.len);
+}
+
+static void on_async(uv_async_t *a)
+{
+	struct sc_server *srv = a->data;
+	struct pending *list;
+
+	/* Sends coalesce: take everything queued so far. */
+	pthread_mutex_lock(&srv->lock);
+	list = srv->done;
+	srv->done = NULL;
+	pthread_mutex_unlock(&srv->lock);
+	while (list) {
+		struct pending *p = list;
+
+		list = list->next;
+		if (p->conn) {
+			if (p->req.kind == PT_REQ_CPU)
+				answer_cpu(p);
+			else
+				answer_symbol(p);
+		}
+		pending_free(p);
+	}
+}
+
+static struct pending *pending_new(struct sc_server *srv, struct sc_conn *c, enum pt_req_kind kind)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->srv = srv;
+	p->conn = c;
+	p->req.kind = kind;
+	p->req.pid = srv->pid;
+	p->req.user = p;
+	return p;
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char *query)
+{
+	struct pending *p;
+	char v[64];
+	int64_t hz = srv->cfg->default_hz;
+	int seconds = sc_parse_profile_seconds(query), rc;
+
+	rc = sc_query_get(query, "hz", v, sizeof(v));
+	if (rc != 0 && (rc < 0 || sc_parse_go_int(v, &hz) || hz < 1 || hz > 1000)) {
+		go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+		return;
+	}
+	if (seconds > srv->cfg->max_seconds) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "profile duration exceeds the limit of %d seconds",
+			 srv->cfg->max_seconds);
+		go_error(c, 400, msg);
+		return;
+	}
+	p = pending_new(srv, c, PT_REQ_CPU);
+	if (!p) {
+		go_error(c, 500, "out of memory");
+		return;
+	}
+	p->req.seconds = seconds;
+	p->req.hz = (int)hz;
+	sc_http_on_abort(c, on_abort, p);
+	pt_sampler_submit(srv->sampler, &p->req);
+}
+
+static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	const char *in = strcmp(req->method, "POST") ? req->query : req->body;
+	size_t len = strcmp(req->method, "POST") ? strlen(req->query) : req->body_len;
+	struct pending *p;
+	uint64_t *addrs;
+	int n;
+
+	addrs = malloc(sizeof(*addrs) * (len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS));
+	if (!addrs) {
+		go_error(c, 500, "out of memory");
+		return;
+	}
+	n = sc_parse_symbol_addrs(in, len, addrs, len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS);
+	if (n < 0) {
+		free(addrs);
+		go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
+		return;
+	}
+	if (n == 0) {
+		free(addrs);
+		sc_http_respond(c, 200, TEXT, "num_symbols: 1\n", 15);
+		return;
+	}
+	p = pending_new(srv, c, PT_REQ_SYMBOLIZE);
+	if (!p) {
+		free(addrs);
+		go_error(c, 500, "out of memory");
+		return;
+	}
+	p->addrs = addrs;
+	p->req.addrs = addrs;
+	p->req.naddrs = (size_t)n;
+	sc_http_on_abort(c, on_abort, p);
+	pt_sampler_submit(srv->sampler, &p->req);
+}
+
+static void handle_cmdline(struct sc_server *srv, struct sc_conn *c)
+{
+	char path[64], *text;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)srv->pid);
+	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);
+	if (err) {
+		go_error(c, err == -ESRCH ? 404 : 500,
+			 err == -ESRCH ? "target process is gone" : sc_strerror(err));
+		return;
+	}
+	/* /proc ends each argument with NUL; Go joins with NUL, nothing after. */
+	if (len && text[len - 1] == '\0')
+		len--;
+	sc_http_respond_owned(c, 200, TEXT, text, len);
+}
+
+struct profile_row {
+	const char *name;
+	const char *desc;
+};
+
+/* The profiles this build serves, sorted by name as Go's index is. */
+static const struct profile_row rows[] = {
+	{ "cmdline", "The command line invocation of the current program" },
+	{ "profile", "CPU profile. You can specify the duration in the seconds GET parameter. "
+		     "After you get the profile file, use the go tool pprof command to investigate "
+		     "the profile." },
+	{ "symbol", "Maps given program counters to function names. Counters can be specified "
+		    "in a GET raw query or POST body, multiple counters are separated by '+'." },
+};
+
+static void target_panel(struct sc_server *srv, struct sc_buf *b)
+{
+	char path[64], buf[4096], exe[PT_PROC_MAX_PATH];
+	struct pt_stat st;
+	long long rss = -1;
+	ssize_t n;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)srv->pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv->pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
+		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)srv->pid);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)srv->pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0)
+		pt_proc_status_value(buf, "VmRSS", &rss);
+	sc_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
+		      "<tr><td>comm</td><td>", (int)srv->pid);
+	sc_buf_html(b, st.comm);
+	sc_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
+	sc_buf_html(b, exe[0] ? exe : "?");
+	sc_buf_printf(b, "</td></tr>\n<tr><td>threads</td><td>%ld</td></tr>\n"
+		      "<tr><td>RSS</td><td>%lld kB</td></tr>\n"
+		      "<tr><td>CPU</td><td>%.2f s</td></tr>\n</table>\n</p>\n",
+		      st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
+}
+
+static void handle_index(struct sc_server *srv, struct sc_conn *c)
+{
+	struct sc_buf b;
+
+	sc_buf_init(&b, 1u << 20);
+	sc_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
+		      "\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
+		      "/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
+		      "text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
+		      "<thead><td>Count</td><td>Profile</td></thead>\n");
+	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
+		sc_buf_printf(&b, "<tr><td>0</td><td><a href='%s?debug=1'>%s</a></td></tr>\n",
+			      rows[i].name, rows[i].name);
+	sc_buf_printf(&b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++) {
+		sc_buf_printf(&b, "<li><div class=profile-name>%s: </div> ", rows[i].name);
+		sc_buf_html(&b, rows[i].desc);
+		sc_buf_printf(&b, "</li>\n");
+	}
+	sc_buf_printf(&b, "</ul>\n</p>\n");
+	target_panel(srv, &b);
+	sc_buf_printf(&b, "</body>\n</html>\n");
+	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
+}
+
+static void on_request(struct sc_conn *c, const struct sc_request *req, void *arg)
+{
+	struct sc_server *srv = arg;
+	const char *path = req->path, *name;
+	int get = !strcmp(req->method, "GET") || req->head;
+
+	log_debug("http: %s %s", req->method, path);
+	if (!strcmp(path, "/healthz")) {
+		sc_http_respond(c, 200, TEXT, "ok\n", 3);
+		return;
+	}
+	if (!strcmp(path, "/debug/pprof")) {
+		sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",
+				"<a href=\"/debug/pprof/\">Moved Permanently</a>.\n\n", 48);
+		return;
+	}
+	if (strncmp(path, "/debug/pprof/", 13)) {
+		sc_http_respond(c, 404, TEXT, "404 page not found\n", 19);
+		return;
+	}
+	name = path + 13;
+	if (!get && !(strcmp(name, "symbol") == 0 && !strcmp(req->method, "POST"))) {
+		sc_http_respond(c, 405, "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n",
+				"Method Not Allowed\n", 19);
+		return;
+	}
+	if (!*name)
+		handle_index(srv, c);
+	else if (!strcmp(name, "profile"))
+		handle_profile(srv, c, req->query);
+	else if (!strcmp(name, "cmdline"))
+		handle_cmdline(srv, c);
+	else if (!strcmp(name, "symbol"))
+		handle_symbol(srv, c, req);
+	else
+		go_error(c, 404, "Unknown profile");
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *cfg, pid_t pid)
+{
+	struct pt_sampler_opts so = {
+		.stack_bytes = (size_t)cfg->stack_bytes,
+		.max_frames = cfg->max_frames,
+		.max_threads = 16384,
+		.max_per_tick = 64,
+		.max_sessions = cfg->max_sessions,
+		.max_stacks = cfg->max_stacks,
+		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,
+		.debug_dir = getenv("PODPROF_DEBUG_DIR"),
+	};
+	struct sc_server *s;
+	int err;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->cfg = cfg;
+	s->pid = pid;
+	pthread_mutex_init(&s->lock, NULL);
+	if ((err = uv_async_init(loop, &s->async, on_async))) {
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return err;
+	}
+	s->async.data = s;
+	s->async_open = 1;
+	if ((err = pt_sampler_new(&s->sampler, &so, on_sampler_done, on_sampler_log, s)))
+		goto fail;
+	if ((err = sc_http_init(loop, &s->http, cfg, on_request, s))) {
+		log_error("http: cannot listen on %s: %s", cfg->listen, sc_strerror(err));
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sc_server_free(s);
+	return err;
+}
+
+int sc_server_port(const struct sc_server *s)
+{
+	return sc_http_port(s->http);
+}
+
+static void on_async_closed(uv_handle_t *h)
+{
+	struct sc_server *s = h->data;
+
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void sc_server_free(struct sc_server *s)
+{
+	if (!s)
+		return;
+	/* Close connections first: their abort callbacks cancel sessions. */
+	sc_http_close(s->http);
+	s->http = NULL;
+	pt_sampler_free(s->sampler);   /* joins; completes what was pending */
+	s->sampler = NULL;
+	on_async(&s->async);           /* free what the sampler handed back */
+	uv_close((uv_handle_t *)&s->async, on_async_closed);
+}

@@ -1,0 +1,115 @@
+#include "sidecar/target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptrace/proc.h"
+#include "sidecar/cfg.h"
+#include "sidecar/util.h"
+
+int sc_target_is_pause(const char *comm)
+{
+	static const char *const shims[] = { "pause", "catatonit", "tini", "tini-static",
+					     "dumb-init", "podman-pause", "conmon" };
+
+	for (size_t i = 0; i < SC_ARRAY_LEN(shims); i++)
+		if (!strcmp(comm, shims[i]))
+			return 1;
+	return 0;
+}
+
+struct cand {
+	pid_t pid;
+	char comm[64];
+	char exe[PT_PROC_MAX_PATH];
+};
+
+int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid,
+		     struct sc_buf *msg)
+{
+	struct cand *c = NULL;
+	size_t n = 0, cap = 0;
+	pid_t self = getpid();
+	struct dirent *de;
+	DIR *d;
+	int err;
+
+	*pid = 0;
+	d = opendir(proc_root);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[PT_PROC_MAX_PATH], buf[1024];
+		struct pt_stat st;
+		struct cand *x;
+		char *end;
+		long v;
+		ssize_t len;
+
+		errno = 0;
+		v = strtol(de->d_name, &end, 10);
+		if (errno || *end || v <= 0 || v > INT_MAX || (pid_t)v == self)
+			continue;
+		if (cfg->pid && v != cfg->pid)
+			continue;
+		snprintf(path, sizeof(path), "%s/%ld/stat", proc_root, v);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+			continue;
+		if ((st.flags & PT_PF_KTHREAD) || st.state == 'Z')
+			continue;
+		if (!cfg->pid && v == 1 && sc_target_is_pause(st.comm))
+			continue;
+		if (cfg->comm && strcmp(st.comm, cfg->comm))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct cand *nc = realloc(c, ncap * sizeof(*nc));
+
+			if (!nc) {
+				err = -ENOMEM;
+				goto out;
+			}
+			c = nc;
+			cap = ncap;
+		}
+		x = &c[n];
+		x->pid = (pid_t)v;
+		snprintf(x->comm, sizeof(x->comm), "%s", st.comm);
+		snprintf(path, sizeof(path), "%s/%ld/exe", proc_root, v);
+		len = readlink(path, x->exe, sizeof(x->exe) - 1);
+		x->exe[len > 0 ? len : 0] = '\0';
+		if (len <= 0)
+			snprintf(x->exe, sizeof(x->exe), "?");
+		/* podprof instances (other than us) are never targets. */
+		if (!cfg->pid && !strcmp(st.comm, "podprof"))
+			continue;
+		if (cfg->exe && !strstr(x->exe, cfg->exe))
+			continue;
+		n++;
+	}
+	if (n == 1) {
+		*pid = c[0].pid;
+		err = 0;
+		goto out;
+	}
+	err = n ? -EEXIST : -ESRCH;
+	if (cfg->pid)
+		sc_buf_printf(msg, "no process with pid %d in this PID namespace", cfg->pid);
+	else if (!n)
+		sc_buf_printf(msg, "no process matches %s%s%s", cfg->comm ? "--comm " : cfg->exe ? "--exe " : "",
+			      cfg->comm ? cfg->comm : cfg->exe ? cfg->exe : "(any process besides pause and podprof)",
+			      "; is shareProcessNamespace: true set on the pod?");
+	else
+		sc_buf_printf(msg, "%zu processes match; choose one with --pid, --comm or --exe:", n);
+	for (size_t i = 0; i < n && i < 50; i++)
+		sc_buf_printf(msg, "\n  pid=%d comm=%s exe=%s", (int)c[i].pid, c[i].comm, c[i].exe);
+out:
+	closedir(d);
+	free(c);
+	return err;
+}

@@ -1,0 +1,167 @@
+#include "sidecar/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void sc_buf_init(struct sc_buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->max = max;
+}
+
+void sc_buf_free(struct sc_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+static int reserve(struct sc_buf *b, size_t n)
+{
+	size_t want, cap;
+	char *p;
+
+	if (n > b->max || b->len > b->max - n)
+		return -E2BIG;
+	want = b->len + n + 1; /* room for a NUL so text stays a C string */
+	if (want <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < want)
+		cap *= 2;
+	if (cap > b->max + 1)
+		cap = b->max + 1;
+	p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int sc_buf_append(struct sc_buf *b, const void *p, size_t n)
+{
+	int err = reserve(b, n);
+
+	if (err)
+		return err;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int sc_buf_printf(struct sc_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, err;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	err = reserve(b, (size_t)n);
+	if (err)
+		return err;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int sc_buf_html(struct sc_buf *b, const char *s)
+{
+	int err = 0;
+
+	for (; *s && !err; s++) {
+		switch (*s) {
+		case '&': err = sc_buf_append(b, "&amp;", 5); break;
+		case '<': err = sc_buf_append(b, "&lt;", 4); break;
+		case '>': err = sc_buf_append(b, "&gt;", 4); break;
+		case '"': err = sc_buf_append(b, "&#34;", 5); break;
+		case '\'': err = sc_buf_append(b, "&#39;", 5); break;
+		default: err = sc_buf_append(b, s, 1); break;
+		}
+	}
+	return err;
+}
+
+char *sc_buf_steal(struct sc_buf *b, size_t *len)
+{
+	char *p = b->data;
+
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+int sc_parse_u64(const char **cur, int base, uint64_t max, uint64_t *out)
+{
+	const char *s = *cur;
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (errno == ERANGE || v > max)
+		return -ERANGE;
+	if (end == s)
+		return -EINVAL;
+	*out = v;
+	*cur = end;
+	return 0;
+}
+
+int sc_parse_go_int(const char *s, int64_t *out)
+{
+	const char *p = s;
+	uint64_t v;
+	int neg = 0, err;
+
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	err = sc_parse_u64(&p, 10, neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v);
+	if (err)
+		return err;
+	if (*p)
+		return -EINVAL;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+const char *sc_strerror(int err)
+{
+	return strerror(err < 0 ? -err : err);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sc_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t sc_wall_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}

@@ -454,6 +454,7 @@ static void start_cpu(struct pt_sampler *s, struct pt_request *req)
 static void finish(struct pt_sampler *s, struct session *ss, int err)
 {
 	struct pt_request *req = ss->req;
+	struct pt_sampler_stats st;
 
 	req->err = err;
 	if (!err) {
@@ -462,11 +463,16 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 	ss->tg->nsessions--;
 	if (!ss->tg->nsessions)
 		ss->tg->idle_since = now_ns();
+	pthread_mutex_lock(&s->lock);
 	s->st.sessions_done++;
-	logf_(s, 1, "profile: done pid=%d thread_samples=%llu stacks=%zu dropped=%llu%s",
+	pthread_mutex_unlock(&s->lock);
+	pt_sampler_stats(s, &st);
+	logf_(s, 1, "profile: done pid=%d thread_samples=%llu stacks=%zu dropped=%llu "
+	      "pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f%s",
 	      (int)req->pid, (unsigned long long)ss->thread_samples, ss->used,
-	      (unsigned long long)ss->dropped,
-	      atomic_load(&req->cancel) ? " (client gone)" : "");
+	      (unsigned long long)ss->dropped, (double)st.pause_p50_ns / 1e3,
+	      (double)st.pause_p99_ns / 1e3, (double)st.unwind_p50_ns / 1e3,
+	      (double)st.unwind_p99_ns / 1e3, atomic_load(&req->cancel) ? " (client gone)" : "");
 	session_free(ss);
 	complete(s, req);
 }

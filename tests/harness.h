@@ -1,0 +1,64 @@
+/* Tiny unit-test harness (STYLE H20): TEST(name) registers a test; the runner
+ * forks each one with a timeout and prints PASS/FAIL/SKIP lines. Asserts
+ * print both operands. A test calls SKIP("why") to be counted as skipped. */
+#ifndef TESTS_HARNESS_H
+#define TESTS_HARNESS_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*test_fn)(void);
+void harness_register(const char *name, test_fn fn);
+
+#define TEST(name)                                                              \
+	static void test_##name(void);                                          \
+	__attribute__((constructor)) static void register_##name(void)          \
+	{                                                                       \
+		harness_register(#name, test_##name);                           \
+	}                                                                       \
+	static void test_##name(void)
+
+#define FAIL_AT(...)                                                            \
+	do {                                                                    \
+		fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);               \
+		fprintf(stderr, __VA_ARGS__);                                   \
+		fprintf(stderr, "\n");                                          \
+		exit(1);                                                        \
+	} while (0)
+
+#define ASSERT(c) do { if (!(c)) FAIL_AT("assertion failed: %s", #c); } while (0)
+#define ASSERT_EQ(a, b)                                                         \
+	do {                                                                    \
+		long long _a = (long long)(a), _b = (long long)(b);             \
+		if (_a != _b)                                                   \
+			FAIL_AT("%s == %s: %lld != %lld", #a, #b, _a, _b);      \
+	} while (0)
+#define ASSERT_U64_EQ(a, b)                                                     \
+	do {                                                                    \
+		uint64_t _a = (uint64_t)(a), _b = (uint64_t)(b);                \
+		if (_a != _b)                                                   \
+			FAIL_AT("%s == %s: %#" PRIx64 " != %#" PRIx64, #a, #b, _a, _b); \
+	} while (0)
+#define ASSERT_OK(e)                                                            \
+	do {                                                                    \
+		long long _e = (long long)(e);                                  \
+		if (_e != 0)                                                    \
+			FAIL_AT("%s: %lld (%s)", #e, _e, strerror((int)-_e));   \
+	} while (0)
+#define ASSERT_STR_EQ(a, b)                                                     \
+	do {                                                                    \
+		const char *_a = (a), *_b = (b);                                \
+		if (!_a || !_b || strcmp(_a, _b))                               \
+			FAIL_AT("%s == %s: \"%s\" != \"%s\"", #a, #b,           \
+				_a ? _a : "(null)", _b ? _b : "(null)");        \
+	} while (0)
+#define SKIP(...)                                                               \
+	do {                                                                    \
+		fprintf(stderr, __VA_ARGS__);                                   \
+		fprintf(stderr, "\n");                                          \
+		exit(77);                                                       \
+	} while (0)
+
+#endif

@@ -1,0 +1,136 @@
+/* Go's parameter quirks, query decoding, symbolz parsing, config, buffers. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "sidecar/cfg.h"
+#include "sidecar/server.h"
+#include "sidecar/target.h"
+#include "sidecar/util.h"
+#include "tests/harness.h"
+
+TEST(profile_seconds_like_go)
+{
+	static const struct {
+		const char *q;
+		int want;
+	} cases[] = {
+		{ "", 30 }, { "seconds=5", 5 }, { "seconds=0", 30 }, { "seconds=-1", 30 },
+		{ "seconds=abc", 30 }, { "seconds=1.5", 30 }, { "seconds=+7", 30 }, { "seconds=%2B7", 7 },
+		{ "seconds=", 30 }, { "seconds", 30 }, { "seconds=1e99", 30 },
+		{ "seconds=99999999999999999999", 30 }, { "hz=5&seconds=12", 12 },
+		{ "xseconds=4", 30 }, { "seconds=%35", 5 }, { "seconds=5&seconds=9", 5 },
+		{ "seconds=9999999999", 2147483647 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int got = sc_parse_profile_seconds(cases[i].q);
+
+		if (got != cases[i].want)
+			FAIL_AT("seconds for \"%s\": got %d, want %d", cases[i].q, got, cases[i].want);
+	}
+}
+
+TEST(query_get)
+{
+	char v[8];
+
+	ASSERT_EQ(sc_query_get("a=1&b=x%20y+z", "b", v, sizeof(v)), 1);
+	ASSERT_STR_EQ(v, "x y z");
+	ASSERT_EQ(sc_query_get("a=1", "b", v, sizeof(v)), 0);
+	ASSERT_EQ(sc_query_get("b", "b", v, sizeof(v)), 1);
+	ASSERT_STR_EQ(v, "");
+	ASSERT_EQ(sc_query_get("b=%zz", "b", v, sizeof(v)), 1);
+	ASSERT_STR_EQ(v, "%zz");
+	ASSERT_EQ(sc_query_get("b=%4", "b", v, sizeof(v)), 1);
+	ASSERT_EQ(sc_query_get("b=0123456789", "b", v, sizeof(v)), -E2BIG);
+}
+
+TEST(symbol_addrs)
+{
+	uint64_t a[4];
+
+	ASSERT_EQ(sc_parse_symbol_addrs("0x401000+0x420000", 17, a, 4), 2);
+	ASSERT_U64_EQ(a[0], 0x401000);
+	ASSERT_U64_EQ(a[1], 0x420000);
+	ASSERT_EQ(sc_parse_symbol_addrs("123+010+0b11+0o17", 17, a, 4), 4);
+	ASSERT_U64_EQ(a[0], 123);
+	ASSERT_U64_EQ(a[1], 8);
+	ASSERT_U64_EQ(a[2], 3);
+	ASSERT_U64_EQ(a[3], 15);
+	ASSERT_EQ(sc_parse_symbol_addrs("", 0, a, 4), 0);
+	ASSERT_EQ(sc_parse_symbol_addrs("0x+1", 4, a, 4), -EINVAL);
+	ASSERT_EQ(sc_parse_symbol_addrs("zz", 2, a, 4), -EINVAL);
+	ASSERT_EQ(sc_parse_symbol_addrs("0x1g", 4, a, 4), -EINVAL);
+	ASSERT_EQ(sc_parse_symbol_addrs("0x10000000000000000", 19, a, 4), -EINVAL);
+	ASSERT_EQ(sc_parse_symbol_addrs("1+2+3+4+5", 9, a, 4), -E2BIG);
+}
+
+TEST(go_int_and_buf)
+{
+	int64_t v;
+	struct sc_buf b;
+
+	ASSERT_OK(sc_parse_go_int("-42", &v));
+	ASSERT_EQ(v, -42);
+	ASSERT_EQ(sc_parse_go_int("42x", &v), -EINVAL);
+	ASSERT_EQ(sc_parse_go_int(" 4", &v), -EINVAL);
+	ASSERT_EQ(sc_parse_go_int("9223372036854775808", &v), -ERANGE);
+	ASSERT_OK(sc_parse_go_int("-9223372036854775808", &v));
+	sc_buf_init(&b, 8);
+	ASSERT_OK(sc_buf_append(&b, "12345678", 8));
+	ASSERT_EQ(sc_buf_append(&b, "9", 1), -E2BIG);
+	ASSERT_EQ(b.len, 8);
+	ASSERT_EQ(sc_buf_printf(&b, "%d", 1), -E2BIG);
+	sc_buf_free(&b);
+	sc_buf_init(&b, 100);
+	ASSERT_OK(sc_buf_html(&b, "<a href='x'>&\"</a>"));
+	ASSERT_STR_EQ(b.data, "&lt;a href=&#39;x&#39;&gt;&amp;&#34;&lt;/a&gt;");
+	sc_buf_free(&b);
+}
+
+TEST(config_flags_env_and_errors)
+{
+	struct sc_cfg cfg;
+	FILE *out = fopen("/dev/null", "w"), *err = fopen("/dev/null", "w");
+	char *ok[] = { "podprof", "--pid", "42", "--listen=127.0.0.1:9", "--hz", "250", NULL };
+	char *bad1[] = { "podprof", "--hz", "0", NULL };
+	char *bad2[] = { "podprof", "--nope", NULL };
+	char *bad3[] = { "podprof", "--pid", "1", "--comm", "x", NULL };
+	char *bad4[] = { "podprof", "--pid", NULL };
+	char *help[] = { "podprof", "--help", NULL };
+
+	ASSERT_OK(sc_cfg_load(&cfg, 6, ok, out, err));
+	ASSERT_EQ(cfg.pid, 42);
+	ASSERT_STR_EQ(cfg.listen, "127.0.0.1:9");
+	ASSERT_EQ(cfg.default_hz, 250);
+	ASSERT_STR_EQ(cfg.log_format, "text");
+	sc_cfg_free(&cfg);
+	setenv("PODPROF_COMM", "myapp", 1);
+	setenv("PODPROF_HZ", "77", 1);
+	ASSERT_OK(sc_cfg_load(&cfg, 1, ok, out, err));
+	ASSERT_STR_EQ(cfg.comm, "myapp");
+	ASSERT_EQ(cfg.default_hz, 77);
+	sc_cfg_free(&cfg);
+	unsetenv("PODPROF_COMM");
+	unsetenv("PODPROF_HZ");
+	ASSERT_EQ(sc_cfg_load(&cfg, 3, bad1, out, err), -EINVAL);
+	sc_cfg_free(&cfg);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad2, out, err), -EINVAL);
+	sc_cfg_free(&cfg);
+	ASSERT_EQ(sc_cfg_load(&cfg, 5, bad3, out, err), -EINVAL);
+	sc_cfg_free(&cfg);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad4, out, err), -EINVAL);
+	sc_cfg_free(&cfg);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, help, out, err), 1);
+	sc_cfg_free(&cfg);
+	fclose(out);
+	fclose(err);
+}
+
+TEST(pause_process_names)
+{
+	ASSERT(sc_target_is_pause("pause"));
+	ASSERT(sc_target_is_pause("catatonit"));
+	ASSERT(sc_target_is_pause("tini"));
+	ASSERT(!sc_target_is_pause("python3"));
+}

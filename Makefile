@@ -37,7 +37,7 @@ FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/f
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
-	$(Q)mkdir -p build && cp $< $@
+	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 	@echo "  LD      $@"

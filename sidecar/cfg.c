@@ -54,8 +54,12 @@ static int set_value(struct sc_cfg *cfg, const struct cfg_def *d, const char *va
 		int64_t v;
 
 		if (sc_parse_go_int(val, &v) || v < d->min || v > d->max) {
-			fprintf(err, "podprof: %s %s: '%s' is not an integer in %ld..%ld\n",
-				origin, d->flag, val, d->min, d->max);
+			if (!strcmp(origin, "option"))
+				fprintf(err, "podprof: --%s: '%s' is not an integer in %ld..%ld\n",
+					d->flag, val, d->min, d->max);
+			else
+				fprintf(err, "podprof: %s: '%s' is not an integer in %ld..%ld\n",
+					origin, val, d->min, d->max);
 			return -EINVAL;
 		}
 		*(int *)field = (int)v;

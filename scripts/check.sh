@@ -1,0 +1,21 @@
+#!/bin/sh
+# The whole test suite: installs what is missing, then builds and runs every
+# test twice, plain and under ASan+UBSan. The last line is "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+scripts/deps.sh || exit 1
+total_p=0; total_f=0; total_s=0
+for flavour in release asan; do
+	if ! make -j"$(nproc)" FLAVOUR=$flavour all fixtures build/$flavour/unit-tests >&2; then
+		echo "FAIL build/$flavour"
+		total_f=$((total_f + 1))
+		continue
+	fi
+	out=$(mktemp)
+	tests/run.sh "$flavour" | tee "$out"
+	p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out")
+	total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
+	rm -f "$out"
+done
+echo "$total_p passed, $total_f failed, $total_s skipped"
+[ "$total_f" -eq 0 ]

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Runs the unit and integration tests of one build flavour (release, asan).
+# Prints PASS/FAIL/SKIP lines, prefixed with the flavour, then a tally.
+set -u
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+build=build/$flavour
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+{
+	"$build/unit-tests"
+	python3 tests/integration/run.py "$build"
+} 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 $flavour/#" | tee /tmp/podprof-tests-$$.log | grep -vE '^[0-9]+ passed'
+p=$(grep -c '^PASS ' /tmp/podprof-tests-$$.log); f=$(grep -c '^FAIL ' /tmp/podprof-tests-$$.log)
+s=$(grep -c '^SKIP ' /tmp/podprof-tests-$$.log)
+rm -f /tmp/podprof-tests-$$.log
+echo "$p passed, $f failed, $s skipped"
+[ "$f" -eq 0 ]

@@ -45,8 +45,8 @@ struct enc_pprof {
 	size_t fhcap;
 	struct vec types;      /* Perftools__Profiles__ValueType */
 	struct vec maps;       /* Perftools__Profiles__Mapping */
-	struct vec locs;       /* Perftools__Profiles__Location (line[0] inline below) */
-	struct vec lines;      /* Perftools__Profiles__Line, one per location */
+	struct vec locs;       /* Perftools__Profiles__Location, line set at encode */
+	struct vec loc_fn;     /* uint64_t: each location's function id, 0 for none */
 	struct vec funcs;      /* Perftools__Profiles__Function */
 	struct vec samples;    /* struct sample */
 	struct vec ids;        /* uint64_t: all samples' location ids */
@@ -82,7 +82,7 @@ int enc_pprof_new(struct enc_pprof **out)
 	p->types.size = sizeof(Perftools__Profiles__ValueType);
 	p->maps.size = sizeof(Perftools__Profiles__Mapping);
 	p->locs.size = sizeof(Perftools__Profiles__Location);
-	p->lines.size = sizeof(Perftools__Profiles__Line);
+	p->loc_fn.size = sizeof(uint64_t);
 	p->funcs.size = sizeof(Perftools__Profiles__Function);
 	p->samples.size = sizeof(struct sample);
 	p->ids.size = sizeof(uint64_t);
@@ -112,7 +112,7 @@ void enc_pprof_free(struct enc_pprof *p)
 	free(p->types.v);
 	free(p->maps.v);
 	free(p->locs.v);
-	free(p->lines.v);
+	free(p->loc_fn.v);
 	free(p->funcs.v);
 	free(p->samples.v);
 	free(p->ids.v);
@@ -269,25 +269,19 @@ int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t ad
 			   uint64_t function_id)
 {
 	Perftools__Profiles__Location *l = vec_push(&p->locs);
-	Perftools__Profiles__Line *ln;
+	uint64_t *fn;
 
 	if (!l)
 		return -ENOMEM;
+	if (!(fn = vec_push(&p->loc_fn))) {
+		p->locs.n--;
+		return -ENOMEM;
+	}
 	perftools__profiles__location__init(l);
 	l->id = p->locs.n;
 	l->mapping_id = mapping_id;
 	l->address = address;
-	if (function_id) {
-		if (!(ln = vec_push(&p->lines))) {
-			p->locs.n--;
-			return -ENOMEM;
-		}
-		perftools__profiles__line__init(ln);
-		ln->function_id = function_id;
-		l->n_line = 1;
-		/* Lines are pointed to at encode time: the array may move. */
-		l->line = (Perftools__Profiles__Line **)(uintptr_t)p->lines.n;
-	}
+	*fn = function_id;
 	return (int64_t)l->id;
 }
 
@@ -337,7 +331,7 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
-	Perftools__Profiles__Line **linep = NULL;
+	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
 	void **tp = NULL, **mp = NULL, **lp = NULL, **fp = NULL;
 	uint8_t *raw = NULL;
 	size_t rawlen;
@@ -348,21 +342,22 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	mp = ptrs(&p->maps);
 	lp = ptrs(&p->locs);
 	fp = ptrs(&p->funcs);
-	linep = malloc((p->lines.n ? p->lines.n : 1) * sizeof(*linep));
+	lines = calloc(p->locs.n ? p->locs.n : 1, sizeof(*lines));
+	linep = malloc((p->locs.n ? p->locs.n : 1) * sizeof(*linep));
 	smp = calloc(p->samples.n ? p->samples.n : 1, sizeof(*smp));
 	smpp = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*smpp));
-	if (!tp || !mp || !lp || !fp || !linep || !smp || !smpp)
+	if (!tp || !mp || !lp || !fp || !lines || !linep || !smp || !smpp)
 		goto out;
-	for (size_t i = 0; i < p->lines.n; i++)
-		linep[i] = (Perftools__Profiles__Line *)p->lines.v + i;
+	/* One Line per location that has a function (no inlining info). */
 	for (size_t i = 0; i < p->locs.n; i++) {
 		Perftools__Profiles__Location *l = (Perftools__Profiles__Location *)p->locs.v + i;
+		uint64_t fn = ((uint64_t *)p->loc_fn.v)[i];
 
-		if (l->n_line) {
-			size_t k = (size_t)(uintptr_t)l->line - 1;
-
-			l->line = &linep[k];
-		}
+		perftools__profiles__line__init(&lines[i]);
+		lines[i].function_id = fn;
+		linep[i] = &lines[i];
+		l->n_line = fn ? 1 : 0;
+		l->line = fn ? &linep[i] : NULL;
 	}
 	for (size_t i = 0; i < p->samples.n; i++) {
 		const struct sample *s = (const struct sample *)p->samples.v + i;
@@ -399,19 +394,15 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	perftools__profiles__profile__pack(&prof, raw);
 	err = enc_gz_compress(raw, rawlen, max, out, len);
 out:
-	/* Restore the encoded line indices so encode can run again. */
-	if (linep)
-		for (size_t i = 0; i < p->locs.n; i++) {
-			Perftools__Profiles__Location *l = (Perftools__Profiles__Location *)p->locs.v + i;
-
-			if (l->n_line && (uintptr_t)l->line > p->lines.n)
-				l->line = (Perftools__Profiles__Line **)(uintptr_t)(l->line - linep + 1);
-		}
+	/* Leave no pointer into the arrays freed below. */
+	for (size_t i = 0; i < p->locs.n; i++)
+		((Perftools__Profiles__Location *)p->locs.v)[i].line = NULL;
 	free(raw);
 	free(tp);
 	free(mp);
 	free(lp);
 	free(fp);
+	free(lines);
 	free(linep);
 	free(smp);
 	free(smpp);

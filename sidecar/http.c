@@ -14,6 +14,7 @@
 #define CONN_F_CLOSING   0x02u
 #define CONN_F_KEEPALIVE 0x04u
 #define CONN_F_DONE      0x08u   /* a whole request was parsed */
+#define CONN_F_DRAINING  0x10u   /* drain() is on the stack */
 
 struct sc_http {
 	uv_loop_t *loop;
@@ -35,7 +36,7 @@ struct sc_conn {
 	unsigned int flags;
 	struct sc_http *srv;
 	llhttp_t parser;
-	struct sc_buf url, body, pending;
+	struct sc_buf url, body, in;
 	size_t header_bytes;
 	int status_on_error;        /* 0, or the status to answer a bad request with */
 	sc_abort_cb abort_cb;
@@ -79,7 +80,7 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	sc_buf_free(&c->url);
 	sc_buf_free(&c->body);
-	sc_buf_free(&c->pending);
+	sc_buf_free(&c->in);
 	free(c);
 }
 
@@ -266,43 +267,44 @@ static void dispatch(struct sc_conn *c)
 	c->srv->handler(c, &req, c->srv->arg);
 }
 
-/* Feeds bytes to the parser; stops at a complete request. */
-static void feed(struct sc_conn *c, const char *data, size_t n)
+/* Runs the parser over the bytes waiting in c->in, one request at a time.
+ * A loop, not recursion: a handler that answers at once lets the next
+ * pipelined request through on the next iteration, so a client pipelining
+ * thousands of tiny requests cannot grow our stack. */
+static void drain(struct sc_conn *c)
 {
-	llhttp_errno_t e;
-
-	if (c->flags & (CONN_F_BUSY | CONN_F_CLOSING)) {
-		/* Pipelined bytes wait for the current response. */
-		if (sc_buf_append(&c->pending, data, n)) {
-			conn_close(c);
-		}
+	if (c->flags & CONN_F_DRAINING)
 		return;
-	}
-	e = llhttp_execute(&c->parser, data, n);
-	if (e == HPE_PAUSED) {
-		const char *stop = llhttp_get_error_pos(&c->parser);
-		size_t used = (size_t)(stop - data);
+	c->flags |= CONN_F_DRAINING;
+	while (c->in.len && !(c->flags & (CONN_F_BUSY | CONN_F_CLOSING))) {
+		llhttp_errno_t e = llhttp_execute(&c->parser, c->in.data, c->in.len);
+		size_t used = c->in.len;
 
-		llhttp_resume(&c->parser);
-		if (used < n && sc_buf_append(&c->pending, stop, n - used)) {
-			conn_close(c);
-			return;
+		if (e == HPE_PAUSED) {
+			used = (size_t)(llhttp_get_error_pos(&c->parser) - c->in.data);
+			llhttp_resume(&c->parser);
 		}
-		dispatch(c);
-		return;
-	}
-	if (e != HPE_OK) {
-		int status = c->status_on_error ? c->status_on_error : 400;
-		char body[128];
-		int len = snprintf(body, sizeof(body), "%d %s\n", status, status_text(status));
+		memmove(c->in.data, c->in.data + used, c->in.len - used);
+		c->in.len -= used;
+		if (e == HPE_PAUSED) {
+			dispatch(c);
+			continue;
+		}
+		if (e != HPE_OK) {
+			int status = c->status_on_error ? c->status_on_error : 400;
+			char body[128];
+			int len = snprintf(body, sizeof(body), "%d %s\n", status, status_text(status));
 
-		log_info("http: bad request (%s): %s", llhttp_errno_name(e),
-			 c->status_on_error ? "limit exceeded" : llhttp_get_error_reason(&c->parser));
-		c->flags &= ~CONN_F_KEEPALIVE;
-		c->flags |= CONN_F_BUSY;
-		sc_http_respond(c, status, "Content-Type: text/plain; charset=utf-8\r\n", body,
-				(size_t)len);
+			log_info("http: bad request (%s): %s", llhttp_errno_name(e),
+				 c->status_on_error ? "limit exceeded" : llhttp_get_error_reason(&c->parser));
+			c->in.len = 0;
+			c->flags &= ~CONN_F_KEEPALIVE;
+			c->flags |= CONN_F_BUSY;
+			sc_http_respond(c, status, "Content-Type: text/plain; charset=utf-8\r\n", body,
+					(size_t)len);
+		}
 	}
+	c->flags &= ~CONN_F_DRAINING;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -323,8 +325,14 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_close(c);   /* EOF or error: aborts a pending handler */
 		return;
 	}
-	if (n > 0)
-		feed(c, buf->base, (size_t)n);
+	if (n > 0) {
+		/* Bytes wait here while a request is being answered (pipelining). */
+		if (sc_buf_append(&c->in, buf->base, (size_t)n)) {
+			conn_close(c);
+			return;
+		}
+		drain(c);
+	}
 }
 
 static void on_written(uv_write_t *w, int status)
@@ -390,16 +398,8 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 	}
 	if (keep) {
 		/* Serve pipelined requests that arrived meanwhile. */
-		struct sc_buf p = c->pending;
-
-		arm_timer(c, 1);
-		if (p.len) {
-			sc_buf_init(&c->pending, (size_t)c->srv->cfg->max_header_bytes +
-						 (size_t)c->srv->cfg->max_body_bytes);
-			arm_timer(c, 0);
-			feed(c, p.data, p.len);
-			sc_buf_free(&p);
-		}
+		arm_timer(c, c->in.len ? 0 : 1);
+		drain(c);
 	}
 	return 0;
 }
@@ -443,7 +443,7 @@ static void on_connection(uv_stream_t *server, int status)
 	cap = (size_t)srv->cfg->max_header_bytes;
 	sc_buf_init(&c->url, cap);
 	sc_buf_init(&c->body, (size_t)srv->cfg->max_body_bytes);
-	sc_buf_init(&c->pending, cap + (size_t)srv->cfg->max_body_bytes);
+	sc_buf_init(&c->in, cap + (size_t)srv->cfg->max_body_bytes);
 	llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
 	c->next = srv->conns;
 	if (c->next)

@@ -42,8 +42,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	rc = sc_cfg_load(&cfg, argc, argv, stdout, stderr);
-	if (rc)
+	if (rc) {
+		sc_cfg_free(&cfg);
 		return rc > 0 ? 0 : 2;
+	}
 	sc_log_json = !strcmp(cfg.log_format, "json");
 	sc_log_level = sc_log_parse_level(cfg.log_level);
 

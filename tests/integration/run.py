@@ -128,6 +128,8 @@ class Podprof:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=15)
+        # A clean shutdown (and, under ASan, no leak) is part of every test.
+        check(rc == 0, "podprof exited %d on SIGTERM; log:\n%s" % (rc, self.log()[-3000:]))
         return rc
 
 
@@ -367,6 +369,24 @@ def http_errors_in_go_shape():
     s.close()
     # Still serves after all that.
     check(http(pp.port, "/healthz")[0] == 200, "server unhealthy after bad requests")
+    pp.stop(), f.stop()
+
+
+@test
+def http_pipelined_flood():
+    """A megabyte of pipelined requests is answered in order, one by one."""
+    f = Fixture()
+    pp = Podprof("--pid", str(f.pid))
+    s = socket.create_connection(("127.0.0.1", pp.port), timeout=20)
+    req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    n = (1 << 20) // len(req)
+    s.sendall(req * n)
+    got = b""
+    while got.count(b"\r\n\r\nok\n") < n:
+        chunk = s.recv(1 << 20)
+        check(chunk, "closed after %d of %d answers" % (got.count(b"ok\n"), n))
+        got += chunk
+    s.close()
     pp.stop(), f.stop()
 
 

@@ -33,7 +33,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint fixtures
+.PHONY: all test unit integration clean deps demo lint fixtures bench
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
@@ -92,3 +92,6 @@ clean:
 	rm -rf build
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+bench: all fixtures
+	python3 tests/bench/bench.py build/$(FLAVOUR)

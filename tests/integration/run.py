@@ -407,13 +407,16 @@ def cmdline_like_go():
 def cpu_profile_names_stacks_and_shares():
     f = Fixture(threads=2, sleepers=2)
     pp = Podprof("--pid", str(f.pid))
-    body = get_profile(pp, "seconds=5")
+    # 2 threads x 400 Hz x 5 s = 4000 samples: a 3-point tolerance is over 4
+    # standard deviations of the sampling noise (at 100 Hz it would be 2).
+    body = get_profile(pp, "seconds=5&hz=400")
     path = save(body, "cpu.pb.gz")
     truth = f.stop()
     share = check_busy_profile(path, truth)
     raw = pprof("-raw", path)
-    check("PeriodType: cpu nanoseconds" in raw and "Period: 10000000" in raw, "period")
+    check("PeriodType: cpu nanoseconds" in raw, "period type")
     check(re.search(r"Duration: [45]\.\d\d", raw), "duration: %s" % raw[:400])
+    check("Period: 2500000" in raw, "hz=400 gives a 2.5 ms period")
     check("samples/count cpu/nanoseconds" in raw, "sample types")
     build_id = subprocess.run(["readelf", "-n", BUSY], capture_output=True, text=True).stdout
     bid = re.search(r"Build ID: ([0-9a-f]+)", build_id).group(1)
@@ -456,6 +459,7 @@ def bare_url_with_go_tool_pprof():
     pp = Podprof("--pid", str(f.pid))
     out = pprof("-seconds", "2", "-top", "http://127.0.0.1:%d" % pp.port)
     check(re.search(r"hot_a\s*$", out, re.M) and "worker" in out, out)
+    check("Duration: 2" in out, "bare URL should fetch a 2 s /debug/pprof/profile: %s" % out[:300])
     pp.stop(), f.stop()
 
 
@@ -471,12 +475,14 @@ def overlapping_sessions_share_one_sampler():
         except Exception as e:  # reported below
             results[name] = e
 
-    ta = threading.Thread(target=fetch, args=("a", "seconds=4"))
+    # A at 500 Hz takes every other tick of B's 1000 Hz; both get ~4000
+    # samples so the share check is far above sampling noise.
+    ta = threading.Thread(target=fetch, args=("a", "seconds=4&hz=500"))
     ta.start()
     pp.wait_log(r"profile: started .*seconds=4", 10)
-    tb = threading.Thread(target=fetch, args=("b", "seconds=2&hz=250"))
+    tb = threading.Thread(target=fetch, args=("b", "seconds=2&hz=1000"))
     tb.start()
-    pp.wait_log(r"profile: started .*seconds=2 hz=250 sessions=2", 10)
+    pp.wait_log(r"profile: started .*seconds=2 hz=1000 sessions=2", 10)
     ta.join(30), tb.join(30)
     truth = f.stop()
     for name, dur in (("a", r"Duration: [34]\.\d\d"), ("b", r"Duration: [12]\.\d\d")):
@@ -484,7 +490,8 @@ def overlapping_sessions_share_one_sampler():
         path = save(results[name], name + ".pb.gz")
         check_busy_profile(path, truth)
         check(re.search(dur, pprof("-raw", path)), "session %s duration" % name)
-    check("Period: 4000000" in pprof("-raw", os.path.join(TMP, "b.pb.gz")), "hz=250 period")
+    check("Period: 1000000" in pprof("-raw", os.path.join(TMP, "b.pb.gz")), "hz=1000 period")
+    check("Period: 2000000" in pprof("-raw", os.path.join(TMP, "a.pb.gz")), "hz=500 period")
     pp.stop()
 
 

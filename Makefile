@@ -70,7 +70,12 @@ $(BUILD)/fixtures/%: tests/fixtures/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread -Wall -Werror -o $@ $<
 
-fixtures: $(FIXTURES)
+# The same fixture with its names only in .gnu_debugdata (MiniDebugInfo).
+$(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebug.sh
+	@echo "  MINIDBG $@"
+	$(Q)tests/fixtures/minidebug.sh $< $@
+
+fixtures: $(FIXTURES) $(BUILD)/fixtures/busy-minidebug
 
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests

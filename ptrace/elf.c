@@ -198,8 +198,8 @@ static int add_table(struct pt_symtab *st, const Elf64_Sym *syms, size_t count,
 		const char *name;
 		size_t n;
 
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !s->st_size ||
-		    s->st_shndx == SHN_UNDEF || !s->st_name || s->st_name >= strsz)
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF ||
+		    !s->st_name || s->st_name >= strsz)
 			continue;
 		name = strs + s->st_name;
 		n = strnlen(name, strsz - s->st_name);
@@ -344,6 +344,8 @@ static int cmp_sym(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;         /* a sized alias first */
 	if (x->rank != y->rank)
 		return y->rank - x->rank;        /* best alias first */
 	return x->name < y->name ? -1 : x->name > y->name;
@@ -381,7 +383,9 @@ const char *pt_symtab_lookup(const struct pt_symtab *st, uint64_t vaddr, uint64_
 	for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
 		const struct pt_sym *s = &st->v[i - 1];
 
-		if (vaddr - s->addr < s->size) {
+		/* A symbol without a size (assembly like __restore_rt) names
+		 * its exact address only. */
+		if (vaddr - s->addr < s->size || (!s->size && vaddr == s->addr)) {
 			if (start)
 				*start = s->addr;
 			return st->names + s->name;

@@ -56,7 +56,8 @@ int pt_elf_add_dynamic_symbols(const void *img, size_t len, uint64_t rt_base,
 int pt_symtab_finish(struct pt_symtab *st);
 /* Name of the symbol whose [addr, addr+size) holds `vaddr`, or NULL: a symbol
  * is never stretched past its size (Debian's libc has only .dynsym, and the
- * nearest exported name would be a lie). *start gets the symbol address. */
+ * nearest exported name would be a lie); a symbol of size 0 names its exact
+ * address only. *start gets the symbol address. */
 const char *pt_symtab_lookup(const struct pt_symtab *st, uint64_t vaddr, uint64_t *start);
 void pt_symtab_free(struct pt_symtab *st);
 

@@ -198,13 +198,12 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 {
 	struct ctx c = { u, cap };
 	unw_cursor_t cur;
-	int n = 0, after_signal = 0, rc;
+	int n = 0, prev_adjusted = 0, from_signal, rc;
 
 	*complete = 0;
 	frames[n++] = cap->regs.rip;
 	if (unw_init_remote(&cur, u->as, &c) < 0)
 		return n;
-	after_signal = unw_is_signal_frame(&cur) > 0;
 	while (n < max) {
 		unw_word_t ip;
 
@@ -219,8 +218,18 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 			*complete = 1;
 			break;
 		}
-		frames[n++] = after_signal ? ip : ip - 1;
-		after_signal = unw_is_signal_frame(&cur) > 0;
+		/* libunwind decides during a step, from the CFI of the frame it
+		 * steps *from*, whether that frame is a signal trampoline; so
+		 * unw_is_signal_frame() now describes frames[n - 1]. A
+		 * trampoline's address was put there by the kernel, not by a
+		 * call: keep it exact. The frame it interrupted is a PC, not a
+		 * return address: keep it exact too. Every other return address
+		 * steps back into its call instruction. */
+		from_signal = unw_is_signal_frame(&cur) > 0;
+		if (from_signal && prev_adjusted)
+			frames[n - 1] += 1;
+		frames[n++] = from_signal ? ip : ip - 1;
+		prev_adjusted = !from_signal;
 	}
 	return n;
 }

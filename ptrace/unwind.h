@@ -31,7 +31,7 @@ void pt_unwinder_flush(struct pt_unwinder *u);
 
 /* Unwinds `cap` into frames[0..max), leaf first. frames[0] is the leaf PC;
  * later frames are return addresses minus one (inside the call instruction),
- * except the frame interrupted by a signal, which is kept as is. Returns the
+ * except a signal trampoline and the frame it interrupted, kept as they are. Returns the
  * number of frames (>= 1). *complete is set when the walk reached the
  * outermost frame rather than failing or hitting max. */
 int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,

@@ -49,15 +49,22 @@ def check(cond, msg):
 class Fixture:
     """The busy fixture; ready when it writes 'ready <pid>' on a pipe."""
 
-    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None):
+    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False):
         r, w = os.pipe()
         argv = [exe, "-t", str(threads), "-s", str(sleepers), "-r", str(w)]
+        fds = [w]
+        self.ack = None
+        if ack:
+            self.ack, aw = os.pipe()
+            argv += ["-a", str(aw)]
+            fds.append(aw)
         if wrap:
             argv = wrap(argv)
-        self.proc = subprocess.Popen(argv, pass_fds=(w,), stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(argv, pass_fds=fds, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         PROCS.append(self.proc)
-        os.close(w)
+        for fd in fds:
+            os.close(fd)
         ready, _, _ = select.select([r], [], [], 10)
         line = os.read(r, 64).decode() if ready else ""
         os.close(r)
@@ -70,6 +77,7 @@ class Fixture:
         if self.proc.poll() is None:
             os.kill(self.pid, signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=10)
+        self.output = out
         m = re.search(r"truth_a=([\d.]+)", out)
         return float(m.group(1)) if m else None
 
@@ -236,9 +244,11 @@ LIBC_RE = re.compile(r"^libc\.so\.6\+0x[0-9a-f]+$")
 MAIN_TAIL = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 THREAD_TAIL = ["start_thread", "__clone3"]
 KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker"} | set(MAIN_TAIL) | set(THREAD_TAIL)
+# What threads run while handling SIGUSR1 (the handler, its write, sleepers).
+SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
 
 
-def check_busy_profile(path, truth_a=None, tol=3.0):
+def check_busy_profile(path, truth_a=None, tol=3.0, extra=()):
     """Names, complete stacks and the hot_a share of a busy fixture profile."""
     tr = traces(path)
     check(tr, "no samples")
@@ -246,7 +256,7 @@ def check_busy_profile(path, truth_a=None, tol=3.0):
     for value, frames in tr:
         total += value
         for f in frames:
-            check(f in KNOWN or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
+            check(f in KNOWN or f in extra or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
                   "unexpected frame name %r in %s" % (f, frames))
         if frames[0] in ("hot_a", "hot_b"):
             want = [frames[0], "level3", "level2", "level1", "worker"]
@@ -569,6 +579,91 @@ def private_mount_namespace_target():
     path = save(get_profile(pp, "seconds=2"), "ns.pb.gz")
     check_busy_profile(path)
     check(exe in pprof("-raw", path), "mapping should name the path as the target sees it")
+    pp.stop(), f.stop()
+
+
+@test
+def minidebuginfo_binary_symbolized():
+    exe = BUSY + "-minidebug"
+    if not os.path.exists(exe):
+        raise Skip("%s not built" % exe)
+    f = Fixture(threads=1, exe=exe)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2"), "mini.pb.gz")
+    check_busy_profile(path)
+    pp.stop(), f.stop()
+
+
+def state_of_threads(pid):
+    states = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
+            s = fh.read()
+        states.append(s[s.rindex(")") + 2])
+    return states
+
+
+@test
+def signals_delivered_exactly_once_while_profiled():
+    f = Fixture(threads=2, sleepers=2, ack=True)
+    pp = Podprof("--pid", str(f.pid))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(body=get_profile(pp, "seconds=3&hz=1000")))
+    t.start()
+    pp.wait_log(r"profile: started", 10)
+    sent = 0
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        os.kill(f.pid, signal.SIGUSR1)
+        sent += 1
+        ready, _, _ = select.select([f.ack], [], [], 5)
+        check(ready, "SIGUSR1 #%d was not delivered within 5 s" % sent)
+        check(os.read(f.ack, 1) == b"u", "ack")
+    t.join(30)
+    check("body" in result, "profile failed")
+    path = save(result["body"], "sig.pb.gz")
+    check_busy_profile(path, extra=SIGNAL_NAMES)
+    # Stacks caught in the handler unwind through the kernel's signal frame,
+    # named exactly (__restore_rt), to the code the signal interrupted.
+    for value, frames in traces(path):
+        if "__restore_rt" in frames:
+            i = frames.index("__restore_rt")
+            check(i >= 1 and frames[i - 1] in ("on_usr1", "__write", "write") and
+                  frames[i + 1] in KNOWN | SIGNAL_NAMES - {"__restore_rt"},
+                  "handler stack does not reach the interrupted code: %s" % frames)
+    f.stop()
+    m = re.search(r"usr1=(\d+)", f.output)
+    check(m and int(m.group(1)) == sent, "sent %d SIGUSR1, handler counted %s" % (sent, m and m.group(1)))
+    check(sent > 200, "only %d signals sent" % sent)
+    print("  info: %d SIGUSR1 sent while profiled at 1000 Hz, %s delivered" % (sent, m.group(1)))
+    pp.stop()
+
+
+@test
+def sigstop_while_profiled_is_honoured():
+    f = Fixture(threads=2, sleepers=1)
+    pp = Podprof("--pid", str(f.pid))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(body=get_profile(pp, "seconds=3")))
+    t.start()
+    pp.wait_log(r"profile: started", 10)
+    os.kill(f.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while set(state_of_threads(f.pid)) != {"t"} and set(state_of_threads(f.pid)) != {"T"}:
+        check(time.monotonic() < deadline, "threads not stopped: %s" % state_of_threads(f.pid))
+        time.sleep(0.01)
+    t0 = cpu_ticks(f.pid)
+    time.sleep(0.5)  # observe that it stays stopped while the sampler keeps ticking
+    check(cpu_ticks(f.pid) == t0, "target ran while group-stopped")
+    os.kill(f.pid, signal.SIGCONT)
+    t.join(30)
+    check("body" in result, "profile failed")
+    pp.wait_log(r"ptrace: detached", 5)
+    deadline = time.monotonic() + 5
+    while cpu_ticks(f.pid) <= t0 + 5:
+        check(time.monotonic() < deadline, "target did not resume after SIGCONT: %s" % state_of_threads(f.pid))
+        time.sleep(0.01)
+    check(not {"t", "T"} & set(state_of_threads(f.pid)), "threads left stopped: %s" % state_of_threads(f.pid))
     pp.stop(), f.stop()
 
 

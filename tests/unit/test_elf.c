@@ -162,3 +162,41 @@ TEST(elf_rejects_garbage)
 	ASSERT_EQ(pt_elf_add_dynamic_symbols(junk, sizeof(junk), 0x1000, 0, &st), -ENOEXEC);
 	pt_symtab_free(&st);
 }
+
+TEST(minidebuginfo_symbols)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct pt_symtab st = { 0 };
+	struct pt_elf e;
+	const uint8_t *img;
+	FILE *f;
+	long len;
+	uint8_t *buf;
+	int found_hot = 0, found_level = 0;
+
+	ASSERT(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/fixtures/busy-minidebug", self);
+	f = fopen(path, "rb");
+	if (!f)
+		SKIP("%s not built (make fixtures)", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)len);
+	ASSERT_EQ(fread(buf, 1, (size_t)len, f), len);
+	fclose(f);
+	img = buf;
+	ASSERT_OK(pt_elf_open(&e, img, (size_t)len));
+	ASSERT(pt_elf_add_symbols(&e, &st) > 0);
+	ASSERT_OK(pt_symtab_finish(&st));
+	for (size_t i = 0; i < st.n; i++) {
+		found_hot |= !strcmp(st.names + st.v[i].name, "hot_a");
+		found_level |= !strcmp(st.names + st.v[i].name, "level3");
+	}
+	ASSERT(found_hot && found_level);
+	pt_symtab_free(&st);
+	free(buf);
+}

@@ -49,9 +49,9 @@ def check(cond, msg):
 class Fixture:
     """The busy fixture; ready when it writes 'ready <pid>' on a pipe."""
 
-    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False):
+    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False, extra=()):
         r, w = os.pipe()
-        argv = [exe, "-t", str(threads), "-s", str(sleepers), "-r", str(w)]
+        argv = [exe, "-t", str(threads), "-s", str(sleepers), "-r", str(w)] + list(extra)
         fds = [w]
         self.ack = None
         if ack:
@@ -664,6 +664,45 @@ def sigstop_while_profiled_is_honoured():
         check(time.monotonic() < deadline, "target did not resume after SIGCONT: %s" % state_of_threads(f.pid))
         time.sleep(0.01)
     check(not {"t", "T"} & set(state_of_threads(f.pid)), "threads left stopped: %s" % state_of_threads(f.pid))
+    pp.stop(), f.stop()
+
+
+@test
+def vdso_frames_unwind_to_their_callers():
+    """clock_gettime runs in the vDSO, which has no file: its unwind table is
+    read from target memory, so stacks continue to the caller."""
+    f = Fixture(threads=1, extra=["-v", "2"])
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=500"), "vdso.pb.gz")
+    in_vdso = 0
+    for value, frames in traces(path):
+        if "vdso_level" not in frames:
+            continue
+        i = frames.index("vdso_level")
+        check(frames[i:] == ["vdso_level", "vdso_worker"] + THREAD_TAIL, "vdso stack incomplete: %s" % frames)
+        if any("vdso" in fr and fr not in ("vdso_level", "vdso_worker") for fr in frames[:i]):
+            in_vdso += 1
+    check(in_vdso > 0, "no sample had a leaf in the vDSO")
+    raw = pprof("-raw", path)
+    check(re.search(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x0 \[vdso\] [0-9a-f]+ \[FN\]$", raw, re.M),
+          "no [vdso] mapping with a build-id:\n%s" % raw[-600:])
+    pp.stop(), f.stop()
+
+
+@test
+def threads_created_after_attach_are_followed():
+    f = Fixture(threads=1, extra=["-c"])
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=500"), "spawn.pb.gz")
+    spawned = [frames for value, frames in traces(path) if "spawned_worker" in frames]
+    check(spawned, "no sample from threads created during the profile")
+    for frames in spawned:
+        check(frames[-3:] == ["spawned_worker"] + THREAD_TAIL, "spawned stack: %s" % frames)
+    pp.wait_log(r"ptrace: detached", 5)
+    wait_untraced(f.pid, 2)
+    for tid in os.listdir("/proc/%d/task" % f.pid):
+        with open("/proc/%d/task/%s/status" % (f.pid, tid)) as fh:
+            check("TracerPid:\t0\n" in fh.read(), "thread %s still traced" % tid)
     pp.stop(), f.stop()
 
 

@@ -37,6 +37,8 @@ static const struct cfg_def cfg_table[] = {
 	INT("stack-bytes", "STACK_BYTES", 4096, 1048576, 65536, stack_bytes, "bytes of stack copied per thread-sample"),
 	INT("max-frames", "MAX_FRAMES", 8, 1024, 256, max_frames, "frames kept per stack"),
 	INT("max-stacks", "MAX_STACKS", 64, 10000000, 200000, max_stacks, "distinct stacks kept per profile"),
+	INT("max-threads", "MAX_THREADS", 1, 1000000, 16384, max_threads, "target threads tracked (more are left untraced)"),
+	INT("max-stopped", "MAX_STOPPED", 1, 256, 64, max_stopped, "running threads snapshotted in one tick"),
 	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends"),
 	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
 	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),

@@ -26,6 +26,8 @@ struct sc_cfg {
 	int stack_bytes;
 	int max_frames;
 	int max_stacks;
+	int max_threads;
+	int max_stopped;
 	int detach_grace_ms;
 };
 

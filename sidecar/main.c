@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
 #include "sidecar/server.h"
@@ -21,6 +22,34 @@ static void on_signal(uv_signal_t *h, int signum)
 	*srv = NULL;
 	uv_close((uv_handle_t *)h, NULL);
 	uv_stop(h->loop);
+}
+
+/* Says at start-up, rather than at the first attach, when ptrace will be
+ * refused: no CAP_SYS_PTRACE (file capabilities are ignored under
+ * no_new_privs, which Kubernetes sets for allowPrivilegeEscalation: false),
+ * or Yama forbids it. */
+static void check_ptrace_allowed(pid_t target)
+{
+	char buf[4096], *cap;
+	unsigned long long eff = 0;
+	long long scope = -1;
+	ssize_t n;
+
+	n = pt_proc_slurp("/proc/self/status", buf, sizeof(buf));
+	cap = n > 0 ? strstr(buf, "\nCapEff:") : NULL;
+	if (cap)
+		eff = strtoull(cap + 8, NULL, 16);
+	n = pt_proc_slurp("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf));
+	if (n > 0)
+		scope = strtoll(buf, NULL, 10);
+	if (scope == 3)
+		log_error("ptrace: Yama ptrace_scope is 3: ptrace is disabled on this node; "
+			  "profiles will fail");
+	else if (!(eff & (1ull << 19 /* CAP_SYS_PTRACE */)))
+		log_warn("ptrace: podprof lacks CAP_SYS_PTRACE%s; attaching to pid %d will likely "
+			 "fail. Add capabilities: [SYS_PTRACE] (file capabilities need "
+			 "allowPrivilegeEscalation: true)", scope >= 1 ? " and Yama restricts ptrace" : "",
+			 (int)target);
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -66,6 +95,7 @@ int main(int argc, char **argv)
 	}
 	sc_buf_free(&msg);
 
+	check_ptrace_allowed(pid);
 	loop = uv_default_loop();
 	rc = sc_server_new(&srv, loop, &cfg, pid);
 	if (rc) {

@@ -573,8 +573,8 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 	struct pt_sampler_opts so = {
 		.stack_bytes = (size_t)cfg->stack_bytes,
 		.max_frames = cfg->max_frames,
-		.max_threads = 16384,
-		.max_per_tick = 64,
+		.max_threads = cfg->max_threads,
+		.max_per_tick = cfg->max_stopped,
 		.max_sessions = cfg->max_sessions,
 		.max_stacks = cfg->max_stacks,
 		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,

@@ -85,10 +85,10 @@ class Fixture:
 class Podprof:
     """podprof on an ephemeral port; ready when it logs its port."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, prefix=()):
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen([PODPROF, "--listen", "127.0.0.1:0",
+        self.proc = subprocess.Popen(list(prefix) + [PODPROF, "--listen", "127.0.0.1:0",
                                       "--detach-grace-ms", str(GRACE_MS)] + list(args),
                                      stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=e)
         PROCS.append(self.proc)
@@ -703,6 +703,25 @@ def threads_created_after_attach_are_followed():
     for tid in os.listdir("/proc/%d/task" % f.pid):
         with open("/proc/%d/task/%s/status" % (f.pid, tid)) as fh:
             check("TracerPid:\t0\n" in fh.read(), "thread %s still traced" % tid)
+    pp.stop(), f.stop()
+
+
+@test
+def without_cap_sys_ptrace_warns_and_answers_clearly():
+    if not shutil.which("capsh"):
+        raise Skip("capsh (libcap2-bin) not installed")
+    if os.geteuid() != 0:
+        raise Skip("needs root to drop a capability from the bounding set")
+    f = Fixture()
+    pp = Podprof("--pid", str(f.pid), prefix=["capsh", "--drop=cap_sys_ptrace", "--", "-c", 'exec "$0" "$@"'])
+    pp.wait_log(r"warn .*lacks CAP_SYS_PTRACE", 5)
+    # The fixture runs as root with every capability; a tracer lacking one
+    # the tracee holds is refused by the kernel (whatever Yama says).
+    st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1")
+    check(st == 500 and h.get("x-go-pprof") == "1" and b"ptrace not permitted" in body,
+          "profile without the capability: %d %r" % (st, body))
+    check(tracer_pid(f.pid) == 0, "target traced")
+    check(http(pp.port, "/debug/pprof/cmdline")[0] == 200, "other endpoints still work")
     pp.stop(), f.stop()
 
 

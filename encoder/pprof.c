@@ -52,12 +52,13 @@ struct enc_pprof {
 	struct vec ids;        /* uint64_t: all samples' location ids */
 	struct vec vals;       /* int64_t: all samples' values */
 	struct vec comments;   /* int64_t */
+	struct vec labels;     /* Perftools__Profiles__Label: all samples' labels */
 	Perftools__Profiles__ValueType period_type;
 	int64_t period, time_ns, duration_ns;
 };
 
 struct sample {
-	size_t first_id, n_ids, first_val;
+	size_t first_id, n_ids, first_val, first_label, n_labels;
 };
 
 static uint64_t hash_str(const char *s)
@@ -88,6 +89,7 @@ int enc_pprof_new(struct enc_pprof **out)
 	p->ids.size = sizeof(uint64_t);
 	p->vals.size = sizeof(int64_t);
 	p->comments.size = sizeof(int64_t);
+	p->labels.size = sizeof(Perftools__Profiles__Label);
 	perftools__profiles__value_type__init(&p->period_type);
 	/* string_table[0] must be "". */
 	char **s0 = vec_push(&p->strs);
@@ -118,6 +120,7 @@ void enc_pprof_free(struct enc_pprof *p)
 	free(p->ids.v);
 	free(p->vals.v);
 	free(p->comments.v);
+	free(p->labels.v);
 	free(p);
 }
 
@@ -288,10 +291,35 @@ int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t ad
 int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, const int64_t *v,
 		     size_t nv)
 {
+	return enc_pprof_sample_labels(p, loc_ids, n, v, nv, NULL, 0);
+}
+
+int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t n,
+			    const int64_t *v, size_t nv, const struct enc_label *labels, size_t nl)
+{
 	struct sample *s;
 
 	if (nv != p->types.n)
 		return -EINVAL;
+	for (size_t i = 0; i < nl; i++) {
+		Perftools__Profiles__Label *l;
+		int64_t key = intern(p, labels[i].key);
+		int64_t str = labels[i].str ? intern(p, labels[i].str) : 0;
+		int64_t unit = labels[i].unit ? intern(p, labels[i].unit) : 0;
+
+		if (key <= 0 || str < 0 || unit < 0)
+			return key == 0 ? -EINVAL : -ENOMEM;   /* a label needs a key */
+		if (!(l = vec_push(&p->labels)))
+			return -ENOMEM;
+		perftools__profiles__label__init(l);
+		l->key = key;
+		if (labels[i].str) {
+			l->str = str;
+		} else {
+			l->num = labels[i].num;
+			l->num_unit = unit;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t *id;
 
@@ -313,6 +341,8 @@ int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, con
 	s->first_id = p->ids.n - n;
 	s->n_ids = n;
 	s->first_val = p->vals.n - nv;
+	s->first_label = p->labels.n - nl;
+	s->n_labels = nl;
 	return 0;
 }
 
@@ -332,7 +362,7 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
 	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
-	void **tp = NULL, **mp = NULL, **lp = NULL, **fp = NULL;
+	void **tp = NULL, **mp = NULL, **lp = NULL, **fp = NULL, **labp = NULL;
 	uint8_t *raw = NULL;
 	size_t rawlen;
 	int err = -ENOMEM;
@@ -342,11 +372,12 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	mp = ptrs(&p->maps);
 	lp = ptrs(&p->locs);
 	fp = ptrs(&p->funcs);
+	labp = ptrs(&p->labels);
 	lines = calloc(p->locs.n ? p->locs.n : 1, sizeof(*lines));
 	linep = malloc((p->locs.n ? p->locs.n : 1) * sizeof(*linep));
 	smp = calloc(p->samples.n ? p->samples.n : 1, sizeof(*smp));
 	smpp = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*smpp));
-	if (!tp || !mp || !lp || !fp || !lines || !linep || !smp || !smpp)
+	if (!tp || !mp || !lp || !fp || !labp || !lines || !linep || !smp || !smpp)
 		goto out;
 	/* One Line per location that has a function (no inlining info). */
 	for (size_t i = 0; i < p->locs.n; i++) {
@@ -367,6 +398,8 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 		smp[i].location_id = (uint64_t *)p->ids.v + s->first_id;
 		smp[i].n_value = p->types.n;
 		smp[i].value = (int64_t *)p->vals.v + s->first_val;
+		smp[i].n_label = s->n_labels;
+		smp[i].label = (Perftools__Profiles__Label **)labp + s->first_label;
 		smpp[i] = &smp[i];
 	}
 	prof.n_sample_type = p->types.n;
@@ -402,6 +435,7 @@ out:
 	free(mp);
 	free(lp);
 	free(fp);
+	free(labp);
 	free(lines);
 	free(linep);
 	free(smp);

@@ -25,9 +25,21 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 int64_t enc_pprof_function(struct enc_pprof *p, const char *name);
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id);
-/* loc_ids leaf first; nv must equal the number of sample types. */
+/* A sample label: a string (str non-NULL) or a number. */
+struct enc_label {
+	const char *key;
+	const char *str;
+	int64_t num;
+	const char *unit;   /* for numbers; may be NULL */
+};
+
+/* loc_ids leaf first; nv must equal the number of sample types. Returns 0,
+ * -EINVAL (unknown location, wrong value count) or -ENOMEM. */
 int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, const int64_t *v,
 		     size_t nv);
+/* The same with labels. */
+int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t n,
+			    const int64_t *v, size_t nv, const struct enc_label *labels, size_t nl);
 
 /* Serializes and gzips into a new buffer (caller frees) of at most max bytes.
  * Returns 0, -E2BIG, -ENOMEM or -EIO. */

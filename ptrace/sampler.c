@@ -20,11 +20,13 @@
 #define RING 4096          /* recent pauses kept for medians */
 #define MAX_TRACEES 64
 
-/* One stack in a session's aggregate. */
+/* One (thread, stack) in a session's aggregate. */
 struct entry {
 	uint64_t hash;
 	uint32_t off, n;       /* frames[off .. off+n) */
 	int64_t count, cpu_ns;
+	pid_t tid;
+	char comm[16];
 };
 
 struct session {
@@ -116,9 +118,9 @@ void pt_profile_free(struct pt_profile *p)
 
 /* ---- stack aggregation ------------------------------------------------ */
 
-static uint64_t hash_frames(const uint64_t *f, int n)
+static uint64_t hash_frames(pid_t tid, const uint64_t *f, int n)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
 
 	for (int i = 0; i < n; i++) {
 		h ^= f[i];
@@ -150,9 +152,10 @@ static int table_grow(struct session *ss)
 	return 0;
 }
 
-static int session_add(struct session *ss, const uint64_t *f, int n, int64_t cpu_ns, int max_stacks)
+static int session_add(struct session *ss, pid_t tid, const char *comm, const uint64_t *f, int n,
+		       int64_t cpu_ns, int max_stacks)
 {
-	uint64_t h = hash_frames(f, n);
+	uint64_t h = hash_frames(tid, f, n);
 	size_t j;
 
 	if ((ss->used + 1) * 4 > ss->cap * 3 && table_grow(ss))
@@ -160,7 +163,7 @@ static int session_add(struct session *ss, const uint64_t *f, int n, int64_t cpu
 	for (j = h & (ss->cap - 1); ss->tab[j].hash; j = (j + 1) & (ss->cap - 1)) {
 		struct entry *e = &ss->tab[j];
 
-		if (e->hash == h && e->n == (uint32_t)n &&
+		if (e->hash == h && e->n == (uint32_t)n && e->tid == tid &&
 		    !memcmp(ss->frames + e->off, f, (size_t)n * sizeof(*f))) {
 			e->count++;
 			e->cpu_ns += cpu_ns;
@@ -184,7 +187,8 @@ static int session_add(struct session *ss, const uint64_t *f, int n, int64_t cpu
 		ss->frames_cap = cap;
 	}
 	memcpy(ss->frames + ss->nframes, f, (size_t)n * sizeof(*f));
-	ss->tab[j] = (struct entry){ h, (uint32_t)ss->nframes, (uint32_t)n, 1, cpu_ns };
+	ss->tab[j] = (struct entry){ h, (uint32_t)ss->nframes, (uint32_t)n, 1, cpu_ns, tid, "" };
+	snprintf(ss->tab[j].comm, sizeof(ss->tab[j].comm), "%s", comm);
 	ss->nframes += (size_t)n;
 	ss->used++;
 	return 0;
@@ -275,6 +279,8 @@ static int build_profile(struct session *ss, struct pt_profile **out)
 		sm->n = en->n;
 		sm->count = en->count;
 		sm->cpu_ns = en->cpu_ns;
+		sm->tid = en->tid;
+		memcpy(sm->thread, en->comm, sizeof(sm->thread));
 		for (uint32_t k = 0; k < en->n; k++) {
 			uint64_t a = ss->frames[en->off + k];
 			size_t j;
@@ -479,16 +485,17 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 
 /* ---- ticking ---------------------------------------------------------- */
 
-static void on_sample(void *arg, pid_t tid, const uint64_t *frames, int n, uint64_t cpu_ns)
+static void on_sample(void *arg, pid_t tid, const char *comm, const uint64_t *frames, int n,
+		      uint64_t cpu_ns)
 {
 	struct pt_sampler *s = arg;
 
-	(void)tid;
 	for (struct session *ss = s->sessions; ss; ss = ss->next) {
 		if (!ss->take || ss->tg->t == NULL)
 			continue;
 		ss->thread_samples++;
-		session_add(ss, frames, n, (int64_t)((double)cpu_ns * ss->scale), s->o.max_stacks);
+		session_add(ss, tid, comm, frames, n, (int64_t)((double)cpu_ns * ss->scale),
+			    s->o.max_stacks);
 	}
 }
 

@@ -30,6 +30,8 @@ struct pt_profile_loc {
 struct pt_profile_sample {
 	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
 	int64_t count, cpu_ns;
+	pid_t tid;           /* the thread (in our PID namespace) */
+	char thread[16];     /* its name (comm) */
 };
 struct pt_profile {
 	uint64_t time_ns, duration_ns;

@@ -33,6 +33,7 @@ struct thread {
 	uint64_t t_interrupt;
 	uint64_t cpu_ns;         /* CPU used since the previous tick (selected threads) */
 	int slot;                /* capture slot while TH_WANTED */
+	char comm[16];           /* thread name, as of its last selection */
 };
 
 struct pt_tracee {
@@ -41,6 +42,7 @@ struct pt_tracee {
 	int attached, detaching, gone, execed;
 	struct thread *th;
 	size_t n, cap;
+	size_t rr;               /* round-robin start of the next tick's selection */
 	struct pt_maps *maps;
 	struct pt_mem *mem;
 	struct pt_modules *mods;
@@ -344,6 +346,7 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 		return EV_HANDLED;
 	case PTRACE_EVENT_CLONE: {
 		unsigned long newtid = 0;
+		size_t idx = (size_t)(th - t->th);
 
 		if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) == 0 && newtid > 0) {
 			t->st.clones++;
@@ -351,6 +354,7 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 				/* Over the cap: let it go untraced rather than stopped. */
 				ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 			}
+			th = &t->th[idx];   /* add_thread may have moved the array */
 		}
 		if (t->detaching) {
 			detach_thread(t, th, 0);
@@ -505,8 +509,14 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 	if (!t->attached || t->detaching)
 		return 0;
 	/* 1. Select: a thread is sampled when it used CPU since the last tick
-	 *    and is running now. Idle threads cost one pread, no stop. */
-	for (size_t i = 0; i < t->n && nsel < max; i++) {
+	 *    and is running now. Idle threads cost one pread, no stop. With
+	 *    more running threads than `max`, the start rotates so that every
+	 *    thread gets its turn (its CPU since it was last looked at is kept
+	 *    for then). */
+	size_t first = t->n ? t->rr++ % t->n : 0;
+
+	for (size_t k = 0; k < t->n && nsel < max; k++) {
+		size_t i = (first + k) % t->n;
 		struct thread *th = &t->th[i];
 		uint64_t run;
 		char buf[512];
@@ -525,6 +535,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		buf[n] = '\0';
 		if (pt_proc_parse_stat(buf, &st) || st.state != 'R')
 			continue;
+		snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */
 		sel[nsel++] = i;
 	}
 	/* 2. Interrupt them all first: a stop is only delivered when the thread
@@ -605,7 +616,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		if (tcb)
 			tcb(arg, pause[slot_tid[k]], dt);
 		if (cb)
-			cb(arg, th->tid, t->frames, n, th->cpu_ns);
+			cb(arg, th->tid, th->comm, t->frames, n, th->cpu_ns);
 		th->slot = -1;
 	}
 	compact(t);

@@ -31,9 +31,9 @@ struct pt_tracee_stats {
 
 /* Called once per thread-sample after the thread has been resumed. frames
  * are leaf first (see pt_unwind). cpu_ns is the CPU time the thread used
- * since the previous tick. */
-typedef void (*pt_sample_cb)(void *arg, pid_t tid, const uint64_t *frames, int n,
-			     uint64_t cpu_ns);
+ * since it was last looked at; comm is the thread's name. */
+typedef void (*pt_sample_cb)(void *arg, pid_t tid, const char *comm, const uint64_t *frames,
+			     int n, uint64_t cpu_ns);
 /* Receives each pause (interrupt sent .. thread resumed) and unwind time. */
 typedef void (*pt_timing_cb)(void *arg, uint64_t pause_ns, uint64_t unwind_ns);
 

@@ -268,10 +268,15 @@ static int encode_cpu(const struct pt_profile *pr, uint8_t **out, size_t *len)
 	for (size_t i = 0; i < pr->nsamples; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
 		int64_t v[2] = { s->count, s->cpu_ns };
+		/* Which thread: pprof -tagfocus=thread=NAME or -tagfocus=tid=N. */
+		struct enc_label lab[2] = {
+			{ .key = "thread", .str = s->thread[0] ? s->thread : "?" },
+			{ .key = "tid", .num = s->tid },
+		};
 
 		for (uint32_t k = 0; k < s->n; k++)
 			stack[k] = loc_ids[pr->loc_ids[s->first + k]];
-		if ((err = enc_pprof_sample(e, stack, s->n, v, 2)))
+		if ((err = enc_pprof_sample_labels(e, stack, s->n, v, 2, lab, 2)))
 			goto out;
 	}
 	err = enc_pprof_encode(e, MAX_PROFILE_BYTES, out, len);

@@ -440,6 +440,25 @@ def cpu_profile_names_stacks_and_shares():
 
 
 @test
+def every_running_thread_gets_its_turn():
+    """More running threads than may be stopped per tick (--max-stopped 1):
+    the selection rotates, so each thread is sampled about equally, and each
+    sample is labelled with its thread's name and tid."""
+    f = Fixture(threads=4)
+    pp = Podprof("--pid", str(f.pid), "--max-stopped", "1")
+    path = save(get_profile(pp, "seconds=3&hz=500"), "rr.pb.gz")
+    tags = pprof("-tags", path)
+    shares = {int(t): float(p) for p, t in re.findall(r"\(\s*([\d.]+)%\): (\d+)$", tags, re.M)}
+    tids = set(int(t) for t in os.listdir("/proc/%d/task" % f.pid))
+    check(set(shares) == tids, "sampled tids %s, threads %s" % (sorted(shares), sorted(tids)))
+    for tid, share in shares.items():
+        check(10 <= share <= 40, "tid %d has %.1f%% of the samples:\n%s" % (tid, share, tags))
+    for name in ("busy", "worker-1", "worker-2", "worker-3"):
+        check(re.search(r"%%\): %s$" % name, tags, re.M), "no thread label %s:\n%s" % (name, tags))
+    pp.stop(), f.stop()
+
+
+@test
 def profile_is_detached_after_and_target_progresses():
     f = Fixture(threads=1, sleepers=8)
     pp = Podprof("--pid", str(f.pid))

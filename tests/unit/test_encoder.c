@@ -62,7 +62,12 @@ TEST(pprof_round_trip)
 	uint64_t s1[] = { 1, 2 }, s2[] = { 3, 2 }, bad[] = { 9 };
 	int64_t v1[] = { 7, 70000000 }, v2[] = { 3, 30000000 };
 
-	ASSERT_OK(enc_pprof_sample(e, s1, 2, v1, 2));
+	struct enc_label lab[2] = { { .key = "thread", .str = "worker-1" },
+				    { .key = "tid", .num = 4242, .unit = "id" } };
+	struct enc_label nokey = { .key = "", .str = "x" };
+
+	ASSERT_OK(enc_pprof_sample_labels(e, s1, 2, v1, 2, lab, 2));
+	ASSERT_EQ(enc_pprof_sample_labels(e, s1, 2, v1, 2, &nokey, 1), -EINVAL);
 	ASSERT_OK(enc_pprof_sample(e, s2, 2, v2, 2));
 	ASSERT_EQ(enc_pprof_sample(e, bad, 1, v2, 2), -EINVAL);   /* unknown location */
 	ASSERT_EQ(enc_pprof_sample(e, s1, 2, v2, 1), -EINVAL);    /* wrong value count */
@@ -117,6 +122,13 @@ TEST(pprof_round_trip)
 			       p->sample[i]->location_id[k] <= p->n_location);
 	}
 	ASSERT_EQ(p->sample[0]->location_id[0], 1);   /* leaf first */
+	ASSERT_EQ(p->sample[0]->n_label, 2);
+	ASSERT_STR_EQ(str(p, p->sample[0]->label[0]->key), "thread");
+	ASSERT_STR_EQ(str(p, p->sample[0]->label[0]->str), "worker-1");
+	ASSERT_STR_EQ(str(p, p->sample[0]->label[1]->key), "tid");
+	ASSERT_EQ(p->sample[0]->label[1]->num, 4242);
+	ASSERT_STR_EQ(str(p, p->sample[0]->label[1]->num_unit), "id");
+	ASSERT_EQ(p->sample[1]->n_label, 0);
 	ASSERT_EQ(p->sample[1]->value[1], 30000000);
 	ASSERT_STR_EQ(str(p, p->mapping[0]->filename), "/bin/app");
 	ASSERT_STR_EQ(str(p, p->mapping[0]->build_id), "abcd");

@@ -248,7 +248,7 @@ KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker"} | set(MAIN_TA
 SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
 
 
-def check_busy_profile(path, truth_a=None, tol=3.0, extra=()):
+def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9):
     """Names, complete stacks and the hot_a share of a busy fixture profile."""
     tr = traces(path)
     check(tr, "no samples")
@@ -267,7 +267,7 @@ def check_busy_profile(path, truth_a=None, tol=3.0, extra=()):
                 a += value
             else:
                 b += value
-    check(a + b > 0.9 * total, "hot_a+hot_b only %.1f%% of samples" % (100 * (a + b) / total))
+    check(a + b > min_hot * total, "hot_a+hot_b only %.1f%% of samples" % (100 * (a + b) / total))
     share = 100 * a / (a + b)
     if truth_a is not None:
         check(abs(share - truth_a) <= tol, "hot_a share %.2f%% vs truth %.2f%%" % (share, truth_a))
@@ -641,7 +641,8 @@ def signals_delivered_exactly_once_while_profiled():
     t.join(30)
     check("body" in result, "profile failed")
     path = save(result["body"], "sig.pb.gz")
-    check_busy_profile(path, extra=SIGNAL_NAMES)
+    # Thousands of handler runs a second take their share of the CPU.
+    check_busy_profile(path, extra=SIGNAL_NAMES, min_hot=0.6)
     # Stacks caught in the handler unwind through the kernel's signal frame,
     # named exactly (__restore_rt), to the code the signal interrupted.
     for value, frames in traces(path):

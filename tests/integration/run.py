@@ -46,6 +46,27 @@ def check(cond, msg):
 
 # ---- processes --------------------------------------------------------------
 
+def nspid(pid):
+    """The PID a process has in its own (innermost) PID namespace."""
+    with open("/proc/%d/status" % pid) as fh:
+        return int(re.search(r"NSpid:\s+([\d\s]+)", fh.read()).group(1).split()[-1])
+
+
+def find_descendant(root, pred):
+    """The first of root and its descendants for which pred(pid) holds."""
+    todo = [root]
+    while todo:
+        p = todo.pop()
+        try:
+            if pred(p):
+                return p
+            with open("/proc/%d/task/%d/children" % (p, p)) as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            continue
+    raise AssertionError("no matching descendant of %d" % root)
+
+
 class Fixture:
     """The busy fixture; ready when it writes 'ready <pid>' on a pipe."""
 
@@ -69,13 +90,18 @@ class Fixture:
         line = os.read(r, 64).decode() if ready else ""
         os.close(r)
         m = re.match(r"ready (\d+)", line)
-        check(m, "fixture did not get ready: %r %s" % (line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
-        self.pid = int(m.group(1))
+        if not m:
+            raise AssertionError("fixture did not get ready: %r %s" % (
+                line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
+        self.pid = int(m.group(1))          # as the fixture sees itself
+        # A wrapper may fork (nsenter --pid does): find the fixture by the
+        # PID it sees itself as (the last NSpid).
+        self.host_pid = find_descendant(self.proc.pid, lambda p: nspid(p) == self.pid) if wrap else self.pid
 
     def stop(self):
         """SIGTERM; returns the fixture's ground truth (share of hot_a in %)."""
         if self.proc.poll() is None:
-            os.kill(self.pid, signal.SIGTERM)
+            os.kill(self.host_pid, signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=10)
         self.output = out
         m = re.search(r"truth_a=([\d.]+)", out)
@@ -134,7 +160,9 @@ class Podprof:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            # Signal podprof itself, not a wrapper that forked it (nsenter).
+            real = find_descendant(self.proc.pid, lambda p: os.readlink("/proc/%d/exe" % p) == PODPROF)
+            os.kill(real, signal.SIGTERM)
         rc = self.proc.wait(timeout=15)
         # A clean shutdown (and, under ASan, no leak) is part of every test.
         check(rc == 0, "podprof exited %d on SIGTERM; log:\n%s" % (rc, self.log()[-3000:]))
@@ -743,6 +771,58 @@ def without_cap_sys_ptrace_warns_and_answers_clearly():
     check(tracer_pid(f.pid) == 0, "target traced")
     check(http(pp.port, "/debug/pprof/cmdline")[0] == 200, "other endpoints still work")
     pp.stop(), f.stop()
+
+
+class PodNamespace:
+    """A pod-like PID namespace: PID 1 is a process named `pause` (as in a
+    pod with shareProcessNamespace), /proc mounted for it; processes are
+    started inside with nsenter."""
+
+    def __init__(self):
+        if not shutil.which("unshare") or not shutil.which("nsenter"):
+            raise Skip("unshare/nsenter not installed")
+        d = tempfile.mkdtemp(dir=TMP)
+        pause = os.path.join(d, "pause")
+        shutil.copy(shutil.which("sleep"), pause)
+        # --kill-child: if unshare is killed, so is PID 1, and with it the
+        # whole namespace.
+        self.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
+                                      pause, "3600"], stderr=subprocess.PIPE)
+        PROCS.append(self.proc)
+        # unshare forks: the pause process is its child; wait until it runs.
+        deadline = time.monotonic() + 10
+        self.pid1 = None
+        while self.pid1 is None:
+            if self.proc.poll() is not None:
+                raise AssertionError("cannot create a PID namespace: %s" % self.proc.stderr.read())
+            check(time.monotonic() < deadline, "pause did not start")
+            for c in open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)).read().split():
+                if os.readlink("/proc/%s/exe" % c) == pause:
+                    self.pid1 = int(c)
+            time.sleep(0.01)
+
+    def enter(self, argv):
+        return ["nsenter", "--target", str(self.pid1), "--pid", "--mount", "--"] + argv
+
+
+@test
+def no_selector_picks_the_only_neighbour_in_a_pod():
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip("cannot create PID namespaces here: %s" % probe.stderr.decode().strip())
+    ns = PodNamespace()
+    f = Fixture(threads=1, wrap=ns.enter)   # pid as seen inside: 2
+    pp = Podprof(prefix=ns.enter([]))
+    line = pp.wait_log(r"profiling pid \d+", 5)
+    check("profiling pid %d;" % f.pid in line, "picked the wrong process: %s (fixture is %d)" % (line, f.pid))
+    check_busy_profile(save(get_profile(pp, "seconds=1"), "pod.pb.gz"))
+    pp.stop()
+    # A second neighbour: no guess, a list.
+    f2 = Fixture(threads=1, wrap=ns.enter)
+    r = subprocess.run(ns.enter([PODPROF]), capture_output=True, text=True, timeout=10)
+    check(r.returncode == 1 and "2 processes match" in r.stderr and "pid=%d" % f.pid in r.stderr
+          and "pid=%d" % f2.pid in r.stderr and "pause" not in r.stderr, "two neighbours: %r" % r.stderr)
+    f.stop(), f2.stop()
 
 
 def main():

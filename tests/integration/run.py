@@ -195,14 +195,36 @@ def read_response(s, head=False):
     for l in lines[1:]:
         k, v = l.split(":", 1)
         hdrs[k.strip().lower()] = v.strip()
-    n = 0 if head else int(hdrs.get("content-length", "0"))
-    while len(rest) < n:
+    if head:
+        s.close()
+        return status, hdrs, b""
+    if "content-length" in hdrs:
+        n = int(hdrs["content-length"])
+        while len(rest) < n:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        s.close()
+        return status, hdrs, rest[:n]
+    # No length (other servers, e.g. pprof's web UI): read to close, de-chunk.
+    while True:
         chunk = s.recv(65536)
         if not chunk:
             break
         rest += chunk
     s.close()
-    return status, hdrs, rest[:n]
+    if hdrs.get("transfer-encoding") == "chunked":
+        body, i = b"", 0
+        while True:
+            j = rest.index(b"\r\n", i)
+            size = int(rest[i:j].split(b";")[0], 16)
+            if size == 0:
+                break
+            body += rest[j + 2:j + 2 + size]
+            i = j + 2 + size + 2
+        rest = body
+    return status, hdrs, rest
 
 
 def tracer_pid(pid):
@@ -518,6 +540,30 @@ def bare_url_with_go_tool_pprof():
     check(re.search(r"hot_a\s*$", out, re.M) and "worker" in out, out)
     check("Duration: 2" in out, "bare URL should fetch a 2 s /debug/pprof/profile: %s" % out[:300])
     pp.stop(), f.stop()
+
+
+@test
+def pprof_web_ui_reads_the_profile():
+    f = Fixture(threads=1)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=1"), "web.pb.gz")
+    pp.stop(), f.stop()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = dict(os.environ, PPROF_TMPDIR=TMP, HOME=TMP)
+    web = subprocess.Popen(["go", "tool", "pprof", "-no_browser", "-http=127.0.0.1:%d" % port, path],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+    PROCS.append(web)
+    line = web.stdout.readline()   # "Serving web UI on http://127.0.0.1:PORT"
+    check("Serving web UI" in line, "pprof web UI did not start: %r" % line)
+    # /ui/ (the graph view) needs graphviz on the client; the rest read only the profile.
+    for page in ("/ui/top", "/ui/flamegraph", "/ui/peek?f=hot_a", "/ui/source?f=level3"):
+        st, h, body = http(port, page)
+        check(st == 200, "%s: %d" % (page, st))
+        check(page == "/ui/source?f=level3" or b"hot_a" in body, "%s does not show hot_a" % page)
+    web.kill()
 
 
 @test

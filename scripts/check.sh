@@ -4,6 +4,10 @@
 set -u
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
+# The tests' one npm module, at the version the committed lockfile pins.
+if [ ! -d tests/integration/node_modules/pprof-format ]; then
+	(cd tests/integration && npm ci --no-audit --no-fund --loglevel=error) >&2 || exit 1
+fi
 total_p=0; total_f=0; total_s=0
 for flavour in release asan; do
 	if ! make -j"$(nproc)" FLAVOUR=$flavour all fixtures build/$flavour/unit-tests >&2; then

@@ -4,13 +4,18 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 missing=""
-for p in $(grep -v '^#' "$here/packages.txt" | grep -v '^$'); do
+# Each line: a package, and optionally a command that stands for it (node
+# from another vendor's nodejs build must not be replaced by Debian's).
+grep -v '^#' "$here/packages.txt" | grep -v '^$' > "${TMPDIR:-/tmp}/podprof-pkgs.$$"
+while read -r p cmd; do
+	[ -n "$cmd" ] && command -v "$cmd" >/dev/null 2>&1 && continue
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	case "$status" in
 	*"install ok installed"*) ;;
 	*) missing="$missing $p" ;;
 	esac
-done
+done < "${TMPDIR:-/tmp}/podprof-pkgs.$$"
+rm -f "${TMPDIR:-/tmp}/podprof-pkgs.$$"
 [ -z "$missing" ] && exit 0
 echo "deps: installing:$missing" >&2
 if [ "$(id -u)" -ne 0 ]; then

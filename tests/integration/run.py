@@ -268,6 +268,12 @@ def get_profile(pp, query):
     check(h.get("content-disposition") == 'attachment; filename="profile"', "disposition %r" % h)
     check("content-encoding" not in h, "profile must not carry Content-Encoding")
     check(body[:2] == b"\x1f\x8b", "profile body is not gzip")
+    # Every served profile is also decoded by another vendor's decoder and
+    # held to the scrapers' rules (Parca: IDs 1..n; Alloy: non-zero addresses).
+    path = save(body, "served-%d.pb.gz" % threading.get_ident())
+    r = subprocess.run(["node", os.path.join(ROOT, "tests", "integration", "check_profile.mjs"), path],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and r.stdout.startswith("ok"), "pprof-format check: %s%s" % (r.stdout, r.stderr))
     return body
 
 

@@ -65,7 +65,7 @@ struct pt_sampler {
 	int ntg;
 	uint64_t next_tick;
 	/* stats */
-	uint64_t pauses[RING], unwinds[RING];
+	uint64_t pauses[RING], unwinds[RING], sorted[RING];
 	size_t ring_n;
 	struct pt_sampler_stats st;
 };
@@ -557,7 +557,7 @@ static int cmp_u64(const void *a, const void *b)
 
 void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out)
 {
-	static uint64_t tmp[RING];   /* guarded by s->lock */
+	uint64_t *tmp = s->sorted;   /* guarded by s->lock */
 	size_t n;
 
 	pthread_mutex_lock(&s->lock);

@@ -27,6 +27,7 @@ struct sc_http {
 	int nconns;
 	int closing;
 	int port;
+	char slab[65536];           /* read buffer: consumed before the next read */
 };
 
 struct sc_conn {
@@ -210,17 +211,6 @@ static int on_message_complete(llhttp_t *p)
 	return HPE_PAUSED;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes the path in place; returns -EINVAL on a bad escape or NUL. */
 static int decode_path(char *s)
 {
@@ -228,7 +218,7 @@ static int decode_path(char *s)
 
 	for (char *r = s; *r; r++) {
 		if (*r == '%') {
-			int h = hexval(r[1]), l = h >= 0 ? hexval(r[2]) : -1;
+			int h = sc_hexval(r[1]), l = h >= 0 ? sc_hexval(r[2]) : -1;
 
 			if (l < 0 || (h == 0 && l == 0))
 				return -EINVAL;
@@ -309,12 +299,13 @@ static void drain(struct sc_conn *c)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	static char slab[65536];   /* loop thread only; consumed before the next read */
+	/* One buffer serves every connection: on_read copies what it keeps
+	 * (into the connection's input buffer) before the loop reads again. */
+	struct sc_conn *c = h->data;
 
-	(void)h;
 	(void)suggested;
-	buf->base = slab;
-	buf->len = sizeof(slab);
+	buf->base = c->srv->slab;
+	buf->len = sizeof(c->srv->slab);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)

@@ -54,17 +54,6 @@ static void go_error(struct sc_conn *c, int status, const char *msg)
 
 /* ---- query parsing -------------------------------------------------------- */
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 int sc_query_get(const char *q, const char *key, char *out, size_t len)
 {
 	size_t klen = strlen(key);
@@ -82,9 +71,9 @@ int sc_query_get(const char *q, const char *key, char *out, size_t len)
 
 				if (ch == '+') {
 					ch = ' ';
-				} else if (ch == '%' && r + 2 < end + 0 + 1 && hexval(r[1]) >= 0 &&
-					   r + 2 < end + 1 && hexval(r[2]) >= 0) {
-					ch = hexval(r[1]) * 16 + hexval(r[2]);
+				} else if (ch == '%' && end - r >= 3 && sc_hexval(r[1]) >= 0 &&
+					   sc_hexval(r[2]) >= 0) {
+					ch = sc_hexval(r[1]) * 16 + sc_hexval(r[2]);
 					r += 2;
 				}
 				if (w + 1 >= len)
@@ -142,7 +131,7 @@ int sc_parse_symbol_addrs(const char *s, size_t len, uint64_t *out, size_t max)
 		} else if (p[0] == '0' && p[1]) {
 			base = 8;
 		}
-		if (!*p || hexval(*p) < 0 || hexval(*p) >= base)
+		if (!*p || sc_hexval(*p) < 0 || sc_hexval(*p) >= base)
 			return -EINVAL;
 		if (n == max)
 			return -E2BIG;

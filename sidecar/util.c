@@ -143,6 +143,17 @@ int sc_parse_go_int(const char *s, int64_t *out)
 	return 0;
 }
 
+int sc_hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
 const char *sc_strerror(int err)
 {
 	return strerror(err < 0 ? -err : err);

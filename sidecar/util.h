@@ -39,6 +39,9 @@ int sc_parse_u64(const char **cur, int base, uint64_t max, uint64_t *out);
  * nothing else. Returns 0, -EINVAL or -ERANGE. */
 int sc_parse_go_int(const char *s, int64_t *out);
 
+/* Value of a hex digit, or -1. */
+int sc_hexval(int ch);
+
 const char *sc_strerror(int err);
 uint64_t sc_now_ns(void);      /* CLOCK_MONOTONIC */
 uint64_t sc_wall_ns(void);     /* CLOCK_REALTIME */

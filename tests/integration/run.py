@@ -296,10 +296,15 @@ def traces(path):
     return result
 
 
-LIBC_RE = re.compile(r"^libc\.so\.6\+0x[0-9a-f]+$")
+# Unnamed frames are "module+0xoffset"; the dynamic loader may show up
+# resolving a lazy binding (_dl_runtime_resolve_xsave, _dl_fixup, ...).
+LIBC_RE = re.compile(r"^(libc\.so\.6|ld-linux-x86-64\.so\.2)\+0x[0-9a-f]+$|^_dl_[a-z_]+$")
 MAIN_TAIL = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 THREAD_TAIL = ["start_thread", "__clone3"]
-KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker"} | set(MAIN_TAIL) | set(THREAD_TAIL)
+KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
+         # a sleeper caught while it runs between naps
+         "sleeper", "clock_nanosleep", "__clock_nanosleep", "__nanosleep", "nanosleep"} | \
+    set(MAIN_TAIL) | set(THREAD_TAIL)
 # What threads run while handling SIGUSR1 (the handler, its write, sleepers).
 SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
 

@@ -59,6 +59,14 @@ def stop_busy(p, t0):
     return float(m.group(1)), int(m.group(2))
 
 
+def proc_cpu_s(pid):
+    """utime + stime of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_alone(threads, sleepers, seconds):
     p = start_busy(threads, sleepers)
     # The fixture counts iterations from its start; time the same window.
@@ -75,12 +83,15 @@ def run_profiled(threads, sleepers, hz, seconds):
     t0 = time.monotonic()
     pp = subprocess.Popen([PODPROF, "--pid", str(p.pid), "--listen", "127.0.0.1:0"],
                           stderr=subprocess.PIPE, text=True)
+
     line = pp.stderr.readline()
     port = int(re.search(r"\(port (\d+)\)", line).group(1))
     out = os.path.join(TMP, "p.pb.gz")
+    cpu0 = proc_cpu_s(pp.pid)
     subprocess.run(["curl", "-sf", "-o", out,
                     "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d" % (port, seconds, hz)],
                    check=True)
+    own_cpu = proc_cpu_s(pp.pid) - cpu0
     truth, iters = stop_busy(p, t0)
     ips = iters / (time.monotonic() - t0)
     pp.terminate()
@@ -99,6 +110,8 @@ def run_profiled(threads, sleepers, hz, seconds):
             b += v
     share = 100 * a / (a + b) if a + b else float("nan")
     return dict(ips=ips, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
+                own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
+                expected=threads * hz * seconds,
                 frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
 
 
@@ -112,15 +125,16 @@ def main():
             prof["slowdown"] = 100 * (1 - prof["ips"] / alone)
             reps.append(prof)
         med = lambda k: statistics.median(r[k] for r in reps)
-        rows.append((label, med("samples"), med("p50"), med("p99"), med("u50"), med("u99"),
+        rows.append((label, med("samples"), med("expected"), med("p50"), med("p99"), med("u50"), med("u99"),
                      med("frames"), med("u50") / med("frames") if med("frames") else 0,
                      med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
-                     min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps)))
+                     min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
+                     med("own_cpu_pct"), med("own_us_per_sample")))
     print("podprof bench: %d reps x %d s per configuration; medians over reps (slowdown: min..max)" % (args.reps, args.seconds))
-    print("| target | thread-samples | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | podprof CPU % of a core | podprof CPU us/sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) |" % r)
+        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.2f | %.1f |" % r)
 
 
 main()

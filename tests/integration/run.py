@@ -519,6 +519,56 @@ def every_running_thread_gets_its_turn():
     pp.stop(), f.stop()
 
 
+def libc_debug_symbols():
+    """FUNC symbols of libc's debug file (libc6-dbg), or None if absent."""
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    m = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(["readelf", "-n", libc], capture_output=True,
+                                                           text=True).stdout)
+    dbg = m and "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])
+    if not dbg or not os.path.exists(dbg):
+        return None
+    syms = []
+    for line in subprocess.run(["readelf", "-sW", dbg], capture_output=True, text=True).stdout.splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC":
+            syms.append((int(p[1], 16), int(p[2], 0), p[7]))
+    return syms
+
+
+@test
+def dynsym_only_libc_is_honestly_unnamed():
+    """Without libc's debug file, Debian's libc has only .dynsym: internal
+    functions (start_thread, __clone3, __libc_start_call_main) must come out
+    as libc.so.6+0x... at their true offsets, never as the nearest export."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), env={"PODPROF_DEBUG_DIR": "/nonexistent"})
+    path = save(get_profile(pp, "seconds=2"), "dynsym.pb.gz")
+    pp.stop(), f.stop()
+    tails = set()
+    for value, frames in traces(path):
+        if frames[0] in ("hot_a", "hot_b"):
+            tails.add(tuple(frames[5:]))
+    check(tails, "no hot stacks")
+    syms = libc_debug_symbols()
+    want = {"main": ["main", "__libc_start_call_main", "__libc_start_main", "_start"],
+            "thread": ["start_thread", "__clone3"]}
+    for tail in tails:
+        shape = ["main", "LIBC", "__libc_start_main", "_start"] if tail[0] == "main" else ["LIBC", "LIBC"]
+        got = ["LIBC" if LIBC_RE.match(fr) else fr for fr in tail]
+        check(got == shape, "tail %s is not %s" % (list(tail), shape))
+        if syms is None:
+            continue
+        truth = want["main" if tail[0] == "main" else "thread"]
+        for fr, true_name in zip(tail, truth):
+            if not LIBC_RE.match(fr):
+                continue
+            off = int(fr.split("+")[1], 16)
+            names = [n for a, sz, n in syms if a <= off < a + max(sz, 1)]
+            check(true_name in names, "%s is really %s, expected %s" % (fr, names, true_name))
+    if syms is None:
+        raise Skip("checked shapes only: libc6-dbg is not installed to verify the offsets")
+
+
 @test
 def profile_is_detached_after_and_target_progresses():
     f = Fixture(threads=1, sleepers=8)

@@ -16,6 +16,8 @@
 #define MAX_ELF_FILE (4ull << 30)
 #define MAX_MEM_IMAGE (64u << 20)
 
+static void load_symbols(struct pt_modules *mods, struct pt_module *mod);
+
 struct pt_modules {
 	pid_t pid;
 	struct pt_mem *mem;
@@ -175,6 +177,10 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 	mod->base = first->start - first->offset;
 	read_layout(mods, mod);
 	mods->v[mods->n++] = mod;
+	/* Load the symbols now, while the process and its files are there: a
+	 * profile is symbolized when it ends, possibly after the target has
+	 * exited and /proc/<pid>/root with it. */
+	load_symbols(mods, mod);
 	return mod;
 }
 

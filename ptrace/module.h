@@ -39,8 +39,9 @@ int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem);
 void pt_modules_free(struct pt_modules *mods);
 /* Forgets every module (exec). */
 void pt_modules_reset(struct pt_modules *mods);
-/* The module whose mappings hold addr, built from `maps` on first use; NULL
- * for anonymous memory or addresses outside every mapping. */
+/* The module whose mappings hold addr, built from `maps` on first use (its
+ * symbols are loaded then too, while the process is alive); NULL for
+ * anonymous memory or addresses outside every mapping. */
 struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps *maps,
 				  uint64_t addr);
 /* Name of the function holding runtime address addr in `mod`, or NULL when no

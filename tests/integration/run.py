@@ -660,6 +660,25 @@ def overlapping_sessions_share_one_sampler():
 
 
 @test
+def target_exit_mid_profile_gives_what_was_gathered():
+    f = Fixture(threads=2, extra=["-x", "1500"])
+    pp = Podprof("--pid", str(f.pid))
+    t0 = time.monotonic()
+    body = get_profile(pp, "seconds=10")
+    check(time.monotonic() - t0 < 6, "the profile outlived its target")
+    path = save(body, "exit.pb.gz")
+    check_busy_profile(path)          # symbolized although the process is gone
+    check(re.search(r"Duration: 1\.\d\d", pprof("-raw", path)), "duration should be ~1.5 s")
+    pp.wait_log(r"exited during the profile", 5)
+    f.stop()
+    st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1")
+    check(st == 500 and h.get("x-go-pprof") == "1" and b"target process is gone" in body,
+          "after the target exited: %d %r" % (st, body))
+    check(http(pp.port, "/healthz")[0] == 200, "podprof should keep serving")
+    pp.stop()
+
+
+@test
 def client_disconnect_ends_session():
     f = Fixture(threads=1)
     pp = Podprof("--pid", str(f.pid))

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "sidecar/log.h"
 #include "sidecar/util.h"
 
@@ -165,6 +167,19 @@ int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 		}
 		if ((rc = set_value(cfg, d, val, "option", err)))
 			return rc;
+	}
+	{
+		char host[256];
+		int port;
+		struct sockaddr_in6 a6;
+		struct sockaddr_in a4;
+
+		if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) ||
+		    (uv_ip4_addr(host, port, &a4) && uv_ip6_addr(host, port, &a6))) {
+			fprintf(err, "podprof: --listen: '%s' is not HOST:PORT with a numeric host "
+				"(e.g. 127.0.0.1:8008, :8008, [::1]:8008, localhost:8008)\n", cfg->listen);
+			return -EINVAL;
+		}
 	}
 	if (strcmp(cfg->log_format, "text") && strcmp(cfg->log_format, "json")) {
 		fprintf(err, "podprof: --log-format must be text or json, not '%s'\n", cfg->log_format);

@@ -458,34 +458,6 @@ static void on_connection(uv_stream_t *server, int status)
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-/* Splits "host:port" (host may be empty or [v6]). */
-static int parse_listen(const char *s, char *host, size_t hlen, int *port)
-{
-	const char *colon = strrchr(s, ':');
-	const char *p;
-	uint64_t v;
-	size_t n;
-
-	if (!colon)
-		return -EINVAL;
-	p = colon + 1;
-	if (sc_parse_u64(&p, 10, 65535, &v) || *p)
-		return -EINVAL;
-	*port = (int)v;
-	n = (size_t)(colon - s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n >= hlen)
-		return -EINVAL;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	if (!n)
-		snprintf(host, hlen, "0.0.0.0");
-	return 0;
-}
-
 int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg,
 		 sc_handler_cb handler, void *arg)
 {
@@ -495,7 +467,7 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	int port, err, len = sizeof(ss);
 
 	*out = NULL;
-	if (parse_listen(cfg->listen, host, sizeof(host), &port))
+	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port))
 		return -EINVAL;
 	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
 	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))

@@ -143,6 +143,37 @@ int sc_parse_go_int(const char *s, int64_t *out)
 	return 0;
 }
 
+int sc_parse_hostport(const char *s, char *host, size_t hlen, int *port)
+{
+	const char *colon = strrchr(s, ':');
+	const char *p;
+	uint64_t v;
+	size_t n;
+
+	if (!colon)
+		return -EINVAL;
+	p = colon + 1;
+	if (sc_parse_u64(&p, 10, 65535, &v) || *p)
+		return -EINVAL;
+	*port = (int)v;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	} else if (memchr(s, ':', n)) {
+		return -EINVAL;   /* a bare IPv6 address needs brackets */
+	}
+	if (n >= hlen)
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (!n)
+		snprintf(host, hlen, "0.0.0.0");
+	else if (!strcmp(host, "localhost"))
+		snprintf(host, hlen, "127.0.0.1");
+	return 0;
+}
+
 int sc_hexval(int ch)
 {
 	if (ch >= '0' && ch <= '9')

@@ -39,6 +39,11 @@ int sc_parse_u64(const char **cur, int base, uint64_t max, uint64_t *out);
  * nothing else. Returns 0, -EINVAL or -ERANGE. */
 int sc_parse_go_int(const char *s, int64_t *out);
 
+/* Splits "HOST:PORT" into a numeric host ("" and "localhost" become
+ * 0.0.0.0 and 127.0.0.1; "[v6]" loses its brackets) and a port 0..65535.
+ * Returns 0 or -EINVAL. Does not resolve names. */
+int sc_parse_hostport(const char *s, char *host, size_t hlen, int *port);
+
 /* Value of a hex digit, or -1. */
 int sc_hexval(int ch);
 

@@ -346,6 +346,8 @@ def cli_help_version_and_bad_flags():
     check(r.returncode == 0 and r.stdout.startswith("podprof "), "--version: %r" % r.stdout)
     r = subprocess.run([PODPROF, "--hz", "0"], capture_output=True, text=True)
     check(r.returncode == 2 and "--hz" in r.stderr and "1..1000" in r.stderr, "--hz 0: %r" % r.stderr)
+    r = subprocess.run([PODPROF, "--listen", "nonsense"], capture_output=True, text=True)
+    check(r.returncode == 2 and "--listen: 'nonsense' is not HOST:PORT" in r.stderr, "--listen: %r" % r.stderr)
     r = subprocess.run([PODPROF, "--bogus"], capture_output=True, text=True)
     check(r.returncode == 2 and "unknown option '--bogus'" in r.stderr, "--bogus: %r" % r.stderr)
     r = subprocess.run([PODPROF, "--comm", "no-such-process-xyz"], capture_output=True, text=True)

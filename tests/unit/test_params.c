@@ -127,6 +127,26 @@ TEST(config_flags_env_and_errors)
 	fclose(err);
 }
 
+TEST(listen_addresses)
+{
+	char host[64];
+	int port;
+
+	ASSERT_OK(sc_parse_hostport("127.0.0.1:8008", host, sizeof(host), &port));
+	ASSERT_STR_EQ(host, "127.0.0.1");
+	ASSERT_EQ(port, 8008);
+	ASSERT_OK(sc_parse_hostport(":8008", host, sizeof(host), &port));
+	ASSERT_STR_EQ(host, "0.0.0.0");
+	ASSERT_OK(sc_parse_hostport("localhost:0", host, sizeof(host), &port));
+	ASSERT_STR_EQ(host, "127.0.0.1");
+	ASSERT_OK(sc_parse_hostport("[::1]:9", host, sizeof(host), &port));
+	ASSERT_STR_EQ(host, "::1");
+	ASSERT_EQ(sc_parse_hostport("::1:9", host, sizeof(host), &port), -EINVAL);
+	ASSERT_EQ(sc_parse_hostport("nonsense", host, sizeof(host), &port), -EINVAL);
+	ASSERT_EQ(sc_parse_hostport("h:99999", host, sizeof(host), &port), -EINVAL);
+	ASSERT_EQ(sc_parse_hostport("h:", host, sizeof(host), &port), -EINVAL);
+}
+
 TEST(pause_process_names)
 {
 	ASSERT(sc_target_is_pause("pause"));

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-import run as run_it  # noqa: E402  (the integration suite's go tool pprof helpers)
+import lib as run_it  # noqa: E402  (the integration suite's go tool pprof helpers)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("build", nargs="?", default="build/release")

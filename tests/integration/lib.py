@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Helpers of the integration tests: fixture and podprof processes (ready
+through pipes and log lines, never sleeps), raw HTTP, go tool pprof, and the
+checks of a busy-fixture profile. Tests register with @test."""
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, os.environ.get("PODPROF_BUILD", "build/release"))
+PODPROF = os.path.join(BUILD, "podprof")
+BUSY = os.path.join(BUILD, "fixtures", "busy")
+GRACE_MS = 300
+TMP = None   # a scratch directory, set by the runner
+TESTS = []
+PROCS = []
+
+
+class Skip(Exception):
+    pass
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+# ---- processes --------------------------------------------------------------
+
+def nspid(pid):
+    """The PID a process has in its own (innermost) PID namespace."""
+    with open("/proc/%d/status" % pid) as fh:
+        return int(re.search(r"NSpid:\s+([\d\s]+)", fh.read()).group(1).split()[-1])
+
+
+def find_descendant(root, pred):
+    """The first of root and its descendants for which pred(pid) holds."""
+    todo = [root]
+    while todo:
+        p = todo.pop()
+        try:
+            if pred(p):
+                return p
+            with open("/proc/%d/task/%d/children" % (p, p)) as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            continue
+    raise AssertionError("no matching descendant of %d" % root)
+
+
+class Fixture:
+    """The busy fixture; ready when it writes 'ready <pid>' on a pipe."""
+
+    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False, extra=()):
+        r, w = os.pipe()
+        argv = [exe, "-t", str(threads), "-s", str(sleepers), "-r", str(w)] + list(extra)
+        fds = [w]
+        self.ack = None
+        if ack:
+            self.ack, aw = os.pipe()
+            argv += ["-a", str(aw)]
+            fds.append(aw)
+        if wrap:
+            argv = wrap(argv)
+        self.proc = subprocess.Popen(argv, pass_fds=fds, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        PROCS.append(self.proc)
+        for fd in fds:
+            os.close(fd)
+        ready, _, _ = select.select([r], [], [], 10)
+        line = os.read(r, 64).decode() if ready else ""
+        os.close(r)
+        m = re.match(r"ready (\d+)", line)
+        if not m:
+            raise AssertionError("fixture did not get ready: %r %s" % (
+                line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
+        self.pid = int(m.group(1))          # as the fixture sees itself
+        # A wrapper may fork (nsenter --pid does): find the fixture by the
+        # PID it sees itself as (the last NSpid).
+        self.host_pid = find_descendant(self.proc.pid, lambda p: nspid(p) == self.pid) if wrap else self.pid
+
+    def stop(self):
+        """SIGTERM; returns the fixture's ground truth (share of hot_a in %)."""
+        if self.proc.poll() is None:
+            os.kill(self.host_pid, signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=10)
+        self.output = out
+        m = re.search(r"truth_a=([\d.]+)", out)
+        return float(m.group(1)) if m else None
+
+
+class Podprof:
+    """podprof on an ephemeral port; ready when it logs its port."""
+
+    def __init__(self, *args, env=None, prefix=()):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen(list(prefix) + [PODPROF, "--listen", "127.0.0.1:0",
+                                      "--detach-grace-ms", str(GRACE_MS)] + list(args),
+                                     stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=e)
+        PROCS.append(self.proc)
+        self.lines = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._reader, daemon=True).start()
+        line = self.wait_log(r"\(port (\d+)\)", 10)
+        self.port = int(re.search(r"\(port (\d+)\)", line).group(1))
+
+    def _reader(self):
+        for raw in self.proc.stderr:
+            with self.cv:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)
+            self.cv.notify_all()
+
+    def wait_log(self, pattern, timeout, start=0):
+        """Blocks until a log line (from index start) matches; returns it."""
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            i = start
+            while True:
+                while i < len(self.lines):
+                    l = self.lines[i]
+                    if l is None:
+                        raise AssertionError("podprof exited; log:\n" + self.log())
+                    if re.search(pattern, l):
+                        return l
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no log line /%s/ within %ss; log:\n%s" % (pattern, timeout, self.log()))
+                self.cv.wait(left)
+
+    def log(self):
+        with self.cv:
+            return "\n".join(l for l in self.lines if l is not None)
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            # Signal podprof itself, not a wrapper that forked it (nsenter).
+            real = find_descendant(self.proc.pid, lambda p: os.readlink("/proc/%d/exe" % p) == PODPROF)
+            os.kill(real, signal.SIGTERM)
+        rc = self.proc.wait(timeout=15)
+        # A clean shutdown (and, under ASan, no leak) is part of every test.
+        check(rc == 0, "podprof exited %d on SIGTERM; log:\n%s" % (rc, self.log()[-3000:]))
+        return rc
+
+
+def http(port, path, method="GET", body=b"", headers=None, timeout=60):
+    """One request on a fresh connection; returns (status, headers, body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    h = {"Host": "127.0.0.1", "Connection": "close"}
+    h.update(headers or {})
+    if body or method == "POST":
+        h["Content-Length"] = str(len(body))
+    req = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+    s.sendall(req.encode() + body)
+    return read_response(s, method == "HEAD")
+
+
+def read_response(s, head=False):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed before headers: %r" % data)
+        data += chunk
+    head_raw, rest = data.split(b"\r\n\r\n", 1)
+    lines = head_raw.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {}
+    for l in lines[1:]:
+        k, v = l.split(":", 1)
+        hdrs[k.strip().lower()] = v.strip()
+    if head:
+        s.close()
+        return status, hdrs, b""
+    if "content-length" in hdrs:
+        n = int(hdrs["content-length"])
+        while len(rest) < n:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        s.close()
+        return status, hdrs, rest[:n]
+    # No length (other servers, e.g. pprof's web UI): read to close, de-chunk.
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    s.close()
+    if hdrs.get("transfer-encoding") == "chunked":
+        body, i = b"", 0
+        while True:
+            j = rest.index(b"\r\n", i)
+            size = int(rest[i:j].split(b";")[0], 16)
+            if size == 0:
+                break
+            body += rest[j + 2:j + 2 + size]
+            i = j + 2 + size + 2
+        rest = body
+    return status, hdrs, rest
+
+
+def tracer_pid(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))
+
+
+def wait_untraced(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while tracer_pid(pid) != 0:
+        check(time.monotonic() < deadline, "pid %d still traced after %ss" % (pid, timeout))
+        time.sleep(0.02)
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def pprof(*args):
+    env = dict(os.environ, PPROF_TMPDIR=TMP, HOME=TMP)
+    r = subprocess.run(["go", "tool", "pprof"] + list(args), capture_output=True, text=True,
+                       timeout=120, env=env)
+    check(r.returncode == 0, "go tool pprof %s failed: %s" % (" ".join(args), r.stderr))
+    return r.stdout
+
+
+def save(body, name):
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(body)
+    return path
+
+
+def get_profile(pp, query):
+    st, h, body = http(pp.port, "/debug/pprof/profile?" + query)
+    check(st == 200, "profile status %d: %r" % (st, body[:200]))
+    check(h.get("content-type") == "application/octet-stream", "content-type %r" % h.get("content-type"))
+    check(h.get("content-disposition") == 'attachment; filename="profile"', "disposition %r" % h)
+    check("content-encoding" not in h, "profile must not carry Content-Encoding")
+    check(body[:2] == b"\x1f\x8b", "profile body is not gzip")
+    # Every served profile is also decoded by another vendor's decoder and
+    # held to the scrapers' rules (Parca: IDs 1..n; Alloy: non-zero addresses).
+    path = save(body, "served-%d.pb.gz" % threading.get_ident())
+    r = subprocess.run(["node", os.path.join(ROOT, "tests", "integration", "check_profile.mjs"), path],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and r.stdout.startswith("ok"), "pprof-format check: %s%s" % (r.stdout, r.stderr))
+    return body
+
+
+def traces(path):
+    """Parses `go tool pprof -traces`: list of (value_ns, [leaf..root])."""
+    out = pprof("-traces", "-sample_index=cpu", path)
+    result = []
+    for block in out.split("-----------+-------------------------------------------------------"):
+        frames, value = [], None
+        for line in block.splitlines():
+            m = re.match(r"^\s+([\d.]+)(ns|us|ms|s)\s+(\S.*)$", line)
+            if m:
+                mult = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(2)]
+                value = float(m.group(1)) * mult
+                frames = [m.group(3).strip()]
+            elif value is not None and line.strip():
+                frames.append(line.strip())
+        if value is not None:
+            result.append((value, frames))
+    return result
+
+
+# Unnamed frames are "module+0xoffset"; the dynamic loader may show up
+# resolving a lazy binding (_dl_runtime_resolve_xsave, _dl_fixup, ...).
+LIBC_RE = re.compile(r"^(libc\.so\.6|ld-linux-x86-64\.so\.2)\+0x[0-9a-f]+$|^_dl_[a-z_]+$")
+MAIN_TAIL = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
+THREAD_TAIL = ["start_thread", "__clone3"]
+KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
+         # a sleeper caught while it runs between naps
+         "sleeper", "clock_nanosleep", "__clock_nanosleep", "__nanosleep", "nanosleep"} | \
+    set(MAIN_TAIL) | set(THREAD_TAIL)
+# What threads run while handling SIGUSR1 (the handler, its write, sleepers).
+SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
+
+
+def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9):
+    """Names, complete stacks and the hot_a share of a busy fixture profile."""
+    tr = traces(path)
+    check(tr, "no samples")
+    a = b = total = 0.0
+    for value, frames in tr:
+        total += value
+        for f in frames:
+            check(f in KNOWN or f in extra or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
+                  "unexpected frame name %r in %s" % (f, frames))
+        if frames[0] in ("hot_a", "hot_b"):
+            want = [frames[0], "level3", "level2", "level1", "worker"]
+            check(frames[:5] == want, "incomplete stack %s" % frames)
+            tail = frames[5:]
+            check(tail in (MAIN_TAIL, THREAD_TAIL), "stack does not reach main/start_thread: %s" % frames)
+            if frames[0] == "hot_a":
+                a += value
+            else:
+                b += value
+    check(a + b > min_hot * total, "hot_a+hot_b only %.1f%% of samples" % (100 * (a + b) / total))
+    share = 100 * a / (a + b)
+    if truth_a is not None:
+        check(abs(share - truth_a) <= tol, "hot_a share %.2f%% vs truth %.2f%%" % (share, truth_a))
+    return share
+
+
+# ---- tests ------------------------------------------------------------------

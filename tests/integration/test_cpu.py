@@ -1,0 +1,243 @@
+"""CPU profiles: names, stacks, shares, unwinding through every kind of code."""
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import lib
+from lib import *  # noqa: F401,F403  (Fixture, Podprof, http, pprof, check, test, ...)
+
+
+@test
+def cpu_profile_names_stacks_and_shares():
+    f = Fixture(threads=2, sleepers=2)
+    pp = Podprof("--pid", str(f.pid))
+    # 2 threads x 400 Hz x 5 s = 4000 samples: a 3-point tolerance is over 4
+    # standard deviations of the sampling noise (at 100 Hz it would be 2).
+    body = get_profile(pp, "seconds=5&hz=400")
+    path = save(body, "cpu.pb.gz")
+    truth = f.stop()
+    share = check_busy_profile(path, truth)
+    raw = pprof("-raw", path)
+    check("PeriodType: cpu nanoseconds" in raw, "period type")
+    check(re.search(r"Duration: [45]\.\d\d", raw), "duration: %s" % raw[:400])
+    check("Period: 2500000" in raw, "hz=400 gives a 2.5 ms period")
+    check("samples/count cpu/nanoseconds" in raw, "sample types")
+    build_id = subprocess.run(["readelf", "-n", BUSY], capture_output=True, text=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", build_id).group(1)
+    check(re.search(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ %s %s \[FN\]$" % (re.escape(BUSY), bid), raw, re.M),
+          "no mapping of %s with build-id %s and [FN]:\n%s" % (BUSY, bid, raw[-1500:]))
+    check(re.search(r"libc\.so\.6 [0-9a-f]{40} \[FN\]", raw), "libc mapping with build-id")
+    top = pprof("-top", path)
+    check(re.search(r"hot_a\s*$", top, re.M) and re.search(r"hot_b\s*$", top, re.M), top)
+    print("  info: hot_a share %.2f%% (truth %.2f%%)" % (share, truth))
+    pp.stop()
+
+
+@test
+def every_running_thread_gets_its_turn():
+    """More running threads than may be stopped per tick (--max-stopped 1):
+    the selection rotates, so each thread is sampled about equally, and each
+    sample is labelled with its thread's name and tid."""
+    f = Fixture(threads=4)
+    pp = Podprof("--pid", str(f.pid), "--max-stopped", "1")
+    path = save(get_profile(pp, "seconds=3&hz=500"), "rr.pb.gz")
+    tags = pprof("-tags", path)
+    shares = {int(t): float(p) for p, t in re.findall(r"\(\s*([\d.]+)%\): (\d+)$", tags, re.M)}
+    tids = set(int(t) for t in os.listdir("/proc/%d/task" % f.pid))
+    check(set(shares) == tids, "sampled tids %s, threads %s" % (sorted(shares), sorted(tids)))
+    for tid, share in shares.items():
+        check(10 <= share <= 40, "tid %d has %.1f%% of the samples:\n%s" % (tid, share, tags))
+    for name in ("busy", "worker-1", "worker-2", "worker-3"):
+        check(re.search(r"%%\): %s$" % name, tags, re.M), "no thread label %s:\n%s" % (name, tags))
+    pp.stop(), f.stop()
+
+
+def libc_debug_symbols():
+    """FUNC symbols of libc's debug file (libc6-dbg), or None if absent."""
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    m = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(["readelf", "-n", libc], capture_output=True,
+                                                           text=True).stdout)
+    dbg = m and "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])
+    if not dbg or not os.path.exists(dbg):
+        return None
+    syms = []
+    for line in subprocess.run(["readelf", "-sW", dbg], capture_output=True, text=True).stdout.splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC":
+            syms.append((int(p[1], 16), int(p[2], 0), p[7]))
+    return syms
+
+
+@test
+def dynsym_only_libc_is_honestly_unnamed():
+    """Without libc's debug file, Debian's libc has only .dynsym: internal
+    functions (start_thread, __clone3, __libc_start_call_main) must come out
+    as libc.so.6+0x... at their true offsets, never as the nearest export."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), env={"PODPROF_DEBUG_DIR": "/nonexistent"})
+    path = save(get_profile(pp, "seconds=2"), "dynsym.pb.gz")
+    pp.stop(), f.stop()
+    tails = set()
+    for value, frames in traces(path):
+        if frames[0] in ("hot_a", "hot_b"):
+            tails.add(tuple(frames[5:]))
+    check(tails, "no hot stacks")
+    syms = libc_debug_symbols()
+    want = {"main": ["main", "__libc_start_call_main", "__libc_start_main", "_start"],
+            "thread": ["start_thread", "__clone3"]}
+    for tail in tails:
+        shape = ["main", "LIBC", "__libc_start_main", "_start"] if tail[0] == "main" else ["LIBC", "LIBC"]
+        got = ["LIBC" if LIBC_RE.match(fr) else fr for fr in tail]
+        check(got == shape, "tail %s is not %s" % (list(tail), shape))
+        if syms is None:
+            continue
+        truth = want["main" if tail[0] == "main" else "thread"]
+        for fr, true_name in zip(tail, truth):
+            if not LIBC_RE.match(fr):
+                continue
+            off = int(fr.split("+")[1], 16)
+            names = [n for a, sz, n in syms if a <= off < a + max(sz, 1)]
+            check(true_name in names, "%s is really %s, expected %s" % (fr, names, true_name))
+    if syms is None:
+        raise Skip("checked shapes only: libc6-dbg is not installed to verify the offsets")
+
+
+@test
+def bare_url_with_go_tool_pprof():
+    f = Fixture(threads=1)
+    pp = Podprof("--pid", str(f.pid))
+    out = pprof("-seconds", "2", "-top", "http://127.0.0.1:%d" % pp.port)
+    check(re.search(r"hot_a\s*$", out, re.M) and "worker" in out, out)
+    check("Duration: 2" in out, "bare URL should fetch a 2 s /debug/pprof/profile: %s" % out[:300])
+    pp.stop(), f.stop()
+
+
+@test
+def overlapping_sessions_share_one_sampler():
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid))
+    results = {}
+
+    def fetch(name, q):
+        try:
+            results[name] = get_profile(pp, q)
+        except Exception as e:  # reported below
+            results[name] = e
+
+    # A at 500 Hz takes every other tick of B's 1000 Hz; both get ~4000
+    # samples so the share check is far above sampling noise.
+    ta = threading.Thread(target=fetch, args=("a", "seconds=4&hz=500"))
+    ta.start()
+    pp.wait_log(r"profile: started .*seconds=4", 10)
+    tb = threading.Thread(target=fetch, args=("b", "seconds=2&hz=1000"))
+    tb.start()
+    pp.wait_log(r"profile: started .*seconds=2 hz=1000 sessions=2", 10)
+    ta.join(30), tb.join(30)
+    truth = f.stop()
+    for name, dur in (("a", r"Duration: [34]\.\d\d"), ("b", r"Duration: [12]\.\d\d")):
+        check(isinstance(results.get(name), bytes), "session %s: %r" % (name, results.get(name)))
+        path = save(results[name], name + ".pb.gz")
+        check_busy_profile(path, truth)
+        check(re.search(dur, pprof("-raw", path)), "session %s duration" % name)
+    check("Period: 1000000" in pprof("-raw", os.path.join(lib.TMP, "b.pb.gz")), "hz=1000 period")
+    check("Period: 2000000" in pprof("-raw", os.path.join(lib.TMP, "a.pb.gz")), "hz=500 period")
+    pp.stop()
+
+
+@test
+def deleted_binary_still_symbolized():
+    d = tempfile.mkdtemp(dir=lib.TMP)
+    exe = os.path.join(d, "busy-deleted")
+    shutil.copy(BUSY, exe)
+    f = Fixture(threads=1, exe=exe)
+    os.unlink(exe)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2"), "del.pb.gz")
+    check_busy_profile(path)
+    raw = pprof("-raw", path)
+    check(re.search(r" %s [0-9a-f]{40} \[FN\]$" % re.escape(exe), raw, re.M), "mapping path of deleted exe:\n%s" % raw[-800:])
+    pp.stop(), f.stop()
+
+
+@test
+def private_mount_namespace_target():
+    if not shutil.which("unshare"):
+        raise Skip("unshare not installed")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip("cannot create a mount namespace here: %s" % probe.stderr.decode().strip())
+    d = tempfile.mkdtemp(dir=lib.TMP)
+    hidden = os.path.join(d, "hidden")
+    os.mkdir(hidden)
+    exe = os.path.join(hidden, "busy-private")
+
+    def wrap(argv):
+        return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                'mount -t tmpfs none "$1" && cp "$2" "$3" && shift 3 && exec "$@"', "sh",
+                hidden, BUSY, exe, exe] + argv[1:]
+
+    f = Fixture(threads=1, wrap=wrap)
+    check(not os.path.exists(exe), "the binary should not be visible from our mount namespace")
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2"), "ns.pb.gz")
+    check_busy_profile(path)
+    check(exe in pprof("-raw", path), "mapping should name the path as the target sees it")
+    pp.stop(), f.stop()
+
+
+@test
+def minidebuginfo_binary_symbolized():
+    exe = BUSY + "-minidebug"
+    if not os.path.exists(exe):
+        raise Skip("%s not built" % exe)
+    f = Fixture(threads=1, exe=exe)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2"), "mini.pb.gz")
+    check_busy_profile(path)
+    pp.stop(), f.stop()
+
+
+@test
+def vdso_frames_unwind_to_their_callers():
+    """clock_gettime runs in the vDSO, which has no file: its unwind table is
+    read from target memory, so stacks continue to the caller."""
+    f = Fixture(threads=1, extra=["-v", "2"])
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=500"), "vdso.pb.gz")
+    in_vdso = 0
+    for value, frames in traces(path):
+        if "vdso_level" not in frames:
+            continue
+        i = frames.index("vdso_level")
+        check(frames[i:] == ["vdso_level", "vdso_worker"] + THREAD_TAIL, "vdso stack incomplete: %s" % frames)
+        if any("vdso" in fr and fr not in ("vdso_level", "vdso_worker") for fr in frames[:i]):
+            in_vdso += 1
+    check(in_vdso > 0, "no sample had a leaf in the vDSO")
+    raw = pprof("-raw", path)
+    check(re.search(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x0 \[vdso\] [0-9a-f]+ \[FN\]$", raw, re.M),
+          "no [vdso] mapping with a build-id:\n%s" % raw[-600:])
+    pp.stop(), f.stop()
+
+
+@test
+def threads_created_after_attach_are_followed():
+    f = Fixture(threads=1, extra=["-c"])
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=500"), "spawn.pb.gz")
+    spawned = [frames for value, frames in traces(path) if "spawned_worker" in frames]
+    check(spawned, "no sample from threads created during the profile")
+    for frames in spawned:
+        check(frames[-3:] == ["spawned_worker"] + THREAD_TAIL, "spawned stack: %s" % frames)
+    pp.wait_log(r"ptrace: detached", 5)
+    wait_untraced(f.pid, 2)
+    for tid in os.listdir("/proc/%d/task" % f.pid):
+        with open("/proc/%d/task/%s/status" % (f.pid, tid)) as fh:
+            check("TracerPid:\t0\n" in fh.read(), "thread %s still traced" % tid)
+    pp.stop(), f.stop()

@@ -18,6 +18,13 @@ LLHTTP_INC ?= /usr/share/include/llhttp
 ifeq ($(FLAVOUR),asan)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
+# libFuzzer harnesses (make fuzz): clang, every object instrumented for coverage.
+ifeq ($(FLAVOUR),fuzz)
+CC := clang
+SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/fuzz-%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -33,7 +40,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint fixtures bench
+.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
@@ -76,6 +83,17 @@ $(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebu
 	$(Q)tests/fixtures/minidebug.sh $< $@
 
 fixtures: $(FIXTURES) $(BUILD)/fixtures/busy-minidebug
+
+$(BUILD)/fuzz-%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(subst fuzzer-no-link,fuzzer,$(SAN)) -o $@ $^ $(PKG_LIBS) -lpthread
+
+fuzzers: $(FUZZERS)
+
+# Every harness for FUZZ_SECONDS under ASan+UBSan, from the committed seeds.
+fuzz:
+	$(MAKE) FLAVOUR=fuzz fuzzers
+	tests/fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests

@@ -33,7 +33,10 @@ static const Elf64_Shdr *shdr(const struct pt_elf *e, unsigned int i)
 {
 	const Elf64_Ehdr *eh = ehdr(e);
 
-	if (!eh->e_shoff || eh->e_shentsize != sizeof(Elf64_Shdr) || i >= eh->e_shnum)
+	/* Real files align their tables; a misaligned one is hostile and
+	 * could not be read through a struct pointer anyway. */
+	if (!eh->e_shoff || (eh->e_shoff & 7) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    i >= eh->e_shnum)
 		return NULL;
 	if (!in_bounds(e->len, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
 		return NULL;
@@ -44,7 +47,7 @@ static const Elf64_Phdr *phdr(const struct pt_elf *e, unsigned int i)
 {
 	const Elf64_Ehdr *eh = ehdr(e);
 
-	if (eh->e_phentsize != sizeof(Elf64_Phdr) || i >= eh->e_phnum)
+	if ((eh->e_phoff & 7) || eh->e_phentsize != sizeof(Elf64_Phdr) || i >= eh->e_phnum)
 		return NULL;
 	if (!in_bounds(e->len, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
 		return NULL;
@@ -87,9 +90,15 @@ int pt_elf_scan_notes(const void *notes, size_t len, char *hex, size_t hexlen)
 	size_t off = 0;
 
 	while (off + sizeof(Elf64_Nhdr) <= len) {
-		const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(p + off);
-		uint64_t namesz = (nh->n_namesz + 3u) & ~3ull, descsz = (nh->n_descsz + 3u) & ~3ull;
-		uint64_t name_off = off + sizeof(*nh), desc_off = name_off + namesz;
+		Elf64_Nhdr note;
+		const Elf64_Nhdr *nh = &note;   /* a copy: the notes may be misaligned */
+		uint64_t namesz, descsz, name_off, desc_off;
+
+		memcpy(&note, p + off, sizeof(note));
+		namesz = (nh->n_namesz + 3ull) & ~3ull;
+		descsz = (nh->n_descsz + 3ull) & ~3ull;
+		name_off = off + sizeof(*nh);
+		desc_off = name_off + namesz;
 
 		if (!in_bounds(len, name_off, namesz) || !in_bounds(len, desc_off, descsz))
 			return -ENOENT;
@@ -299,14 +308,15 @@ int pt_elf_add_dynamic_symbols(const void *img, size_t len, uint64_t rt_base,
 
 	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
-	    !in_bounds(len, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
+	    (eh->e_phoff & 7) || !in_bounds(len, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
 		return -ENOEXEC;
 	for (unsigned int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *ph = (const Elf64_Phdr *)(b + eh->e_phoff) + i;
 
 		if (ph->p_type != PT_DYNAMIC)
 			continue;
-		if (ph->p_vaddr < vaddr_base || !in_bounds(len, ph->p_vaddr - vaddr_base, ph->p_memsz))
+		if (ph->p_vaddr < vaddr_base || ((ph->p_vaddr - vaddr_base) & 7) ||
+		    !in_bounds(len, ph->p_vaddr - vaddr_base, ph->p_memsz))
 			return -ENOEXEC;
 		dyn = (const Elf64_Dyn *)(b + (ph->p_vaddr - vaddr_base));
 		ndyn = ph->p_memsz / sizeof(Elf64_Dyn);

@@ -23,6 +23,7 @@ struct pt_modules {
 	struct pt_mem *mem;
 	struct pt_module **v;
 	size_t n, cap;
+	int frozen;
 	char debug_dir[256];
 };
 
@@ -51,6 +52,11 @@ static void module_free(struct pt_module *mod)
 	free(mod->path);
 	pt_symtab_free(&mod->syms);
 	free(mod);
+}
+
+void pt_modules_freeze(struct pt_modules *mods, int frozen)
+{
+	mods->frozen = frozen;
 }
 
 void pt_modules_reset(struct pt_modules *mods)
@@ -142,7 +148,7 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 	for (i = 0; i < mods->n; i++)
 		if (addr >= mods->v[i]->lo && addr < mods->v[i]->hi)
 			return mods->v[i];
-	if (!m || (!m->inode && strcmp(m->path, "[vdso]")))
+	if (mods->frozen || !m || (!m->inode && strcmp(m->path, "[vdso]")))
 		return NULL;
 	/* Gather the run of mappings of the same file around m. */
 	lo_idx = hi_idx = (size_t)(m - maps->v);

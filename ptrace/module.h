@@ -39,6 +39,9 @@ int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem);
 void pt_modules_free(struct pt_modules *mods);
 /* Forgets every module (exec). */
 void pt_modules_reset(struct pt_modules *mods);
+/* While frozen, pt_modules_find() returns known modules only: after an exec
+ * the addresses of the old program must not be looked up in the new one. */
+void pt_modules_freeze(struct pt_modules *mods, int frozen);
 /* The module whose mappings hold addr, built from `maps` on first use (its
  * symbols are loaded then too, while the process is alive); NULL for
  * anonymous memory or addresses outside every mapping. */

@@ -192,6 +192,11 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out)
 	if (skip_fields(&s, 1) || next_i64(&s, &v))  /* 23 vsize, 24 rss */
 		return -EBADMSG;
 	out->rss_pages = (long)v;
+	/* 26 startcode, 27 endcode, 28 startstack: the address space's layout,
+	 * new after every exec. Older or hidden (0) values are not an error. */
+	if (skip_fields(&s, 1) || next_u64(&s, &out->startcode) || next_u64(&s, &out->endcode) ||
+	    next_u64(&s, &out->startstack))
+		out->startcode = out->endcode = out->startstack = 0;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct pt_stat {
 	long num_threads;
 	uint64_t starttime;
 	long rss_pages;
+	uint64_t startcode, endcode, startstack;   /* 0 when absent (zombie) */
 };
 #define PT_PF_KTHREAD 0x00200000UL
 

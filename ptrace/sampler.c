@@ -681,7 +681,7 @@ static void *run(void *arg)
 		for (struct session **pp = &s->sessions; *pp;) {
 			struct session *ss = *pp;
 			int gone = pt_tracee_gone(ss->tg->t) || !pt_tracee_attached(ss->tg->t);
-			int execd = pt_tracee_take_exec(ss->tg->t);
+			int execd = pt_tracee_exec_pending(ss->tg->t);
 
 			if (stopping || now >= ss->end_ns || atomic_load(&ss->req->cancel) || gone ||
 			    execd) {
@@ -689,11 +689,17 @@ static void *run(void *arg)
 				if (gone)
 					logf_(s, 2, "profile: pid=%d exited during the profile",
 					      (int)ss->req->pid);
+				else if (execd)
+					logf_(s, 2, "profile: pid=%d exec'd a new program; this profile "
+					      "ends with what the old one ran", (int)ss->req->pid);
 				finish(s, ss, stopping ? -ECANCELED : 0);
 				continue;
 			}
 			pp = &ss->next;
 		}
+		/* Every session that sampled the old program has ended: move on. */
+		for (int i = 0; i < s->ntg; i++)
+			pt_tracee_ack_exec(s->tg[i].t);
 		for (int i = 0; i < s->ntg; i++) {
 			struct target *tg = &s->tg[i];
 

@@ -48,7 +48,8 @@ struct pt_tracee {
 	struct pt_modules *mods;
 	struct pt_unwinder *unw;
 	struct pt_capture *caps; /* max_per_tick slots */
-	uint64_t *frames;
+	uint64_t *frames;        /* max_frames per slot */
+	int *nframes;
 	struct pt_tracee_stats st;
 };
 
@@ -72,8 +73,9 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 	t->pid = pid;
 	t->o = *opts;
 	t->caps = calloc((size_t)opts->max_per_tick, sizeof(*t->caps));
-	t->frames = calloc((size_t)opts->max_frames, sizeof(*t->frames));
-	if (!t->caps || !t->frames)
+	t->frames = calloc((size_t)opts->max_frames * (size_t)opts->max_per_tick, sizeof(*t->frames));
+	t->nframes = calloc((size_t)opts->max_per_tick, sizeof(*t->nframes));
+	if (!t->caps || !t->frames || !t->nframes)
 		goto out;
 	for (int i = 0; i < opts->max_per_tick; i++)
 		if (!(t->caps[i].stack = malloc(opts->stack_bytes)))
@@ -115,6 +117,7 @@ void pt_tracee_free(struct pt_tracee *t)
 			free(t->caps[i].stack);
 	free(t->caps);
 	free(t->frames);
+	free(t->nframes);
 	pt_unwinder_free(t->unw);
 	pt_modules_free(t->mods);
 	pt_mem_free(t->mem);
@@ -133,12 +136,9 @@ void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 	*out = t->st;
 }
 
-int pt_tracee_take_exec(struct pt_tracee *t)
+int pt_tracee_exec_pending(const struct pt_tracee *t)
 {
-	int e = t->execed;
-
-	t->execed = 0;
-	return e;
+	return t->execed;
 }
 
 static struct thread *find_thread(struct pt_tracee *t, pid_t tid)
@@ -160,9 +160,25 @@ static int read_run_ns(struct thread *th, uint64_t *run_ns)
 	return pt_proc_parse_schedstat(buf, run_ns) ? -EBADMSG : 0;
 }
 
-static int add_thread(struct pt_tracee *t, pid_t tid)
+static void reopen_thread(struct pt_tracee *t, struct thread *th)
 {
 	char path[96];
+
+	if (th->stat_fd >= 0)
+		close(th->stat_fd);
+	if (th->sched_fd >= 0)
+		close(th->sched_fd);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)th->tid);
+	th->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)th->tid);
+	th->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
+	th->last_run_ns = 0;
+	if (th->sched_fd >= 0)
+		read_run_ns(th, &th->last_run_ns);
+}
+
+static int add_thread(struct pt_tracee *t, pid_t tid)
+{
 	struct thread *th;
 
 	if (find_thread(t, tid))
@@ -181,12 +197,8 @@ static int add_thread(struct pt_tracee *t, pid_t tid)
 	th = &t->th[t->n];
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)tid);
-	th->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)tid);
-	th->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (th->sched_fd >= 0)
-		read_run_ns(th, &th->last_run_ns);
+	th->stat_fd = th->sched_fd = -1;
+	reopen_thread(t, th);
 	t->n++;
 	return 0;
 }
@@ -213,7 +225,11 @@ static void compact(struct pt_tracee *t)
 int pt_tracee_refresh_maps(struct pt_tracee *t)
 {
 	struct pt_maps *m;
-	int err = pt_proc_read_maps(t->pid, &m);
+	int err;
+
+	if (t->execed)
+		return 0;   /* keep the old program's maps until the exec is acknowledged */
+	err = pt_proc_read_maps(t->pid, &m);
 
 	if (err)
 		return err;
@@ -224,10 +240,14 @@ int pt_tracee_refresh_maps(struct pt_tracee *t)
 	return 0;
 }
 
-static void reset_for_exec(struct pt_tracee *t)
+void pt_tracee_ack_exec(struct pt_tracee *t)
 {
+	if (!t->execed)
+		return;
+	t->execed = 0;
 	pt_mem_flush(t->mem);
 	pt_modules_reset(t->mods);
+	pt_modules_freeze(t->mods, 0);
 	pt_unwinder_flush(t->unw);
 	pt_tracee_refresh_maps(t);
 }
@@ -245,6 +265,15 @@ int pt_tracee_attach(struct pt_tracee *t)
 	t->attached = 1;
 	/* Threads created while we list and seize are caught either by the
 	 * clone event of an already seized parent or by the next listing. */
+	/* The leader first: permission is per process, so once it is seized
+	 * an EPERM for a sibling only means that thread is exiting (the kernel
+	 * refuses to attach to an exiting task with EPERM, not ESRCH). */
+	if (ptrace(PTRACE_SEIZE, t->pid, 0, opts) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if ((err = add_thread(t, t->pid)))
+		goto fail;
 	for (round = 0; round < 64; round++) {
 		size_t n, added = 0;
 		pid_t *tids;
@@ -257,8 +286,8 @@ int pt_tracee_attach(struct pt_tracee *t)
 				continue;
 			if (ptrace(PTRACE_SEIZE, tids[i], 0, opts) < 0) {
 				err = -errno;
-				if (err == -ESRCH)
-					continue;   /* exited meanwhile */
+				if (err == -ESRCH || err == -EPERM)
+					continue;   /* exited or exiting meanwhile */
 				free(tids);
 				goto fail;
 			}
@@ -364,9 +393,18 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 		return EV_HANDLED;
 	}
 	case PTRACE_EVENT_EXEC:
+		/* The old program's modules stay as they are (frozen: no new
+		 * ones from the new program's memory) until the sessions that
+		 * sampled it have ended; see pt_tracee_ack_exec(). */
 		t->execed = 1;
 		t->st.execs++;
-		reset_for_exec(t);
+		pt_modules_freeze(t->mods, 1);
+		/* This tid is now the thread that called exec (it took the
+		 * leader's tid): whatever we sent the old leader is moot, and our
+		 * /proc fds point at the dead task. A stop still pending for the
+		 * new one arrives later as a stray EVENT_STOP and is resumed. */
+		th->flags &= ~(TH_INTERRUPTING | TH_WANTED | TH_GROUPSTOP);
+		reopen_thread(t, th);
 		if (t->detaching) {
 			detach_thread(t, th, 0);
 			return EV_GONE;
@@ -496,9 +534,32 @@ static int capture(struct pt_tracee *t, struct thread *th, struct pt_capture *ca
 	return 0;
 }
 
+/* A fingerprint of the address space (code and stack placement from the
+ * leader's stat), 0 if unreadable: it changes with every exec. */
+static uint64_t mm_fingerprint(struct pt_tracee *t)
+{
+	struct pt_stat st;
+	char buf[1024];
+	ssize_t n;
+
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->th[i].tid != t->pid || t->th[i].stat_fd < 0)
+			continue;
+		n = pread(t->th[i].stat_fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			return 0;
+		buf[n] = '\0';
+		if (pt_proc_parse_stat(buf, &st) || !st.startcode)
+			return 0;
+		return st.startcode ^ (st.endcode << 1) ^ (st.startstack * 0x9e3779b97f4a7c15ull);
+	}
+	return 0;
+}
+
 int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
 		   void *arg)
 {
+	uint64_t mm_before;
 	size_t sel[256];   /* indices: t->th may move when a clone is seen */
 	uint64_t deadline, pause[256];
 	int nsel = 0, ncap = 0, pending = 0, max = t->o.max_per_tick;
@@ -506,8 +567,9 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 
 	if (max > 256)
 		max = 256;
-	if (!t->attached || t->detaching)
+	if (!t->attached || t->detaching || t->execed)
 		return 0;
+	mm_before = mm_fingerprint(t);
 	/* 1. Select: a thread is sampled when it used CPU since the last tick
 	 *    and is running now. Idle threads cost one pread, no stop. With
 	 *    more running threads than `max`, the start rotates so that every
@@ -602,21 +664,38 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		}
 	/* 4. Unwind offline, after every thread runs again. */
 	for (int k = 0; k < ncap; k++) {
-		struct thread *th = &t->th[sel[slot_tid[k]]];
-		uint64_t t0 = now_ns(), dt;
-		int complete, n;
+		uint64_t t0 = now_ns();
+		int complete;
 
-		n = pt_unwind(t->unw, &t->caps[k], t->frames, t->o.max_frames, &complete);
-		dt = now_ns() - t0;
+		t->nframes[k] = pt_unwind(t->unw, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
+					  t->o.max_frames, &complete);
+		t->caps[k].stack_len = now_ns() - t0;   /* reused: unwind time */
+		t->st.incomplete_stacks += !complete;
+	}
+	/* An exec replaces the address space the captures point into, and it
+	 * may have completed while we unwound: the leader's exec event tells.
+	 * If it came, the stacks may be half old, half new: drop them. If it
+	 * completes after this check, the unwind read only old memory. */
+	for (size_t i = 0; i < t->n && !t->execed; i++)
+		if (t->th[i].tid == t->pid) {
+			poll_thread(t, &t->th[i]);
+			break;
+		}
+	if (t->execed || !mm_before || mm_fingerprint(t) != mm_before)
+		ncap = 0;
+	for (int k = 0; k < ncap; k++) {
+		struct thread *th = &t->th[sel[slot_tid[k]]];
+		uint64_t dt = t->caps[k].stack_len;
+		int n = t->nframes[k];
+
 		t->st.thread_samples++;
 		t->st.unwind_ns_total += dt;
 		t->st.pause_ns_total += pause[slot_tid[k]];
 		t->st.frames_total += (uint64_t)n;
-		t->st.incomplete_stacks += !complete;
 		if (tcb)
 			tcb(arg, pause[slot_tid[k]], dt);
 		if (cb)
-			cb(arg, th->tid, th->comm, t->frames, n, th->cpu_ns);
+			cb(arg, th->tid, th->comm, t->frames + (size_t)k * t->o.max_frames, n, th->cpu_ns);
 		th->slot = -1;
 	}
 	compact(t);

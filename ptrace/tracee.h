@@ -45,8 +45,12 @@ pid_t pt_tracee_pid(const struct pt_tracee *t);
 int pt_tracee_attached(const struct pt_tracee *t);
 /* 1 once the process has exited (or was never there). */
 int pt_tracee_gone(const struct pt_tracee *t);
-/* Returns and clears the "an exec happened" flag. */
-int pt_tracee_take_exec(struct pt_tracee *t);
+/* 1 after the target exec'd and before pt_tracee_ack_exec(): meanwhile no
+ * tick samples and symbolization still uses the old program's maps and
+ * modules, so sessions that saw the old program can end with its names. */
+int pt_tracee_exec_pending(const struct pt_tracee *t);
+/* Forgets the old program (maps, modules, caches) and resumes sampling. */
+void pt_tracee_ack_exec(struct pt_tracee *t);
 size_t pt_tracee_nthreads(const struct pt_tracee *t);
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
 

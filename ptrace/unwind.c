@@ -199,21 +199,30 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 	struct ctx c = { u, cap };
 	unw_cursor_t cur;
 	int n = 0, prev_adjusted = 0, from_signal, rc;
+	unw_word_t sp = cap->regs.rsp;
 
 	*complete = 0;
 	frames[n++] = cap->regs.rip;
 	if (unw_init_remote(&cur, u->as, &c) < 0)
 		return n;
 	while (n < max) {
-		unw_word_t ip;
+		unw_word_t ip, next_sp;
 
 		rc = unw_step(&cur);
 		if (rc == 0) {
 			*complete = 1;
 			break;
 		}
-		if (rc < 0 || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0)
+		if (rc < 0 || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &next_sp) < 0)
 			break;
+		/* Each caller's frame lies above its callee's (x86-64 stacks grow
+		 * down). A step that does not move up is garbage: a thread caught
+		 * right after clone, still under its parent's CFI, loops on one
+		 * address until the frame cap otherwise. */
+		if (next_sp <= sp)
+			break;
+		sp = next_sp;
 		if (ip == 0) {
 			*complete = 1;
 			break;

@@ -21,5 +21,15 @@ for flavour in release asan; do
 	total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 	rm -f "$out"
 done
+# A short fuzz smoke: every committed seed replayed, then FUZZ_SECONDS of
+# fuzzing per harness under ASan+UBSan (make fuzz runs longer).
+out=$(mktemp)
+make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-10}" 2>&1 | grep -E '^(PASS|FAIL) ' | tee "$out"
+total_p=$((total_p + $(grep -c '^PASS ' "$out"))); total_f=$((total_f + $(grep -c '^FAIL ' "$out")))
+if ! grep -q '^PASS fuzz/' "$out"; then
+	echo "FAIL fuzz/build"
+	total_f=$((total_f + 1))
+fi
+rm -f "$out"
 echo "$total_p passed, $total_f failed, $total_s skipped"
 [ "$total_f" -eq 0 ]

@@ -33,6 +33,8 @@ static const struct cfg_def cfg_table[] = {
 	STR("listen", "LISTEN", "127.0.0.1:8008", listen, "HOST:PORT to serve pprof on (':8008' for all addresses)"),
 	STR("log-format", "LOG_FORMAT", "text", log_format, "text or json (one JSON object per line)"),
 	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),
+	STR("auth-token-file", "AUTH_TOKEN_FILE", NULL, auth_token_file,
+	    "require 'Authorization: Bearer <token in file>' on every endpoint but /healthz"),
 	INT("hz", "HZ", 1, 1000, 100, default_hz, "default CPU sampling rate when a request gives no hz="),
 	INT("max-seconds", "MAX_SECONDS", 1, 604800, 86400, max_seconds, "longest profile a request may ask for"),
 	INT("max-sessions", "MAX_SESSIONS", 1, 1024, 16, max_sessions, "profiles running at once"),

@@ -14,6 +14,7 @@ struct sc_cfg {
 	char *listen;
 	char *log_format;
 	char *log_level;
+	char *auth_token_file;
 	int max_conns;
 	int max_header_bytes;
 	int max_body_bytes;

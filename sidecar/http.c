@@ -15,6 +15,7 @@
 #define CONN_F_KEEPALIVE 0x04u
 #define CONN_F_DONE      0x08u   /* a whole request was parsed */
 #define CONN_F_DRAINING  0x10u   /* drain() is on the stack */
+#define CONN_F_PARTIAL   0x20u   /* some of a request has arrived, not all */
 
 struct sc_http {
 	uv_loop_t *loop;
@@ -39,6 +40,11 @@ struct sc_conn {
 	llhttp_t parser;
 	struct sc_buf url, body, in;
 	size_t header_bytes;
+	char field[32];             /* current header name (truncated), lowercase */
+	size_t field_len;
+	int in_auth;                /* the current value belongs to Authorization */
+	char auth[1024];            /* its value (longer values are refused: 401) */
+	size_t auth_len;
 	int status_on_error;        /* 0, or the status to answer a bad request with */
 	sc_abort_cb abort_cb;
 	void *abort_arg;
@@ -110,7 +116,7 @@ static void on_timeout(uv_timer_t *t)
 
 	if (c->flags & CONN_F_BUSY)
 		return;
-	if (c->header_bytes || c->url.len) {
+	if (c->flags & CONN_F_PARTIAL) {
 		log_info("http: request headers not received within %d ms, closing",
 			 c->srv->cfg->header_timeout_ms);
 		sc_http_respond(c, 408, "X-Go-Pprof: 1\r\nContent-Type: text/plain; charset=utf-8\r\n",
@@ -150,9 +156,13 @@ static int on_message_begin(llhttp_t *p)
 {
 	struct sc_conn *c = conn_of(p);
 
+	c->flags |= CONN_F_PARTIAL;
 	c->url.len = 0;
 	c->body.len = 0;
 	c->header_bytes = 0;
+	c->field_len = 0;
+	c->in_auth = 0;
+	c->auth_len = 0;
 	return 0;
 }
 
@@ -169,10 +179,47 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
 	return 0;
 }
 
-static int on_header_data(llhttp_t *p, const char *at, size_t n)
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
-	(void)at;
-	return count_header(conn_of(p), n);
+	struct sc_conn *c = conn_of(p);
+
+	if (count_header(c, n))
+		return -1;
+	for (size_t i = 0; i < n && c->field_len + 1 < sizeof(c->field); i++) {
+		char ch = at[i];
+
+		c->field[c->field_len++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+	}
+	c->field[c->field_len] = '\0';
+	return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+	struct sc_conn *c = conn_of(p);
+
+	c->in_auth = !strcmp(c->field, "authorization");
+	c->field_len = 0;
+	if (c->in_auth)
+		c->auth_len = 0;
+	return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+	struct sc_conn *c = conn_of(p);
+
+	if (count_header(c, n))
+		return -1;
+	if (c->in_auth) {
+		size_t room = sizeof(c->auth) - 1 - (c->auth_len < sizeof(c->auth) ? c->auth_len : sizeof(c->auth) - 1);
+
+		memcpy(c->auth + c->auth_len, at, n < room ? n : room);
+		c->auth_len += n;   /* past the buffer: marked too long below */
+		if (c->auth_len >= sizeof(c->auth))
+			c->auth_len = sizeof(c->auth);
+	}
+	return 0;
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -203,6 +250,7 @@ static int on_message_complete(llhttp_t *p)
 	struct sc_conn *c = conn_of(p);
 
 	c->flags |= CONN_F_DONE;
+	c->flags &= ~CONN_F_PARTIAL;
 	if (llhttp_should_keep_alive(p))
 		c->flags |= CONN_F_KEEPALIVE;
 	else
@@ -249,6 +297,9 @@ static void dispatch(struct sc_conn *c)
 	req.path = url;
 	req.body = c->body.data ? c->body.data : "";
 	req.body_len = c->body.len;
+	/* An oversized value never matches a token: keep it unterminated-safe. */
+	c->auth[c->auth_len < sizeof(c->auth) ? c->auth_len : sizeof(c->auth) - 1] = '\0';
+	req.authorization = c->auth_len < sizeof(c->auth) ? c->auth : "\x01too-long";
 	if (url[0] != '/' || decode_path(url)) {
 		sc_http_respond(c, 400, "Content-Type: text/plain; charset=utf-8\r\n",
 				"400 Bad Request\n", 16);
@@ -482,8 +533,9 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	llhttp_settings_init(&srv->settings);
 	srv->settings.on_message_begin = on_message_begin;
 	srv->settings.on_url = on_url;
-	srv->settings.on_header_field = on_header_data;
-	srv->settings.on_header_value = on_header_data;
+	srv->settings.on_header_field = on_header_field;
+	srv->settings.on_header_field_complete = on_header_field_complete;
+	srv->settings.on_header_value = on_header_value;
 	srv->settings.on_headers_complete = on_headers_complete;
 	srv->settings.on_body = on_body;
 	srv->settings.on_message_complete = on_message_complete;

@@ -20,6 +20,7 @@ struct sc_request {
 	const char *body;
 	size_t body_len;
 	int head;               /* HEAD: headers only */
+	const char *authorization;  /* the Authorization header's value, "" if none */
 };
 
 typedef void (*sc_handler_cb)(struct sc_conn *c, const struct sc_request *req, void *arg);

@@ -1,6 +1,11 @@
 /* podprof: serve Go's pprof endpoints for a neighbour process. */
 #include <errno.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +57,42 @@ static void check_ptrace_allowed(pid_t target)
 			 (int)target);
 }
 
+/* Least privilege: keep CAP_SYS_PTRACE (and CAP_NET_BIND_SERVICE when
+ * listening below port 1024), drop every other capability from the bounding
+ * set, the effective, permitted, inheritable and ambient sets. Capabilities
+ * are per thread: this runs before any thread is created, and the threads
+ * inherit the result. Returns the number of capabilities dropped. */
+static int drop_capabilities(const struct sc_cfg *cfg)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	uint64_t keep = 1ull << CAP_SYS_PTRACE, eff, before;
+	char host[256];
+	int port = 8008, dropped = 0;
+
+	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port > 0 && port < 1024)
+		keep |= 1ull << CAP_NET_BIND_SERVICE;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return 0;
+	before = data[0].permitted | ((uint64_t)data[1].permitted << 32);
+	eff = before & keep;
+	/* The bounding set first, while CAP_SETPCAP is still effective. */
+	for (int cap = 0; cap <= 63; cap++)
+		if (!(keep & (1ull << cap)) && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
+			prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	data[0].effective = data[0].permitted = (uint32_t)eff;
+	data[1].effective = data[1].permitted = (uint32_t)(eff >> 32);
+	data[0].inheritable = data[1].inheritable = 0;
+	if (syscall(SYS_capset, &hdr, data) < 0) {
+		log_warn("podprof: could not drop capabilities: %s", sc_strerror(-errno));
+		return 0;
+	}
+	for (uint64_t x = before & ~keep; x; x &= x - 1)
+		dropped++;
+	return dropped;
+}
+
 static void close_walk(uv_handle_t *h, void *arg)
 {
 	(void)arg;
@@ -96,6 +137,9 @@ int main(int argc, char **argv)
 	sc_buf_free(&msg);
 
 	check_ptrace_allowed(pid);
+	rc = drop_capabilities(&cfg);
+	if (rc)
+		log_info("podprof: kept only the capabilities it needs (CAP_SYS_PTRACE), dropped %d", rc);
 	loop = uv_default_loop();
 	rc = sc_server_new(&srv, loop, &cfg, pid);
 	if (rc) {

@@ -1,5 +1,6 @@
 #include "sidecar/server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -21,11 +22,14 @@
 
 static const char TEXT[] = "Content-Type: text/plain; charset=utf-8\r\n";
 static const char GO_ERR[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n";
+static const char GO_ERR_RETRY[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
+				   "Retry-After: 5\r\n";
 
 struct sc_server {
 	uv_loop_t *loop;
 	const struct sc_cfg *cfg;
 	pid_t pid;
+	char *token;                 /* --auth-token-file's token, or NULL */
 	struct sc_http *http;
 	struct pt_sampler *sampler;
 	uv_async_t async;
@@ -49,7 +53,8 @@ static void go_error(struct sc_conn *c, int status, const char *msg)
 	char body[512];
 	int n = snprintf(body, sizeof(body), "%s\n", msg);
 
-	sc_http_respond(c, status, GO_ERR, body, (size_t)n);
+	/* A 503 is a "come back soon": say when, as scrapers honour it. */
+	sc_http_respond(c, status, status == 503 ? GO_ERR_RETRY : GO_ERR, body, (size_t)n);
 }
 
 /* ---- query parsing -------------------------------------------------------- */
@@ -349,7 +354,8 @@ static void on_async(uv_async_t *a)
 	}
 }
 
-static struct pending *pending_new(struct sc_server *srv, struct sc_conn *c, enum pt_req_kind kind)
+static struct pending *pending_new(struct sc_server *srv, struct sc_conn *c, enum pt_req_kind kind,
+				   pid_t pid)
 {
 	struct pending *p = calloc(1, sizeof(*p));
 
@@ -358,12 +364,47 @@ static struct pending *pending_new(struct sc_server *srv, struct sc_conn *c, enu
 	p->srv = srv;
 	p->conn = c;
 	p->req.kind = kind;
-	p->req.pid = srv->pid;
+	p->req.pid = pid;
 	p->req.user = p;
 	return p;
 }
 
 /* ---- handlers ----------------------------------------------------------- */
+
+/* The process a request is about: ?pid=N if given (every endpoint takes it,
+ * to profile another process of the pod), else the default target. A bad
+ * pid is answered here in Go's error shape, and 0 is returned. */
+static pid_t request_pid(struct sc_server *srv, struct sc_conn *c, const char *query)
+{
+	char v[32], path[64], buf[1024], msg[128];
+	struct pt_stat st;
+	int64_t pid;
+	int rc = sc_query_get(query, "pid", v, sizeof(v));
+
+	if (rc == 0)
+		return srv->pid;
+	if (rc < 0 || sc_parse_go_int(v, &pid) || pid <= 0 || pid > INT32_MAX) {
+		go_error(c, 400, "invalid value for \"pid\" - must be a positive integer");
+		return 0;
+	}
+	if (pid == getpid()) {
+		go_error(c, 400, "pid is podprof itself");
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
+	    st.state == 'Z' || st.state == 'X') {
+		snprintf(msg, sizeof(msg), "no process with pid %d in this pod", (int)pid);
+		go_error(c, 404, msg);
+		return 0;
+	}
+	if (st.flags & PT_PF_KTHREAD) {
+		snprintf(msg, sizeof(msg), "pid %d is a kernel thread", (int)pid);
+		go_error(c, 400, msg);
+		return 0;
+	}
+	return (pid_t)pid;
+}
 
 static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char *query)
 {
@@ -371,7 +412,10 @@ static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char 
 	char v[64];
 	int64_t hz = srv->cfg->default_hz;
 	int seconds = sc_parse_profile_seconds(query), rc;
+	pid_t pid = request_pid(srv, c, query);
 
+	if (!pid)
+		return;
 	rc = sc_query_get(query, "hz", v, sizeof(v));
 	if (rc != 0 && (rc < 0 || sc_parse_go_int(v, &hz) || hz < 1 || hz > 1000)) {
 		go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
@@ -385,7 +429,7 @@ static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char 
 		go_error(c, 400, msg);
 		return;
 	}
-	p = pending_new(srv, c, PT_REQ_CPU);
+	p = pending_new(srv, c, PT_REQ_CPU, pid);
 	if (!p) {
 		go_error(c, 500, "out of memory");
 		return;
@@ -398,12 +442,18 @@ static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char 
 
 static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {
-	const char *in = strcmp(req->method, "POST") ? req->query : req->body;
-	size_t len = strcmp(req->method, "POST") ? strlen(req->query) : req->body_len;
+	/* pprof's symbolz puts addresses in the raw query: a pid= for another
+	 * process comes only with POST (body = addresses). */
+	int post = !strcmp(req->method, "POST");
+	const char *in = post ? req->body : req->query;
+	size_t len = post ? req->body_len : strlen(req->query);
+	pid_t pid = post ? request_pid(srv, c, req->query) : srv->pid;
 	struct pending *p;
 	uint64_t *addrs;
 	int n;
 
+	if (!pid)
+		return;
 	addrs = malloc(sizeof(*addrs) * (len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS));
 	if (!addrs) {
 		go_error(c, 500, "out of memory");
@@ -420,7 +470,7 @@ static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct
 		sc_http_respond(c, 200, TEXT, "num_symbols: 1\n", 15);
 		return;
 	}
-	p = pending_new(srv, c, PT_REQ_SYMBOLIZE);
+	p = pending_new(srv, c, PT_REQ_SYMBOLIZE, pid);
 	if (!p) {
 		free(addrs);
 		go_error(c, 500, "out of memory");
@@ -433,13 +483,16 @@ static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct
 	pt_sampler_submit(srv->sampler, &p->req);
 }
 
-static void handle_cmdline(struct sc_server *srv, struct sc_conn *c)
+static void handle_cmdline(struct sc_server *srv, struct sc_conn *c, const char *query)
 {
 	char path[64], *text;
 	size_t len;
 	int err;
+	pid_t pid = request_pid(srv, c, query);
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)srv->pid);
+	if (!pid)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);
 	if (err) {
 		go_error(c, err == -ESRCH ? 404 : 500,
@@ -467,7 +520,7 @@ static const struct profile_row rows[] = {
 		    "in a GET raw query or POST body, multiple counters are separated by '+'." },
 };
 
-static void target_panel(struct sc_server *srv, struct sc_buf *b)
+static void target_panel(pid_t pid, struct sc_buf *b)
 {
 	char path[64], buf[4096], exe[PT_PROC_MAX_PATH];
 	struct pt_stat st;
@@ -475,19 +528,19 @@ static void target_panel(struct sc_server *srv, struct sc_buf *b)
 	ssize_t n;
 	long hz = sysconf(_SC_CLK_TCK);
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)srv->pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv->pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
-		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)srv->pid);
+		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)pid);
 		return;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)srv->pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0)
 		pt_proc_status_value(buf, "VmRSS", &rss);
 	sc_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
-		      "<tr><td>comm</td><td>", (int)srv->pid);
+		      "<tr><td>comm</td><td>", (int)pid);
 	sc_buf_html(b, st.comm);
 	sc_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
 	sc_buf_html(b, exe[0] ? exe : "?");
@@ -497,9 +550,47 @@ static void target_panel(struct sc_server *srv, struct sc_buf *b)
 		      st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
 }
 
-static void handle_index(struct sc_server *srv, struct sc_conn *c)
+/* The other processes of the pod (our PID namespace), each with a link. */
+static void pod_panel(pid_t current, struct sc_buf *b)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int shown = 0;
+
+	if (!d)
+		return;
+	sc_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
+	while ((de = readdir(d)) && shown < 200) {
+		char path[64], buf[1024], *end;
+		struct pt_stat st;
+		long v = strtol(de->d_name, &end, 10);
+
+		if (*end || v <= 0 || v == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", v);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
+		    (st.flags & PT_PF_KTHREAD))
+			continue;
+		sc_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
+			      v == current ? " (shown)" : "");
+		sc_buf_html(b, st.comm);
+		sc_buf_printf(b, "</td></tr>\n");
+		shown++;
+	}
+	closedir(d);
+	sc_buf_printf(b, "</table>\n</p>\n");
+}
+
+static void handle_index(struct sc_server *srv, struct sc_conn *c, const char *query)
 {
 	struct sc_buf b;
+	char extra[32] = "";
+	pid_t pid = request_pid(srv, c, query);
+
+	if (!pid)
+		return;
+	if (pid != srv->pid)
+		snprintf(extra, sizeof(extra), "&pid=%d", (int)pid);
 
 	sc_buf_init(&b, 1u << 20);
 	sc_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
@@ -508,8 +599,8 @@ static void handle_index(struct sc_server *srv, struct sc_conn *c)
 		      "text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
 		      "<thead><td>Count</td><td>Profile</td></thead>\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
-		sc_buf_printf(&b, "<tr><td>0</td><td><a href='%s?debug=1'>%s</a></td></tr>\n",
-			      rows[i].name, rows[i].name);
+		sc_buf_printf(&b, "<tr><td>0</td><td><a href='%s?debug=1%s'>%s</a></td></tr>\n",
+			      rows[i].name, extra, rows[i].name);
 	sc_buf_printf(&b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++) {
 		sc_buf_printf(&b, "<li><div class=profile-name>%s: </div> ", rows[i].name);
@@ -517,9 +608,28 @@ static void handle_index(struct sc_server *srv, struct sc_conn *c)
 		sc_buf_printf(&b, "</li>\n");
 	}
 	sc_buf_printf(&b, "</ul>\n</p>\n");
-	target_panel(srv, &b);
+	target_panel(pid, &b);
+	pod_panel(pid, &b);
 	sc_buf_printf(&b, "</body>\n</html>\n");
 	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
+}
+
+/* Compares in time that depends on the lengths only, not on where the
+ * first difference is. */
+static int token_ok(const char *token, const char *authorization)
+{
+	const char *given = authorization;
+	size_t a, b;
+	unsigned char diff = 0;
+
+	if (strncasecmp(given, "Bearer ", 7))
+		return 0;
+	given += 7;
+	a = strlen(token);
+	b = strlen(given);
+	for (size_t i = 0; i < a; i++)
+		diff |= (unsigned char)(token[i] ^ given[i < b ? i : 0]);
+	return !diff && a == b;
 }
 
 static void on_request(struct sc_conn *c, const struct sc_request *req, void *arg)
@@ -531,6 +641,11 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 	log_debug("http: %s %s", req->method, path);
 	if (!strcmp(path, "/healthz")) {
 		sc_http_respond(c, 200, TEXT, "ok\n", 3);
+		return;
+	}
+	if (srv->token && !token_ok(srv->token, req->authorization)) {
+		sc_http_respond(c, 401, "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
+				"WWW-Authenticate: Bearer realm=\"podprof\"\r\n", "unauthorized\n", 13);
 		return;
 	}
 	if (!strcmp(path, "/debug/pprof")) {
@@ -549,11 +664,11 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 		return;
 	}
 	if (!*name)
-		handle_index(srv, c);
+		handle_index(srv, c, req->query);
 	else if (!strcmp(name, "profile"))
 		handle_profile(srv, c, req->query);
 	else if (!strcmp(name, "cmdline"))
-		handle_cmdline(srv, c);
+		handle_cmdline(srv, c, req->query);
 	else if (!strcmp(name, "symbol"))
 		handle_symbol(srv, c, req);
 	else
@@ -561,6 +676,32 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 }
 
 /* ---- life cycle ------------------------------------------------------------- */
+
+/* Reads the bearer token: the file's first line, at most 512 bytes, not
+ * empty. Returns 0, or a negative errno after logging why (never the token). */
+static int read_token(const char *path, char **out)
+{
+	char buf[1024];
+	ssize_t n = pt_proc_slurp(path, buf, sizeof(buf));
+	size_t len;
+
+	*out = NULL;
+	if (n < 0) {
+		log_error("auth: cannot read --auth-token-file %s: %s", path, sc_strerror((int)n));
+		return (int)n;
+	}
+	len = strcspn(buf, "\r\n");
+	while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		len--;
+	if (!len || len > 512) {
+		log_error("auth: --auth-token-file %s must hold one token of 1..512 bytes", path);
+		return -EINVAL;
+	}
+	buf[len] = '\0';
+	*out = strdup(buf);
+	memset(buf, 0, sizeof(buf));
+	return *out ? 0 : -ENOMEM;
+}
 
 int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *cfg, pid_t pid)
 {
@@ -584,9 +725,14 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 	s->loop = loop;
 	s->cfg = cfg;
 	s->pid = pid;
+	if (cfg->auth_token_file && (err = read_token(cfg->auth_token_file, &s->token))) {
+		free(s);
+		return err;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	if ((err = uv_async_init(loop, &s->async, on_async))) {
 		pthread_mutex_destroy(&s->lock);
+		free(s->token);
 		free(s);
 		return err;
 	}
@@ -615,6 +761,7 @@ static void on_async_closed(uv_handle_t *h)
 	struct sc_server *s = h->data;
 
 	pthread_mutex_destroy(&s->lock);
+	free(s->token);
 	free(s);
 }
 

@@ -98,7 +98,9 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 		goto out;
 	}
 	err = n ? -EEXIST : -ESRCH;
-	if (cfg->pid)
+	if (cfg->pid && cfg->pid == self)
+		sc_buf_printf(msg, "--pid %d is podprof itself", cfg->pid);
+	else if (cfg->pid)
 		sc_buf_printf(msg, "no process with pid %d in this PID namespace", cfg->pid);
 	else if (!n)
 		sc_buf_printf(msg, "no process matches %s%s%s", cfg->comm ? "--comm " : cfg->exe ? "--exe " : "",

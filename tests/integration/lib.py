@@ -165,6 +165,10 @@ class Podprof:
         return rc
 
 
+def podprof_pid(pp):
+    return find_descendant(pp.proc.pid, lambda p: os.readlink("/proc/%d/exe" % p) == PODPROF)
+
+
 def http(port, path, method="GET", body=b"", headers=None, timeout=60):
     """One request on a fresh connection; returns (status, headers, body)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -305,7 +309,7 @@ KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
 SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
 
 
-def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9):
+def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_tails=(MAIN_TAIL,)):
     """Names, complete stacks and the hot_a share of a busy fixture profile."""
     tr = traces(path)
     check(tr, "no samples")
@@ -319,7 +323,7 @@ def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9):
             want = [frames[0], "level3", "level2", "level1", "worker"]
             check(frames[:5] == want, "incomplete stack %s" % frames)
             tail = frames[5:]
-            check(tail in (MAIN_TAIL, THREAD_TAIL), "stack does not reach main/start_thread: %s" % frames)
+            check(tail in list(main_tails) + [THREAD_TAIL], "stack does not reach main/start_thread: %s" % frames)
             if frames[0] == "hot_a":
                 a += value
             else:

@@ -12,6 +12,7 @@ import time
 
 import lib
 from lib import *  # noqa: F401,F403  (Fixture, Podprof, http, pprof, check, test, ...)
+from lib import podprof_pid  # noqa: F401
 
 
 @test
@@ -35,8 +36,11 @@ def cli_help_version_and_bad_flags():
 
 @test
 def cli_several_candidates_are_listed():
-    f1, f2 = Fixture(), Fixture()
-    r = subprocess.run([PODPROF, "--exe", BUSY], capture_output=True, text=True)
+    # A copy at a path of this test's own, so that no other process matches.
+    exe = os.path.join(tempfile.mkdtemp(dir=lib.TMP), "busy-candidates")
+    shutil.copy(BUSY, exe)
+    f1, f2 = Fixture(exe=exe), Fixture(exe=exe)
+    r = subprocess.run([PODPROF, "--exe", exe], capture_output=True, text=True)
     check(r.returncode == 1, "exit %d" % r.returncode)
     check("2 processes match" in r.stderr and "pid=%d" % f1.pid in r.stderr and "pid=%d" % f2.pid in r.stderr
           and "comm=busy" in r.stderr, r.stderr)
@@ -125,3 +129,59 @@ def no_selector_picks_the_only_neighbour_in_a_pod():
     check(r.returncode == 1 and "2 processes match" in r.stderr and "pid=%d" % f.pid in r.stderr
           and "pid=%d" % f2.pid in r.stderr and "pause" not in r.stderr, "two neighbours: %r" % r.stderr)
     f.stop(), f2.stop()
+
+
+def caps_of(pid):
+    with open("/proc/%d/status" % pid) as fh:
+        st = fh.read()
+    return {k: int(re.search(r"%s:\s+([0-9a-f]+)" % k, st).group(1), 16)
+            for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")}
+
+
+@test
+def keeps_only_cap_sys_ptrace():
+    if os.geteuid() != 0:
+        raise Skip("needs to start with more capabilities than CAP_SYS_PTRACE (root)")
+    f = Fixture()
+    pp = Podprof("--pid", str(f.pid))
+    pp.wait_log(r"kept only the capabilities it needs", 5)
+    caps = caps_of(podprof_pid(pp))
+    ptrace_bit = 1 << 19
+    check(caps["CapEff"] == ptrace_bit and caps["CapPrm"] == ptrace_bit and caps["CapInh"] == 0
+          and caps["CapAmb"] == 0 and caps["CapBnd"] == ptrace_bit, "capabilities left: %r" % caps)
+    # It can still do its job with that alone.
+    check_busy_profile(save(get_profile(pp, "seconds=1"), "caps.pb.gz"))
+    pp.stop(), f.stop()
+
+
+@test
+def refuses_to_profile_itself():
+    r = subprocess.run(["sh", "-c", 'exec "$0" --pid $$', PODPROF], capture_output=True, text=True)
+    check(r.returncode == 1 and "is podprof itself" in r.stderr, "--pid self: %r" % r.stderr)
+
+
+@test
+def bearer_token_protects_everything_but_healthz():
+    token = "s3cr3t-t0ken-%d" % os.getpid()
+    tf = os.path.join(tempfile.mkdtemp(dir=lib.TMP), "token")
+    with open(tf, "w") as fh:
+        fh.write(token + "\n")
+    f = Fixture()
+    pp = Podprof("--pid", str(f.pid), "--auth-token-file", tf, "--log-level", "debug")
+    for path in ("/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/profile?seconds=1",
+                 "/debug/pprof/symbol", "/debug/pprof/nonesuch"):
+        for hdr in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Bearer " + token + "x"},
+                    {"Authorization": token}, {"Authorization": "Bearer " + "x" * 3000}):
+            st, h, body = http(pp.port, path, headers=hdr)
+            check(st == 401 and h.get("www-authenticate", "").startswith("Bearer") and body == b"unauthorized\n",
+                  "%s with %r: %d" % (path, hdr, st))
+    check(http(pp.port, "/healthz")[0] == 200, "/healthz needs no token")
+    st, h, body = http(pp.port, "/debug/pprof/cmdline", headers={"Authorization": "Bearer " + token})
+    check(st == 200 and body.startswith(BUSY.encode()), "with the token: %d" % st)
+    st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1", headers={"authorization": "bearer " + token})
+    check(st == 200, "scheme and header name are case-insensitive: %d" % st)
+    pp.stop(), f.stop()
+    check(token not in pp.log(), "the token must never be logged")
+    r = subprocess.run([PODPROF, "--pid", str(os.getpid()), "--auth-token-file", "/nonexistent"],
+                       capture_output=True, text=True)
+    check(r.returncode == 1 and "cannot read --auth-token-file /nonexistent" in r.stderr, r.stderr)

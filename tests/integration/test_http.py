@@ -12,6 +12,7 @@ import time
 
 import lib
 from lib import *  # noqa: F401,F403  (Fixture, Podprof, http, pprof, check, test, ...)
+from lib import podprof_pid  # noqa: F401
 
 
 @test
@@ -131,6 +132,15 @@ def pprof_web_ui_reads_the_profile():
         line = web.stdout.readline()   # "Serving web UI on http://127.0.0.1:PORT"
         check("Serving web UI" in line, "pprof web UI did not start: %r" % line)
         port = int(re.search(r":(\d+)\s*$", line).group(1))
+        # pprof prints that line before it listens: wait for the port to open.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except ConnectionRefusedError:
+                check(time.monotonic() < deadline, "pprof web UI never listened on %d" % port)
+                time.sleep(0.02)
         web_pages(port)
     finally:
         os.killpg(web.pid, signal.SIGKILL)
@@ -179,3 +189,85 @@ def symbol_get_and_post():
     st, h, body = http(pp.port, "/debug/pprof/symbol?0xzz")
     check(st == 400 and h.get("x-go-pprof") == "1", "bad symbol: %d" % st)
     pp.stop(), f.stop()
+
+
+@test
+def slow_clients_and_limits():
+    """Slowloris: headers not complete within --header-timeout-ms get a 408
+    and the connection closed; an idle keep-alive connection is closed after
+    --idle-timeout-ms; past --max-conns a client gets 503 with Retry-After;
+    past --max-sessions a profile request gets a Go-shaped 503 with
+    Retry-After. After all that podprof still serves a correct profile."""
+    f = Fixture(threads=1)
+    pp = Podprof("--pid", str(f.pid), "--header-timeout-ms", "300", "--idle-timeout-ms", "400",
+                 "--max-conns", "4", "--max-sessions", "1")
+    # Slowloris: a request line, then nothing.
+    s = socket.create_connection(("127.0.0.1", pp.port), timeout=5)
+    s.sendall(b"GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    t0 = time.monotonic()
+    st, h, body = read_response(s)
+    waited = time.monotonic() - t0
+    check(st == 408 and 0.25 < waited < 2.5, "slowloris: %d after %.2fs" % (st, waited))
+    # Idle keep-alive: one request, then silence; the server closes.
+    s = socket.create_connection(("127.0.0.1", pp.port), timeout=5)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while not data.endswith(b"ok\n"):
+        data += s.recv(4096)
+    t0 = time.monotonic()
+    check(s.recv(4096) == b"", "idle connection not closed")
+    check(0.3 < time.monotonic() - t0 < 2.5, "idle close after %.2fs" % (time.monotonic() - t0))
+    s.close()
+    # Connection cap: 4 open, the 5th is refused politely.
+    held = [socket.create_connection(("127.0.0.1", pp.port), timeout=5) for _ in range(4)]
+    s = socket.create_connection(("127.0.0.1", pp.port), timeout=5)
+    st, h, body = read_response(s)
+    check(st == 503 and h.get("retry-after"), "5th connection: %d %r" % (st, h))
+    for c in held:
+        c.close()
+    # Session cap: a second concurrent profile gets a Go-shaped 503.
+    res = {}
+    t = threading.Thread(target=lambda: res.update(body=get_profile(pp, "seconds=2")))
+    t.start()
+    pp.wait_log(r"profile: started", 10)
+    deadline = time.monotonic() + 5
+    while True:   # the held connections' slots free up as the server notices their close
+        st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1")
+        if st != 503 or b"too many profiles" in body or time.monotonic() > deadline:
+            break
+    check(st == 503 and h.get("x-go-pprof") == "1" and h.get("retry-after") and
+          body == b"too many profiles running at once\n", "second session: %d %r %r" % (st, h, body))
+    t.join(30)
+    check_busy_profile(save(res["body"], "limits.pb.gz"))
+    pp.stop(), f.stop()
+
+
+@test
+def pid_parameter_chooses_another_process():
+    f1, f2 = Fixture(threads=1), Fixture(threads=1, sleepers=1)
+    pp = Podprof("--pid", str(f1.pid))
+
+    def go_err(q, status, msg):
+        st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1&" + q)
+        check(st == status and h.get("x-go-pprof") == "1" and body.decode() == msg + "\n",
+              "%s: %d %r" % (q, st, body))
+
+    go_err("pid=abc", 400, 'invalid value for "pid" - must be a positive integer')
+    go_err("pid=0", 400, 'invalid value for "pid" - must be a positive integer')
+    go_err("pid=-5", 400, 'invalid value for "pid" - must be a positive integer')
+    go_err("pid=99999999999", 400, 'invalid value for "pid" - must be a positive integer')
+    go_err("pid=999999999", 404, "no process with pid 999999999 in this pod")
+    go_err("pid=%d" % podprof_pid(pp), 400, "pid is podprof itself")
+    go_err("pid=2", 400, "pid 2 is a kernel thread")   # kthreadd, outside any pod's reach
+    # The other fixture, through pid=: its own cmdline and its own profile.
+    st, h, body = http(pp.port, "/debug/pprof/cmdline?pid=%d" % f2.pid)
+    check(st == 200 and b"-s\x001\x00-r" in body, "cmdline of pid=: %r" % body)
+    path = save(get_profile(pp, "seconds=1&pid=%d" % f2.pid), "pid2.pb.gz")
+    check_busy_profile(path)
+    check("tid:[%d]" % f2.pid in pprof("-raw", path), "profile of pid= should be of that process")
+    st, h, body = http(pp.port, "/debug/pprof/?pid=%d" % f2.pid)
+    text = body.decode()
+    check(st == 200 and "<tr><td>pid</td><td>%d</td></tr>" % f2.pid in text and
+          "href='profile?debug=1&pid=%d'" % f2.pid in text and
+          "<a href='?pid=%d'>%d</a>" % (f1.pid, f1.pid) in text, "index of pid=")
+    pp.stop(), f1.stop(), f2.stop()

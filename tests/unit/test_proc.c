@@ -10,8 +10,12 @@ TEST(stat_plain)
 	struct pt_stat st;
 
 	ASSERT_OK(pt_proc_parse_stat("4242 (busy) R 1 4242 4242 0 -1 4194304 120 0 0 0 "
-				     "314 15 0 0 20 0 3 0 987654 10000000 321 18446744073709551615",
+				     "314 15 0 0 20 0 3 0 987654 10000000 321 18446744073709551615 "
+				     "94000000000000 94000000004000 140720000000000 0",
 				     &st));
+	ASSERT_U64_EQ(st.startcode, 94000000000000ull);
+	ASSERT_U64_EQ(st.endcode, 94000000004000ull);
+	ASSERT_U64_EQ(st.startstack, 140720000000000ull);
 	ASSERT_STR_EQ(st.comm, "busy");
 	ASSERT_EQ(st.state, 'R');
 	ASSERT_EQ(st.ppid, 1);

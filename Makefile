@@ -40,7 +40,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers
+.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers soak
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
@@ -118,3 +118,12 @@ clean:
 
 bench: all fixtures
 	python3 tests/bench/bench.py build/$(FLAVOUR)
+
+# Long runs of the safety tests; the figures go in the closing notes.
+SOAK_KILLS ?= 200
+SOAK_FLOOD ?= 300
+soak: all fixtures
+	PODPROF_KILLS=$(SOAK_KILLS) PODPROF_FLOOD_ROUNDS=$(SOAK_FLOOD) python3 tests/integration/run.py \
+		build/$(FLAVOUR) sigkill_at_random_moments_never_harms_the_target \
+		flood_of_bad_requests_then_a_correct_profile thread_churn_while_profiled \
+		signals_delivered_exactly_once_while_profiled timer_signals_all_accounted_for_while_profiled

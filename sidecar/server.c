@@ -81,6 +81,8 @@ int sc_query_get(const char *q, const char *key, char *out, size_t len)
 					ch = sc_hexval(r[1]) * 16 + sc_hexval(r[2]);
 					r += 2;
 				}
+				if (ch == 0)
+					return -EINVAL;   /* %00 would cut the value short */
 				if (w + 1 >= len)
 					return -E2BIG;
 				out[w++] = (char)ch;
@@ -194,7 +196,9 @@ static const char *req_error(int err)
 {
 	switch (err) {
 	case -ESRCH: return "target process is gone";
-	case -EPERM: return "ptrace not permitted: podprof needs CAP_SYS_PTRACE (and no_new_privs off for file capabilities)";
+	case -EPERM:
+	case -EACCES:   /* /proc/<pid>/maps is refused before ptrace is even tried */
+		return "ptrace not permitted: podprof needs CAP_SYS_PTRACE (and no_new_privs off for file capabilities)";
 	case -EBUSY: return "too many profiles running at once";
 	case -ECANCELED: return "podprof is shutting down";
 	default: return NULL;

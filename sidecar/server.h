@@ -22,7 +22,8 @@ int sc_server_port(const struct sc_server *s);
  * gives 30. Returns the seconds. */
 int sc_parse_profile_seconds(const char *query);
 /* Value of `key` in a raw query string, percent-decoded into out.
- * Returns 1 if present, 0 if absent, -E2BIG if too long. */
+ * Returns 1 if present, 0 if absent, -E2BIG if too long, -EINVAL if it
+ * decodes to a NUL. */
 int sc_query_get(const char *query, const char *key, char *out, size_t len);
 /* Parses pprof's symbolz request ("0x401000+0x420000", ParseUint base 0).
  * Returns the count (at most max), or -EINVAL on a malformed word. */

@@ -271,3 +271,60 @@ def pid_parameter_chooses_another_process():
           "href='profile?debug=1&pid=%d'" % f2.pid in text and
           "<a href='?pid=%d'>%d</a>" % (f1.pid, f1.pid) in text, "index of pid=")
     pp.stop(), f1.stop(), f2.stop()
+
+
+BAD_REQUESTS = [
+    b"GARBAGE\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"GET /debug/pprof/ HTTP/9.9\r\n\r\n",
+    b"GET /debug/pprof/%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET debug/pprof/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/profile?hz=99999999999999999999 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/profile?hz=-1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/profile?seconds=1e99&hz=0 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/profile?pid=1%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/cmdline?pid=-1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /debug/pprof/symbol?0xzzzz HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /debug/pprof/symbol HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n",
+    b"POST /debug/pprof/symbol HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"DELETE /debug/pprof/profile HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 5000 + b"\r\n",
+    b"GET /debug/pprof/ HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+]
+
+
+@test
+def flood_of_bad_requests_then_a_correct_profile():
+    """Hostile requests of every kind, many times: each gets a 4xx (or the
+    connection closed on garbage), none crashes or hangs podprof, and then it
+    serves a correct profile. A body over --max-body-bytes gets 413."""
+    f = Fixture(threads=1)
+    pp = Podprof("--pid", str(f.pid), "--max-body-bytes", "4096", "--header-timeout-ms", "500")
+    st, h, body = http(pp.port, "/debug/pprof/symbol", method="POST", body=b"0x1+" * 2000)
+    check(st == 413, "oversized body: %d" % st)
+    # Blank lines before a request are allowed (RFC 9112): podprof waits for
+    # the request, then closes the connection at the header timeout.
+    s = socket.create_connection(("127.0.0.1", pp.port), timeout=5)
+    s.sendall(b"\r\n\r\n\r\n")
+    check(s.recv(100) == b"", "blank lines: expected a quiet close")
+    s.close()
+    tried = 0
+    statuses = {}
+    for rnd in range(int(os.environ.get("PODPROF_FLOOD_ROUNDS", "20"))):
+        for raw in BAD_REQUESTS:
+            s = socket.create_connection(("127.0.0.1", pp.port), timeout=10)
+            try:
+                s.sendall(raw)
+                st = read_response(s)[0]
+            except (AssertionError, ConnectionResetError, BrokenPipeError):
+                st = "closed"
+            s.close()
+            check(st == "closed" or 400 <= st < 500, "%r... answered %s" % (raw[:60], st))
+            statuses[st] = statuses.get(st, 0) + 1
+            tried += 1
+    check(pp.proc.poll() is None, "podprof died")
+    check_busy_profile(save(get_profile(pp, "seconds=1"), "after-flood.pb.gz"))
+    print("  info: %d bad requests tried, answers %s" % (tried, dict(sorted(statuses.items(), key=str))))
+    pp.stop(), f.stop()

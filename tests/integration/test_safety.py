@@ -233,3 +233,52 @@ def thread_churn_while_profiled():
     check(rss[-1] - rss[1] < 4096, "podprof RSS grew from %d to %d kB" % (rss[1], rss[-1]))
     print("  info: %d threads churned; podprof RSS after each profile %s kB" % (churned, rss))
     pp.stop()
+
+
+@test
+def target_stopped_before_detach_stays_stopped():
+    """SIGSTOP during a profile that then ends: podprof detaches, and the
+    target is still stopped (as it would be without podprof) until SIGCONT."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid))
+    res = {}
+    t = threading.Thread(target=lambda: res.update(body=get_profile(pp, "seconds=1")))
+    t.start()
+    pp.wait_log(r"profile: started", 10)
+    os.kill(f.pid, signal.SIGSTOP)
+    t.join(30)
+    check("body" in res, "profile failed")
+    pp.wait_log(r"ptrace: detached", 5)
+    wait_untraced(f.pid, 2)
+    check(set(state_of_threads(f.pid)) == {"T"}, "after detach: %s" % state_of_threads(f.pid))
+    t0 = cpu_ticks(f.pid)
+    os.kill(f.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 5
+    while cpu_ticks(f.pid) <= t0 + 2:
+        check(time.monotonic() < deadline, "did not resume: %s" % state_of_threads(f.pid))
+        time.sleep(0.01)
+    pp.stop(), f.stop()
+
+
+@test
+def timer_signals_all_accounted_for_while_profiled():
+    """A 1 kHz POSIX timer while profiled at 1 kHz: every expiration reaches
+    the target, as a handler run or as an overrun the kernel counted (the
+    only way a timer signal may coalesce); none is lost in ptrace stops."""
+    f = Fixture(threads=2, extra=["-T", "1000"])
+    pp = Podprof("--pid", str(f.pid))
+    # Known, left for the accuracy work: at equal rates the ticks phase-lock
+    # with the signal stops, so the handler is over-represented (up to ~60%).
+    check_busy_profile(save(get_profile(pp, "seconds=3&hz=1000"), "timer.pb.gz"), min_hot=0.2,
+                       extra={"on_timer", "__restore_rt", "timer_getoverrun", "__timer_getoverrun"})
+    pp.stop()
+    f.stop()
+    runs, overruns, expected = re.search(r"timer=(\d+)\+(\d+)/(\d+)", f.output).groups()
+    total = int(runs) + int(overruns)
+    # Alone the fixture accounts exactly; profiled, 1-2 (once 6) expirations
+    # of ~3000 went unaccounted in the runs so far: a boundary effect at
+    # disarm or a real loss, still open. A dropped re-injection would lose
+    # hundreds.
+    check(abs(total - int(expected)) <= 10, "timer: %s runs + %s overruns = %d, expected %s" %
+          (runs, overruns, total, expected))
+    print("  info: timer %s handler runs + %s overruns = %d of %s expirations" % (runs, overruns, total, expected))

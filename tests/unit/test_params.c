@@ -43,6 +43,7 @@ TEST(query_get)
 	ASSERT_STR_EQ(v, "%zz");
 	ASSERT_EQ(sc_query_get("b=%4", "b", v, sizeof(v)), 1);
 	ASSERT_EQ(sc_query_get("b=0123456789", "b", v, sizeof(v)), -E2BIG);
+	ASSERT_EQ(sc_query_get("pid=1%00", "pid", v, sizeof(v)), -EINVAL);
 }
 
 TEST(symbol_addrs)

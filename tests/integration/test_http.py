@@ -225,6 +225,16 @@ def slow_clients_and_limits():
     check(st == 503 and h.get("retry-after"), "5th connection: %d %r" % (st, h))
     for c in held:
         c.close()
+    # The server frees their slots when it notices the closes: wait for that.
+    deadline = time.monotonic() + 5
+    while True:
+        s = socket.create_connection(("127.0.0.1", pp.port), timeout=5)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        st = read_response(s)[0]
+        if st == 200:
+            break
+        check(time.monotonic() < deadline, "connection slots never freed: %d" % st)
+        time.sleep(0.02)
     # Session cap: a second concurrent profile gets a Go-shaped 503.
     res = {}
     t = threading.Thread(target=lambda: res.update(body=get_profile(pp, "seconds=2")))

@@ -232,7 +232,9 @@ def thread_churn_while_profiled():
     f.stop()
     churned = int(re.search(r"churned=(\d+)", f.output).group(1))
     check(churned > 1000, "the target churned only %d threads" % churned)
-    check(rss[-1] - rss[1] < 4096, "podprof RSS grew from %d to %d kB" % (rss[1], rss[-1]))
+    # ASan keeps freed memory in quarantine: RSS says nothing there.
+    if "asan" not in lib.BUILD:
+        check(rss[-1] - rss[1] < 4096, "podprof RSS grew from %d to %d kB" % (rss[1], rss[-1]))
     print("  info: %d threads churned; podprof RSS after each profile %s kB" % (churned, rss))
     pp.stop()
 
@@ -277,10 +279,8 @@ def timer_signals_all_accounted_for_while_profiled():
     f.stop()
     runs, overruns, expected = re.search(r"timer=(\d+)\+(\d+)/(\d+)", f.output).groups()
     total = int(runs) + int(overruns)
-    # Alone the fixture accounts exactly; profiled, 1-2 (once 6) expirations
-    # of ~3000 went unaccounted in the runs so far: a boundary effect at
-    # disarm or a real loss, still open. A dropped re-injection would lose
-    # hundreds.
-    check(abs(total - int(expected)) <= 10, "timer: %s runs + %s overruns = %d, expected %s" %
+    # si_overrun survives only if podprof re-injects each signal with its
+    # own siginfo; one expiration may be in flight when the timer is disarmed.
+    check(abs(total - int(expected)) <= 1, "timer: %s runs + %s overruns = %d, expected %s" %
           (runs, overruns, total, expected))
     print("  info: timer %s handler runs + %s overruns = %d of %s expirations" % (runs, overruns, total, expected))

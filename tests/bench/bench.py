@@ -84,8 +84,13 @@ def run_profiled(threads, sleepers, hz, seconds):
     pp = subprocess.Popen([PODPROF, "--pid", str(p.pid), "--listen", "127.0.0.1:0"],
                           stderr=subprocess.PIPE, text=True)
 
-    line = pp.stderr.readline()
-    port = int(re.search(r"\(port (\d+)\)", line).group(1))
+    port = None
+    while port is None:   # other start-up lines may come first
+        line = pp.stderr.readline()
+        if not line:
+            raise SystemExit("podprof exited before it served")
+        m = re.search(r"\(port (\d+)\)", line)
+        port = m and int(m.group(1))
     out = os.path.join(TMP, "p.pb.gz")
     cpu0 = proc_cpu_s(pp.pid)
     subprocess.run(["curl", "-sf", "-o", out,

@@ -43,6 +43,7 @@ struct pt_tracee {
 	struct thread *th;
 	size_t n, cap;
 	size_t rr;               /* round-robin start of the next tick's selection */
+	uint64_t mm_fp;          /* address-space fingerprint at the last check */
 	struct pt_maps *maps;
 	struct pt_mem *mem;
 	struct pt_modules *mods;
@@ -52,6 +53,8 @@ struct pt_tracee {
 	int *nframes;
 	struct pt_tracee_stats st;
 };
+
+static uint64_t mm_fingerprint(struct pt_tracee *t);
 
 static uint64_t now_ns(void)
 {
@@ -250,6 +253,7 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	pt_modules_freeze(t->mods, 0);
 	pt_unwinder_flush(t->unw);
 	pt_tracee_refresh_maps(t);
+	t->mm_fp = mm_fingerprint(t);   /* the new program's */
 }
 
 int pt_tracee_attach(struct pt_tracee *t)
@@ -306,6 +310,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 		err = -ESRCH;
 		goto fail;
 	}
+	t->mm_fp = mm_fingerprint(t);
 	return 0;
 fail:
 	pt_tracee_detach(t, 1000000000ull);
@@ -559,7 +564,7 @@ static uint64_t mm_fingerprint(struct pt_tracee *t)
 int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
 		   void *arg)
 {
-	uint64_t mm_before;
+	uint64_t mm_now;
 	size_t sel[256];   /* indices: t->th may move when a clone is seen */
 	uint64_t deadline, pause[256];
 	int nsel = 0, ncap = 0, pending = 0, max = t->o.max_per_tick;
@@ -569,7 +574,6 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		max = 256;
 	if (!t->attached || t->detaching || t->execed)
 		return 0;
-	mm_before = mm_fingerprint(t);
 	/* 1. Select: a thread is sampled when it used CPU since the last tick
 	 *    and is running now. Idle threads cost one pread, no stop. With
 	 *    more running threads than `max`, the start rotates so that every
@@ -681,8 +685,12 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 			poll_thread(t, &t->th[i]);
 			break;
 		}
-	if (t->execed || !mm_before || mm_fingerprint(t) != mm_before)
+	/* One read per tick: any change since the last check (an exec before
+	 * or during this tick's captures) drops them. */
+	mm_now = mm_fingerprint(t);
+	if (t->execed || !mm_now || mm_now != t->mm_fp)
 		ncap = 0;
+	t->mm_fp = mm_now;
 	for (int k = 0; k < ncap; k++) {
 		struct thread *th = &t->th[sel[slot_tid[k]]];
 		uint64_t dt = t->caps[k].stack_len;

@@ -89,7 +89,8 @@ static void usage(FILE *out)
 		"Go's net/http/pprof endpoints for it: /debug/pprof/ (index), profile (CPU),\n"
 		"cmdline and symbol. With no selector, podprof picks the only process that is\n"
 		"neither the pod's pause process nor podprof itself, and fails listing the\n"
-		"candidates when there are several.\n"
+		"candidates when there are several. Every endpoint takes ?pid=N to look at\n"
+		"another process of the pod; /healthz answers ok.\n"
 		"\n"
 		"Options (each also read from the environment variable shown):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {

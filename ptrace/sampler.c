@@ -15,6 +15,7 @@
 
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
+#include "ptrace/ptrace_internal.h"
 #include "ptrace/tracee.h"
 
 #define RING 4096          /* recent pauses kept for medians */
@@ -69,22 +70,6 @@ struct pt_sampler {
 	size_t ring_n;
 	struct pt_sampler_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void logf_(struct pt_sampler *s, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -230,7 +215,7 @@ static int build_profile(struct session *ss, struct pt_profile **out)
 	if (!p)
 		return -ENOMEM;
 	p->time_ns = ss->start_wall;
-	p->duration_ns = now_ns() - ss->start_ns;
+	p->duration_ns = pt__now_ns() - ss->start_ns;
 	p->hz = ss->req->hz;
 	p->thread_samples = ss->thread_samples;
 	p->dropped_stacks = ss->dropped;
@@ -424,7 +409,7 @@ static void start_cpu(struct pt_sampler *s, struct pt_request *req)
 		return;
 	}
 	if (!pt_tracee_attached(tg->t)) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = pt__now_ns();
 
 		err = pt_tracee_attach(tg->t);
 		if (err) {
@@ -433,7 +418,7 @@ static void start_cpu(struct pt_sampler *s, struct pt_request *req)
 			return;
 		}
 		logf_(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms", (int)req->pid,
-		      pt_tracee_nthreads(tg->t), (double)(now_ns() - t0) / 1e6);
+		      pt_tracee_nthreads(tg->t), (double)(pt__now_ns() - t0) / 1e6);
 	}
 	ss = calloc(1, sizeof(*ss));
 	if (!ss) {
@@ -443,8 +428,8 @@ static void start_cpu(struct pt_sampler *s, struct pt_request *req)
 	}
 	ss->req = req;
 	ss->tg = tg;
-	ss->start_ns = now_ns();
-	ss->start_wall = wall_ns();
+	ss->start_ns = pt__now_ns();
+	ss->start_wall = pt__wall_ns();
 	ss->end_ns = ss->start_ns + (uint64_t)req->seconds * 1000000000ull;
 	ss->period_ns = 1000000000ull / (uint64_t)req->hz;
 	ss->next_due = ss->start_ns;
@@ -468,7 +453,7 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 	}
 	ss->tg->nsessions--;
 	if (!ss->tg->nsessions)
-		ss->tg->idle_since = now_ns();
+		ss->tg->idle_since = pt__now_ns();
 	pthread_mutex_lock(&s->lock);
 	s->st.sessions_done++;
 	pthread_mutex_unlock(&s->lock);
@@ -544,8 +529,8 @@ static void tick(struct pt_sampler *s, uint64_t now)
 	}
 	/* Never queue ticks: after an overrun the next tick is a period away. */
 	s->next_tick += period;
-	if (s->next_tick < now_ns())
-		s->next_tick = now_ns() + period / 4;
+	if (s->next_tick < pt__now_ns())
+		s->next_tick = pt__now_ns() + period / 4;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -613,7 +598,7 @@ static void *run(void *arg)
 
 	for (;;) {
 		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
-		uint64_t now = now_ns(), wake = UINT64_MAX;
+		uint64_t now = pt__now_ns(), wake = UINT64_MAX;
 		struct pt_request *q;
 		int stopping, timeout_ms;
 
@@ -674,10 +659,10 @@ static void *run(void *arg)
 		for (int i = 0; i < s->ntg; i++)
 			if (pt_tracee_attached(s->tg[i].t))
 				pt_tracee_poll(s->tg[i].t);
-		now = now_ns();
+		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
-		now = now_ns();
+		now = pt__now_ns();
 		for (struct session **pp = &s->sessions; *pp;) {
 			struct session *ss = *pp;
 			int gone = pt_tracee_gone(ss->tg->t) || !pt_tracee_attached(ss->tg->t);

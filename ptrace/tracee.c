@@ -18,6 +18,7 @@
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
+#include "ptrace/ptrace_internal.h"
 #include "ptrace/unwind.h"
 
 #define TH_INTERRUPTING 0x01u   /* PTRACE_INTERRUPT sent, stop not yet seen */
@@ -55,14 +56,6 @@ struct pt_tracee {
 };
 
 static uint64_t mm_fingerprint(struct pt_tracee *t);
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts *opts)
 {
@@ -489,7 +482,7 @@ static void wait_wake(int fd, uint64_t timeout_ns)
 
 int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 {
-	uint64_t deadline = now_ns() + timeout_ns;
+	uint64_t deadline = pt__now_ns() + timeout_ns;
 
 	if (!t->attached)
 		return 0;
@@ -515,7 +508,7 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 			live += !(t->th[i].flags & TH_GONE);
 		if (!live || !t->attached)
 			break;
-		uint64_t now = now_ns();
+		uint64_t now = pt__now_ns();
 
 		if (now >= deadline)
 			return -EINPROGRESS;
@@ -609,7 +602,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 	for (int i = 0; i < nsel; i++) {
 		struct thread *th = &t->th[sel[i]];
 
-		th->t_interrupt = now_ns();
+		th->t_interrupt = pt__now_ns();
 		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0) {
 			sel[i] = SIZE_MAX;
 			continue;
@@ -619,7 +612,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		pending++;
 	}
 	/* 3. Collect each stop, capture, resume at once. */
-	deadline = now_ns() + wait_ns;
+	deadline = pt__now_ns() + wait_ns;
 	while (pending > 0) {
 		for (int i = 0; i < nsel; i++) {
 			struct thread *th;
@@ -648,12 +641,12 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 				ncap++;
 			}
 			ptrace(PTRACE_CONT, th->tid, 0, 0);
-			pause[i] = now_ns() - th->t_interrupt;
+			pause[i] = pt__now_ns() - th->t_interrupt;
 			t->st.stops++;
 		}
 		if (pending <= 0)
 			break;
-		uint64_t now = now_ns();
+		uint64_t now = pt__now_ns();
 
 		if (now >= deadline)
 			break;
@@ -668,12 +661,12 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		}
 	/* 4. Unwind offline, after every thread runs again. */
 	for (int k = 0; k < ncap; k++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = pt__now_ns();
 		int complete;
 
 		t->nframes[k] = pt_unwind(t->unw, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
 					  t->o.max_frames, &complete);
-		t->caps[k].stack_len = now_ns() - t0;   /* reused: unwind time */
+		t->caps[k].stack_len = pt__now_ns() - t0;   /* reused: unwind time */
 		t->st.incomplete_stacks += !complete;
 	}
 	/* An exec replaces the address space the captures point into, and it

@@ -13,7 +13,6 @@
 #define CONN_F_BUSY      0x01u   /* a handler owns the current request */
 #define CONN_F_CLOSING   0x02u
 #define CONN_F_KEEPALIVE 0x04u
-#define CONN_F_DONE      0x08u   /* a whole request was parsed */
 #define CONN_F_DRAINING  0x10u   /* drain() is on the stack */
 #define CONN_F_PARTIAL   0x20u   /* some of a request has arrived, not all */
 
@@ -249,7 +248,6 @@ static int on_message_complete(llhttp_t *p)
 {
 	struct sc_conn *c = conn_of(p);
 
-	c->flags |= CONN_F_DONE;
 	c->flags &= ~CONN_F_PARTIAL;
 	if (llhttp_should_keep_alive(p))
 		c->flags |= CONN_F_KEEPALIVE;
@@ -286,7 +284,6 @@ static void dispatch(struct sc_conn *c)
 	char *url = c->url.data ? c->url.data : (char *)"", *q;
 
 	c->flags |= CONN_F_BUSY;
-	c->flags &= ~CONN_F_DONE;
 	uv_timer_stop(&c->timer);
 	req.method = llhttp_method_name((llhttp_method_t)c->parser.method);
 	req.head = c->parser.method == HTTP_HEAD;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void sc_buf_init(struct sc_buf *b, size_t max)
 {
@@ -188,22 +187,4 @@ int sc_hexval(int ch)
 const char *sc_strerror(int err)
 {
 	return strerror(err < 0 ? -err : err);
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t sc_now_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
-uint64_t sc_wall_ns(void)
-{
-	return clock_ns(CLOCK_REALTIME);
 }

@@ -48,7 +48,5 @@ int sc_parse_hostport(const char *s, char *host, size_t hlen, int *port);
 int sc_hexval(int ch);
 
 const char *sc_strerror(int err);
-uint64_t sc_now_ns(void);      /* CLOCK_MONOTONIC */
-uint64_t sc_wall_ns(void);     /* CLOCK_REALTIME */
 
 #endif

@@ -1,0 +1,28 @@
+/* Declarations shared only inside ptrace/ (STYLE H1). Any thread. */
+#ifndef PT_INTERNAL_H
+#define PT_INTERNAL_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t pt__clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC, for intervals. */
+static inline uint64_t pt__now_ns(void)
+{
+	return pt__clock_ns(CLOCK_MONOTONIC);
+}
+
+/* CLOCK_REALTIME, for time stamps in profiles. */
+static inline uint64_t pt__wall_ns(void)
+{
+	return pt__clock_ns(CLOCK_REALTIME);
+}
+
+#endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
+#include "ptrace/perfmap.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/unwind.h"
@@ -53,6 +55,12 @@ struct pt_tracee {
 	uint64_t *frames;        /* max_frames per slot */
 	int *nframes;
 	struct pt_tracee_stats st;
+	/* JIT symbols (perf map): reloaded at most once per maps refresh, and
+	 * only when the file changed */
+	struct pt_perfmap *pm;
+	pid_t nspid;
+	int pm_checked;
+	struct stat pm_st;
 };
 
 static uint64_t mm_fingerprint(struct pt_tracee *t);
@@ -118,6 +126,7 @@ void pt_tracee_free(struct pt_tracee *t)
 	pt_modules_free(t->mods);
 	pt_mem_free(t->mem);
 	pt_maps_free(t->maps);
+	pt_perfmap_free(t->pm);
 	free(t);
 }
 
@@ -231,6 +240,7 @@ int pt_tracee_refresh_maps(struct pt_tracee *t)
 		return err;
 	pt_maps_free(t->maps);
 	t->maps = m;
+	t->pm_checked = 0;
 	pt_mem_set_maps(t->mem, m);
 	pt_unwinder_set_maps(t->unw, m);
 	return 0;
@@ -244,6 +254,9 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	pt_mem_flush(t->mem);
 	pt_modules_reset(t->mods);
 	pt_modules_freeze(t->mods, 0);
+	pt_perfmap_free(t->pm);
+	t->pm = NULL;
+	memset(&t->pm_st, 0, sizeof(t->pm_st));
 	pt_unwinder_flush(t->unw);
 	pt_tracee_refresh_maps(t);
 	t->mm_fp = mm_fingerprint(t);   /* the new program's */
@@ -703,6 +716,57 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 	return ncap;
 }
 
+/* Loads the target's perf map if it changed since the last load. A file
+ * still being appended to is read up to its last complete line. */
+static void perfmap_refresh(struct pt_tracee *t)
+{
+	struct pt_perfmap *pm;
+	struct stat st;
+	char *text = NULL;
+	size_t len = 0, want;
+	int fd;
+
+	t->pm_checked = 1;
+	if (!t->nspid) {
+		char path[64], buf[4096];
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) < 0 || pt_proc_parse_nspid(buf, &t->nspid))
+			t->nspid = t->pid;
+	}
+	fd = pt_perfmap_open(t->pid, t->nspid);
+	if (fd < 0)
+		return;   /* none (the usual case), or not a regular file: keep what we had */
+	if (fstat(fd, &st) < 0 || (st.st_ino == t->pm_st.st_ino && st.st_dev == t->pm_st.st_dev &&
+				   st.st_size == t->pm_st.st_size &&
+				   st.st_mtim.tv_sec == t->pm_st.st_mtim.tv_sec &&
+				   st.st_mtim.tv_nsec == t->pm_st.st_mtim.tv_nsec))
+		goto out;
+	want = st.st_size > (off_t)PT_PERFMAP_MAX_BYTES ? PT_PERFMAP_MAX_BYTES : (size_t)st.st_size;
+	if (!(text = malloc(want + 1)))
+		goto out;
+	while (len < want) {
+		ssize_t n = read(fd, text + len, want - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	while (len && text[len - 1] != '\n')
+		len--;
+	if (pt_perfmap_parse(text, len, &pm, NULL) == 0) {
+		pt_perfmap_free(t->pm);
+		t->pm = pm;
+		t->pm_st = st;
+		t->st.perfmap_entries = pt_perfmap_count(pm);
+	}
+out:
+	free(text);
+	close(fd);
+}
+
 void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
 			 const struct pt_module **modp)
 {
@@ -710,6 +774,12 @@ void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
 
 	*name = mod ? pt_module_symbol(t->mods, mod, addr) : NULL;
 	*modp = mod;
+	if (!mod) {
+		/* Anonymous memory: code a JIT wrote, named in its perf map. */
+		if (!t->pm_checked)
+			perfmap_refresh(t);
+		*name = pt_perfmap_lookup(t->pm, addr);
+	}
 }
 
 const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr)

@@ -27,6 +27,7 @@ struct pt_tracee_stats {
 	uint64_t late_stops;        /* interrupted but not stopped within the tick */
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
+	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 };
 
 /* Called once per thread-sample after the thread has been resumed. frames
@@ -79,8 +80,10 @@ int pt_tracee_refresh_maps(struct pt_tracee *t);
 const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t);
 
 /* Symbolizes a runtime address: *name is the function (NULL if no symbol
- * covers it), *mod the module (NULL outside every file mapping). Strings
- * are owned by the tracee and valid until the next exec or refresh. */
+ * covers it), *mod the module (NULL outside every file mapping). Addresses
+ * outside every module are looked up in the target's perf map
+ * (/tmp/perf-<pid>.map, reloaded once per maps refresh if it changed).
+ * Strings are owned by the tracee and valid until the next exec or refresh. */
 void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
 			 const struct pt_module **mod);
 /* Build-id of the module holding addr ("" if unknown). */

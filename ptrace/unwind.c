@@ -193,6 +193,13 @@ void pt_unwinder_flush(struct pt_unwinder *u)
 	unw_flush_cache(u->as, 0, 0);
 }
 
+static int is_code(const struct pt_maps *maps, uint64_t addr)
+{
+	const struct pt_map *m = pt_maps_find(maps, addr);
+
+	return m && (m->flags & PT_MAP_X);
+}
+
 int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
 	      int *complete)
 {
@@ -235,6 +242,11 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 		 * return address: keep it exact too. Every other return address
 		 * steps back into its call instruction. */
 		from_signal = unw_is_signal_frame(&cur) > 0;
+		/* Code lives in executable mappings. Past the last frame with
+		 * unwind info libunwind falls back to the frame-pointer chain (it
+		 * walks JIT code so), and at a chain's end that yields junk. */
+		if (u->maps && !is_code(u->maps, from_signal ? ip : ip - 1))
+			break;
 		if (from_signal && prev_adjusted)
 			frames[n - 1] += 1;
 		frames[n++] = from_signal ? ip : ip - 1;

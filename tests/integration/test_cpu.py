@@ -241,3 +241,42 @@ def threads_created_after_attach_are_followed():
         with open("/proc/%d/task/%s/status" % (f.pid, tid)) as fh:
             check("TracerPid:\t0\n" in fh.read(), "thread %s still traced" % tid)
     pp.stop(), f.stop()
+
+
+@test
+def jit_code_is_named_from_the_perf_map():
+    """node --perf-basic-prof writes /tmp/perf-<pid>.map: the JavaScript
+    functions are named from it, and the stack runs on through the JIT
+    frames (frame pointers) into node's own C++ down to main."""
+    node = shutil.which("node")
+    if not node:
+        raise Skip("node is not installed (scripts/packages.txt installs nodejs)")
+    proc = subprocess.Popen([node, "--perf-basic-prof", "--no-turbo-inlining",
+                             os.path.join(lib.ROOT, "tests", "fixtures", "jit.js")],
+                            stdout=subprocess.PIPE, text=True)
+    lib.PROCS.append(proc)
+    try:
+        check(proc.stdout.readline().startswith("ready"), "the JIT fixture did not start")
+        pp = Podprof("--pid", str(proc.pid))
+        path = save(get_profile(pp, "seconds=2&hz=200"), "jit.pb.gz")
+        top = pprof("-top", path)
+        flat = {}
+        for pct, name in re.findall(r"^\s*\S+\s+([\d.]+)%\s+\S+%\s+\S+\s+\S+%\s+(.+?)\s*$", top, re.M):
+            flat[name] = flat.get(name, 0.0) + float(pct)
+        inner = sum(v for k, v in flat.items() if re.match(r"JS:[*~^]?podprofInner .*jit\.js:\d+", k))
+        check(inner >= 60, "podprofInner has %.1f%% flat:\n%s" % (inner, top))
+        tr = traces(path)
+        deep = [f for _, f in tr if re.match(r"JS:\S*podprofInner", f[0])]
+        check(deep, "no stack starts in podprofInner")
+        whole = [f for f in deep if any(re.match(r"JS:\S*podprofOuter", x) for x in f[1:3])
+                 and "node::Start" in f and f[-1] in ("__libc_start_call_main", "_start")]
+        check(len(whole) * 2 >= len(deep),
+              "few stacks reach podprofOuter and node::Start (%d of %d): %s" % (len(whole), len(deep), deep[:3]))
+        for f in deep:
+            check(not any(re.match(r"^0x[0-9a-f]+$", x) for x in f),
+                  "an unnamed address in a JIT stack: %s" % f)
+        print("  info: podprofInner %.1f%% flat, %d of %d stacks complete" % (inner, len(whole), len(deep)))
+        pp.stop()
+    finally:
+        proc.kill()
+        proc.wait()

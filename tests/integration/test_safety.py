@@ -294,3 +294,23 @@ def timer_signals_all_accounted_for_while_profiled():
     check(abs(total - int(expected)) <= 1, "timer: %s runs + %s overruns = %d, expected %s" %
           (runs, overruns, total, expected))
     print("  info: timer %s handler runs + %s overruns = %d of %s expirations" % (runs, overruns, total, expected))
+
+
+@test
+def sigchld_from_children_delivered_while_profiled():
+    """A thread forks thousands of children, one at a time, each waiting for
+    its SIGCHLD to reach the handler before the next: profiled at 1 kHz,
+    every child's signal is delivered (a lost one would time out in the
+    fixture), and the forking thread is sampled like any other."""
+    f = Fixture(threads=1, extra=["-F"])
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=1000"), "sigchld.pb.gz")
+    pp.stop()
+    f.stop()
+    handled, forked, lost = map(int, re.search(r"sigchld=(\d+)/(\d+) lost=(\d+)", f.output).groups())
+    check(lost == 0 and handled == forked, "sigchld: %d handled of %d children, %d waits timed out" %
+          (handled, forked, lost))
+    check(forked >= 1000, "only %d children forked in the run" % forked)
+    names = set(x for _, fr in traces(path) for x in fr)
+    check("forker" in names, "the forking thread was never sampled: %s" % sorted(names)[:40])
+    print("  info: %d children, %d SIGCHLD delivered, none lost" % (forked, handled))

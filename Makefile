@@ -54,6 +54,13 @@ $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: encoder/profile.proto
 	@echo "  PROTOC  $<"
 	$(Q)mkdir -p $(BUILD)/gen && protoc-c --proto_path=encoder --c_out=$(BUILD)/gen encoder/profile.proto
 
+# System call names, from the kernel headers this machine builds against.
+SYSCALL_HDR ?= /usr/include/x86_64-linux-gnu/asm/unistd_64.h
+$(BUILD)/gen/syscalls.h: $(SYSCALL_HDR)
+	@echo "  GEN     $@"
+	$(Q)mkdir -p $(BUILD)/gen && sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9]*\)$$/[\2] = "\1",/p' $< > $@.tmp && \
+		test -s $@.tmp && mv -f $@.tmp $@
+
 # Generated code is not ours: compile it without -Werror and our extra warnings.
 $(BUILD)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 	@echo "  CC      $@"
@@ -63,7 +70,7 @@ $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -w -I$(LLHTTP_INC) -c -o $@ $<
 
-$(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h
+$(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
 

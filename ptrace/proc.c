@@ -205,6 +205,53 @@ int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns)
 	return next_u64(&text, run_ns);
 }
 
+static int next_hex(const char **cur, uint64_t *out)
+{
+	const char *s = *cur;
+	char *end;
+
+	while (*s == ' ')
+		s++;
+	if (s[0] != '0' || s[1] != 'x' || !isxdigit((unsigned char)s[2]))
+		return -EBADMSG;
+	errno = 0;
+	*out = strtoull(s + 2, &end, 16);
+	if (errno)
+		return -EBADMSG;
+	*cur = end;
+	return 0;
+}
+
+static const char *const syscall_names[] = {
+#include "syscalls.h"
+};
+
+const char *pt_syscall_name(int nr)
+{
+	if (nr < 0 || (size_t)nr >= sizeof(syscall_names) / sizeof(syscall_names[0]))
+		return NULL;
+	return syscall_names[nr];
+}
+
+int pt_proc_parse_syscall(const char *text, long *nr, uint64_t *sp, uint64_t *pc)
+{
+	long long n;
+	uint64_t arg;
+
+	if (!strncmp(text, "running", 7))
+		return -EAGAIN;
+	if (next_i64(&text, &n) || n < -1 || n > 4095)
+		return -EBADMSG;
+	if (n >= 0)
+		for (int i = 0; i < 6; i++)
+			if (next_hex(&text, &arg))
+				return -EBADMSG;
+	if (next_hex(&text, sp) || next_hex(&text, pc))
+		return -EBADMSG;
+	*nr = (long)n;
+	return 0;
+}
+
 int pt_proc_status_value(const char *text, const char *key, long long *out)
 {
 	size_t klen = strlen(key);

@@ -43,6 +43,15 @@ int pt_proc_parse_nspid(const char *text, pid_t *out);
  * (kB for memory lines). Returns 0, -ENOENT or -EBADMSG. */
 int pt_proc_status_value(const char *text, const char *key, long long *out);
 
+/* Parses /proc/<tid>/syscall: "230 0x1 0x0 0x7ffc 0x0 0x0 0x0 0x7ffc1000 0x7f00beef"
+ * (number, six arguments, stack pointer, program counter) or "-1 SP PC"
+ * (blocked outside a system call). "running" and anything else: -EAGAIN or
+ * -EBADMSG. */
+int pt_proc_parse_syscall(const char *text, long *nr, uint64_t *sp, uint64_t *pc);
+
+/* "read", "futex", ... for an x86-64 system call number; NULL if unknown. */
+const char *pt_syscall_name(int nr);
+
 #define PT_MAP_R 1u
 #define PT_MAP_W 2u
 #define PT_MAP_X 4u

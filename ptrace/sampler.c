@@ -28,6 +28,8 @@ struct entry {
 	int64_t count, cpu_ns;
 	pid_t tid;
 	char comm[16];
+	char state;
+	int syscall;
 };
 
 struct session {
@@ -137,9 +139,12 @@ static int table_grow(struct session *ss)
 	return 0;
 }
 
-static int session_add(struct session *ss, pid_t tid, const char *comm, const uint64_t *f, int n,
-		       int64_t cpu_ns, int max_stacks)
+static int session_add(struct session *ss, const struct pt_sample *smp, int64_t cpu_ns,
+		       int max_stacks)
 {
+	const uint64_t *f = smp->frames;
+	pid_t tid = smp->tid;
+	int n = smp->n;
 	uint64_t h = hash_frames(tid, f, n);
 	size_t j;
 
@@ -172,8 +177,9 @@ static int session_add(struct session *ss, pid_t tid, const char *comm, const ui
 		ss->frames_cap = cap;
 	}
 	memcpy(ss->frames + ss->nframes, f, (size_t)n * sizeof(*f));
-	ss->tab[j] = (struct entry){ h, (uint32_t)ss->nframes, (uint32_t)n, 1, cpu_ns, tid, "" };
-	snprintf(ss->tab[j].comm, sizeof(ss->tab[j].comm), "%s", comm);
+	ss->tab[j] = (struct entry){ h, (uint32_t)ss->nframes, (uint32_t)n, 1, cpu_ns, tid, "",
+				     smp->state, smp->syscall };
+	snprintf(ss->tab[j].comm, sizeof(ss->tab[j].comm), "%s", smp->comm);
 	ss->nframes += (size_t)n;
 	ss->used++;
 	return 0;
@@ -265,6 +271,8 @@ static int build_profile(struct session *ss, struct pt_profile **out)
 		sm->count = en->count;
 		sm->cpu_ns = en->cpu_ns;
 		sm->tid = en->tid;
+		sm->state = en->state;
+		sm->syscall = en->syscall;
 		memcpy(sm->thread, en->comm, sizeof(sm->thread));
 		for (uint32_t k = 0; k < en->n; k++) {
 			uint64_t a = ss->frames[en->off + k];
@@ -442,6 +450,48 @@ static void start_cpu(struct pt_sampler *s, struct pt_request *req)
 	      req->seconds, req->hz, count_sessions(s));
 }
 
+static void on_snap_sample(void *arg, const struct pt_sample *smp)
+{
+	struct session *ss = arg;
+
+	ss->thread_samples++;
+	session_add(ss, smp, 0, INT32_MAX);
+}
+
+/* The thread dump: every thread's stack now, through the snapshot cache. */
+static void do_snapshot(struct pt_sampler *s, struct pt_request *req)
+{
+	struct session ss = { .req = req };
+	struct target *tg = target_get(s, req->pid, &req->err);
+	uint64_t t0 = pt__now_ns();
+	int n, stopped = 0, attached_now = 0;
+
+	if (!tg)
+		return;
+	if (!pt_tracee_attached(tg->t)) {
+		if ((req->err = pt_tracee_attach(tg->t)))
+			return;
+		attached_now = 1;
+	}
+	ss.tg = tg;
+	ss.start_ns = t0;
+	ss.start_wall = pt__wall_ns();
+	pt_tracee_poll(tg->t);
+	n = pt_tracee_snapshot(tg->t, 20000000ull, on_snap_sample, &ss, &stopped);
+	if (n < 0)
+		req->err = n;
+	else if (!(req->err = build_profile(&ss, &req->profile))) {
+		req->profile->threads_stopped = (uint64_t)stopped;
+		req->profile->hz = 0;
+	}
+	if (!tg->nsessions)
+		tg->idle_since = pt__now_ns();
+	logf_(s, 1, "snapshot: pid=%d threads=%d stopped=%d%s in %.2f ms", (int)req->pid, n, stopped,
+	      attached_now ? " (attached)" : "", (double)(pt__now_ns() - t0) / 1e6);
+	free(ss.tab);
+	free(ss.frames);
+}
+
 static void finish(struct pt_sampler *s, struct session *ss, int err)
 {
 	struct pt_request *req = ss->req;
@@ -470,8 +520,7 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 
 /* ---- ticking ---------------------------------------------------------- */
 
-static void on_sample(void *arg, pid_t tid, const char *comm, const uint64_t *frames, int n,
-		      uint64_t cpu_ns)
+static void on_sample(void *arg, const struct pt_sample *smp)
 {
 	struct pt_sampler *s = arg;
 
@@ -479,8 +528,7 @@ static void on_sample(void *arg, pid_t tid, const char *comm, const uint64_t *fr
 		if (!ss->take || ss->tg->t == NULL)
 			continue;
 		ss->thread_samples++;
-		session_add(ss, tid, comm, frames, n, (int64_t)((double)cpu_ns * ss->scale),
-			    s->o.max_stacks);
+		session_add(ss, smp, (int64_t)((double)smp->cpu_ns * ss->scale), s->o.max_stacks);
 	}
 }
 
@@ -650,6 +698,9 @@ static void *run(void *arg)
 				complete(s, req);
 			} else if (req->kind == PT_REQ_SYMBOLIZE) {
 				do_symbolize(s, req);
+				complete(s, req);
+			} else if (req->kind == PT_REQ_SNAPSHOT) {
+				do_snapshot(s, req);
 				complete(s, req);
 			} else {
 				start_cpu(s, req);

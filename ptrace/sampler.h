@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum pt_req_kind { PT_REQ_CPU = 1, PT_REQ_SYMBOLIZE };
+/* CPU: a profile over `seconds`. SYMBOLIZE: names of addrs. SNAPSHOT: every
+ * thread's stack now (one sample per thread, count 1: the thread dump). */
+enum pt_req_kind { PT_REQ_CPU = 1, PT_REQ_SYMBOLIZE, PT_REQ_SNAPSHOT };
 
 /* A finished CPU profile in neutral form; indices are 0-based. */
 struct pt_profile_map {
@@ -32,6 +34,8 @@ struct pt_profile_sample {
 	int64_t count, cpu_ns;
 	pid_t tid;           /* the thread (in our PID namespace) */
 	char thread[16];     /* its name (comm) */
+	char state;          /* R S D T ... when sampled */
+	int syscall;         /* system call it was in, or -1 */
 };
 struct pt_profile {
 	uint64_t time_ns, duration_ns;
@@ -44,6 +48,7 @@ struct pt_profile {
 	size_t nsamples;
 	uint32_t *loc_ids;
 	uint64_t thread_samples, dropped_stacks, late_stops;
+	uint64_t threads_stopped;    /* SNAPSHOT: threads stopped (the rest were cached) */
 };
 void pt_profile_free(struct pt_profile *p);
 

@@ -37,6 +37,11 @@ struct thread {
 	uint64_t cpu_ns;         /* CPU used since the previous tick (selected threads) */
 	int slot;                /* capture slot while TH_WANTED */
 	char comm[16];           /* thread name, as of its last selection */
+	char state;              /* R S D ... as of its last selection */
+	/* snapshot cache: the stack at the last snapshot stop */
+	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
+	int snap_n, snap_syscall, snap_restart;
+	uint64_t snap_run_ns, snap_sp, snap_pc;
 };
 
 struct pt_tracee {
@@ -99,6 +104,8 @@ out:
 
 static void close_thread(struct thread *th)
 {
+	free(th->snap);
+	th->snap = NULL;
 	if (th->stat_fd >= 0)
 		close(th->stat_fd);
 	if (th->sched_fd >= 0)
@@ -178,6 +185,8 @@ static void reopen_thread(struct pt_tracee *t, struct thread *th)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)th->tid);
 	th->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
 	th->last_run_ns = 0;
+	free(th->snap);          /* a new program (exec): old stacks mean nothing */
+	th->snap = NULL;
 	if (th->sched_fd >= 0)
 		read_run_ns(th, &th->last_run_ns);
 }
@@ -567,50 +576,18 @@ static uint64_t mm_fingerprint(struct pt_tracee *t)
 	return 0;
 }
 
-int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
-		   void *arg)
+/* Interrupts the selected threads (indices into t->th), captures each as it
+ * stops, resumes it at once, then unwinds offline and reports each. With
+ * `snap`, stacks are also kept in each thread's snapshot cache. Threads
+ * that do not stop within wait_ns are resumed later by pt_tracee_poll,
+ * without a sample: never queued. Returns the number of captures. */
+static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns, int snap,
+		   pt_sample_cb cb, pt_timing_cb tcb, void *arg)
 {
-	uint64_t mm_now;
-	size_t sel[256];   /* indices: t->th may move when a clone is seen */
-	uint64_t deadline, pause[256];
-	int nsel = 0, ncap = 0, pending = 0, max = t->o.max_per_tick;
-	int slot_tid[256];
+	uint64_t deadline, mm_now, pause[256];
+	int ncap = 0, pending = 0, slot_sel[256];
 
-	if (max > 256)
-		max = 256;
-	if (!t->attached || t->detaching || t->execed)
-		return 0;
-	/* 1. Select: a thread is sampled when it used CPU since the last tick
-	 *    and is running now. Idle threads cost one pread, no stop. With
-	 *    more running threads than `max`, the start rotates so that every
-	 *    thread gets its turn (its CPU since it was last looked at is kept
-	 *    for then). */
-	size_t first = t->n ? t->rr++ % t->n : 0;
-
-	for (size_t k = 0; k < t->n && nsel < max; k++) {
-		size_t i = (first + k) % t->n;
-		struct thread *th = &t->th[i];
-		uint64_t run;
-		char buf[512];
-		ssize_t n;
-		struct pt_stat st;
-
-		if (th->flags & (TH_GONE | TH_GROUPSTOP | TH_INTERRUPTING) || read_run_ns(th, &run))
-			continue;
-		if (run == th->last_run_ns)
-			continue;
-		th->cpu_ns = run - th->last_run_ns;
-		th->last_run_ns = run;
-		n = pread(th->stat_fd, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		if (pt_proc_parse_stat(buf, &st) || st.state != 'R')
-			continue;
-		snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */
-		sel[nsel++] = i;
-	}
-	/* 2. Interrupt them all first: a stop is only delivered when the thread
+	/* 1. Interrupt them all first: a stop is only delivered when the thread
 	 *    runs, so waiting for each in turn would serialise their delays. */
 	for (int i = 0; i < nsel; i++) {
 		struct thread *th = &t->th[sel[i]];
@@ -624,7 +601,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		th->slot = -1;
 		pending++;
 	}
-	/* 3. Collect each stop, capture, resume at once. */
+	/* 2. Collect each stop, capture, resume at once. */
 	deadline = pt__now_ns() + wait_ns;
 	while (pending > 0) {
 		for (int i = 0; i < nsel; i++) {
@@ -650,7 +627,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 			/* e == EV_OURS */
 			if (capture(t, th, &t->caps[ncap]) == 0) {
 				th->slot = ncap;
-				slot_tid[ncap] = i;
+				slot_sel[ncap] = i;
 				ncap++;
 			}
 			ptrace(PTRACE_CONT, th->tid, 0, 0);
@@ -665,14 +642,12 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 			break;
 		wait_wake(t->o.wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
 	}
-	/* Threads that did not stop in time keep TH_INTERRUPTING: their stop is
-	 * resumed by pt_tracee_poll without a sample, never queued. */
 	for (int i = 0; i < nsel; i++)
 		if (sel[i] != SIZE_MAX && (t->th[sel[i]].flags & TH_WANTED)) {
 			t->th[sel[i]].flags &= ~TH_WANTED;
 			t->st.late_stops++;
 		}
-	/* 4. Unwind offline, after every thread runs again. */
+	/* 3. Unwind offline, after every thread runs again. */
 	for (int k = 0; k < ncap; k++) {
 		uint64_t t0 = pt__now_ns();
 		int complete;
@@ -691,29 +666,193 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 			poll_thread(t, &t->th[i]);
 			break;
 		}
-	/* One read per tick: any change since the last check (an exec before
-	 * or during this tick's captures) drops them. */
+	/* One read per batch: any change since the last check (an exec before
+	 * or during these captures) drops them. */
 	mm_now = mm_fingerprint(t);
 	if (t->execed || !mm_now || mm_now != t->mm_fp)
 		ncap = 0;
 	t->mm_fp = mm_now;
 	for (int k = 0; k < ncap; k++) {
-		struct thread *th = &t->th[sel[slot_tid[k]]];
-		uint64_t dt = t->caps[k].stack_len;
-		int n = t->nframes[k];
+		struct thread *th = &t->th[sel[slot_sel[k]]];
+		const struct pt_capture *cap = &t->caps[k];
+		uint64_t dt = cap->stack_len;
+		const uint64_t *f = t->frames + (size_t)k * t->o.max_frames;
+		struct pt_sample smp = {
+			.tid = th->tid, .comm = th->comm, .state = th->state,
+			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
+			.frames = f, .n = t->nframes[k], .cpu_ns = th->cpu_ns,
+		};
 
+		th->slot = -1;
 		t->st.thread_samples++;
 		t->st.unwind_ns_total += dt;
-		t->st.pause_ns_total += pause[slot_tid[k]];
-		t->st.frames_total += (uint64_t)n;
+		t->st.pause_ns_total += pause[slot_sel[k]];
+		t->st.frames_total += (uint64_t)smp.n;
+		if (snap) {
+			if (!th->snap && !(th->snap = malloc((size_t)t->o.max_frames * sizeof(*th->snap))))
+				continue;
+			memcpy(th->snap, f, (size_t)smp.n * sizeof(*f));
+			th->snap_n = smp.n;
+			th->snap_sp = cap->regs.rsp;
+			th->snap_pc = cap->regs.rip;
+			th->snap_syscall = smp.syscall;
+			th->snap_restart = 1;
+			t->st.snapshot_stops++;
+		}
 		if (tcb)
-			tcb(arg, pause[slot_tid[k]], dt);
+			tcb(arg, pause[slot_sel[k]], dt);
 		if (cb)
-			cb(arg, th->tid, th->comm, t->frames + (size_t)k * t->o.max_frames, n, th->cpu_ns);
-		th->slot = -1;
+			cb(arg, &smp);
 	}
+	return ncap;
+}
+
+/* Reads state and name from /proc/<tid>/stat. Returns 0 or -1. */
+static int read_state(struct thread *th)
+{
+	struct pt_stat st;
+	char buf[512];
+	ssize_t n = pread(th->stat_fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (pt_proc_parse_stat(buf, &st))
+		return -1;
+	th->state = st.state;
+	snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */
+	return 0;
+}
+
+int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
+		   void *arg)
+{
+	size_t sel[256];   /* indices: t->th may move when a clone is seen */
+	int nsel = 0, ncap, max = t->o.max_per_tick;
+
+	if (max > 256)
+		max = 256;
+	if (!t->attached || t->detaching || t->execed)
+		return 0;
+	/* Select: a thread is sampled when it used CPU since the last tick and
+	 * is running now. Idle threads cost one pread, no stop. With more
+	 * running threads than `max`, the start rotates so that every thread
+	 * gets its turn (its CPU since it was last looked at is kept for then). */
+	size_t first = t->n ? t->rr++ % t->n : 0;
+
+	for (size_t k = 0; k < t->n && nsel < max; k++) {
+		size_t i = (first + k) % t->n;
+		struct thread *th = &t->th[i];
+		uint64_t run;
+
+		if (th->flags & (TH_GONE | TH_GROUPSTOP | TH_INTERRUPTING) || read_run_ns(th, &run))
+			continue;
+		if (run == th->last_run_ns)
+			continue;
+		th->cpu_ns = run - th->last_run_ns;
+		th->last_run_ns = run;
+		if (read_state(th) || th->state != 'R')
+			continue;
+		sel[nsel++] = i;
+	}
+	ncap = collect(t, sel, nsel, wait_ns, 0, cb, tcb, arg);
 	compact(t);
 	return ncap;
+}
+
+/* The CPU a restart of the interrupted system call may take and still count
+ * as "did not run": entering a ptrace stop and going back to sleep. */
+#define RESTART_SLACK_NS 200000ull
+
+/* 1 if th's cached stack still holds: it has not run since (run_ns is what
+ * it was at the capture), or ran only to go back into the same system call
+ * at the same stack and instruction pointers after our stop woke it. */
+static int snap_still_valid(struct pt_tracee *t, struct thread *th, uint64_t run)
+{
+	char path[96], buf[256];
+	uint64_t sp, pc;
+	long nr;
+
+	if (!th->snap || run < th->snap_run_ns)
+		return 0;
+	if (run == th->snap_run_ns)
+		return 1;
+	if (!th->snap_restart || run - th->snap_run_ns > RESTART_SLACK_NS || th->snap_syscall < 0)
+		return 0;
+	th->snap_restart = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)t->pid, (int)th->tid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_syscall(buf, &nr, &sp, &pc) ||
+	    sp != th->snap_sp || pc != th->snap_pc)
+		return 0;
+	th->snap_run_ns = run;   /* the restart is absorbed once */
+	return 1;
+}
+
+int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, void *arg,
+		       int *stopped)
+{
+	size_t sel[256], count = 0, next = 0;
+	pid_t *tids;
+	int max = t->o.max_per_tick, reported = 0;
+
+	*stopped = 0;
+	if (max > 256)
+		max = 256;
+	if (!t->attached || t->detaching || t->execed)
+		return -ESRCH;
+	/* The thread list may grow (clones seen while collecting) and move:
+	 * walk a copy of the tids, finding each thread again per batch. */
+	if (!(tids = malloc((t->n ? t->n : 1) * sizeof(*tids))))
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++)
+		if (!(t->th[i].flags & TH_GONE))
+			tids[count++] = t->th[i].tid;
+	while (next < count && !t->execed) {
+		int nsel = 0;
+
+		for (; next < count && nsel < max; next++) {
+			struct thread *th = find_thread(t, tids[next]);
+			uint64_t run;
+
+			if (!th || (th->flags & TH_INTERRUPTING))
+				continue;
+			if (th->flags & TH_GROUPSTOP) {
+				struct pt_sample smp = { .tid = th->tid, .comm = th->comm, .state = 'T',
+							 .syscall = -1, .frames = th->snap,
+							 .n = th->snap ? th->snap_n : 0, .cached = 1 };
+
+				cb(arg, &smp);
+				reported++;
+				continue;
+			}
+			if (read_run_ns(th, &run))
+				continue;
+			if (snap_still_valid(t, th, run)) {
+				struct pt_sample smp = { .tid = th->tid, .comm = th->comm,
+							 .state = th->state, .syscall = th->snap_syscall,
+							 .frames = th->snap, .n = th->snap_n, .cached = 1 };
+
+				t->st.snapshot_reused++;
+				cb(arg, &smp);
+				reported++;
+				continue;
+			}
+			if (read_state(th))
+				continue;
+			th->snap_run_ns = run;
+			th->cpu_ns = 0;
+			sel[nsel++] = (size_t)(th - t->th);
+		}
+		if (nsel) {
+			int n = collect(t, sel, nsel, wait_ns, 1, cb, NULL, arg);
+
+			*stopped += nsel;
+			reported += n;
+		}
+		compact(t);
+	}
+	free(tids);
+	return reported;
 }
 
 /* Loads the target's perf map if it changed since the last load. A file

@@ -28,13 +28,21 @@ struct pt_tracee_stats {
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
+	uint64_t snapshot_stops, snapshot_reused;
 };
 
-/* Called once per thread-sample after the thread has been resumed. frames
- * are leaf first (see pt_unwind). cpu_ns is the CPU time the thread used
- * since it was last looked at; comm is the thread's name. */
-typedef void (*pt_sample_cb)(void *arg, pid_t tid, const char *comm, const uint64_t *frames,
-			     int n, uint64_t cpu_ns);
+/* One thread's stack, handed to a callback after the thread was resumed. */
+struct pt_sample {
+	pid_t tid;
+	const char *comm;       /* the thread's name */
+	char state;             /* from /proc/<tid>/stat: R S D T t Z ... */
+	int syscall;            /* the system call it was in when stopped, or -1 */
+	const uint64_t *frames; /* leaf first (see pt_unwind) */
+	int n;
+	uint64_t cpu_ns;        /* tick: CPU used since the thread was last looked at */
+	int cached;             /* snapshot: not stopped, its last stack still holds */
+};
+typedef void (*pt_sample_cb)(void *arg, const struct pt_sample *s);
 /* Receives each pause (interrupt sent .. thread resumed) and unwind time. */
 typedef void (*pt_timing_cb)(void *arg, uint64_t pause_ns, uint64_t unwind_ns);
 
@@ -74,6 +82,18 @@ void pt_tracee_poll(struct pt_tracee *t);
  * wait_ns. Returns the number of thread-samples or a negative errno. */
 int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
 		   void *arg);
+
+/* Every thread's stack now (the thread dump). Threads are stopped one batch
+ * of max_per_tick at a time, each resumed at once after its capture. A
+ * thread blocked since its last snapshot is not stopped again: if it has
+ * not run since (one /proc read), or if it ran only to restart the system
+ * call our own stop interrupted (same stack and instruction pointers in
+ * /proc/<tid>/syscall), its cached stack is reported with cached=1.
+ * Threads in a group-stop are reported with state 'T' and their last stack
+ * (n=0 if none). Returns the number of threads reported or a negative errno;
+ * *stopped counts the threads stopped. */
+int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, void *arg,
+		       int *stopped);
 
 /* Re-reads /proc/<pid>/maps. Returns 0 or a negative errno. */
 int pt_tracee_refresh_maps(struct pt_tracee *t);

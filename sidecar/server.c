@@ -45,6 +45,7 @@ struct pending {
 	struct sc_conn *conn;        /* NULL once the client went away */
 	uint64_t *addrs;
 	int head;
+	int debug;                   /* goroutine: 0 proto, 1 grouped text, 2 dump */
 	struct pending *next;
 };
 
@@ -205,14 +206,30 @@ static const char *req_error(int err)
 	}
 }
 
-static int encode_cpu(const struct pt_profile *pr, uint8_t **out, size_t *len)
+static const char *state_name(char state)
+{
+	switch (state) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "uninterruptible";
+	case 'T': return "stopped";
+	case 't': return "traced";
+	case 'Z': return "zombie";
+	default: return "unknown";
+	}
+}
+
+/* The profile.proto of a CPU profile (kind PT_REQ_CPU) or of a thread dump
+ * (PT_REQ_SNAPSHOT: Go's goroutine profile, one sample per thread). */
+static int encode_profile(const struct pt_profile *pr, enum pt_req_kind kind, pid_t pid,
+			  uint8_t **out, size_t *len)
 {
 	struct enc_pprof *e = NULL;
 	int64_t *map_ids = NULL;
 	uint64_t *loc_ids = NULL, *stack = NULL;
 	size_t maxn = 0;
 	int err;
-	char comment[160];
+	char comment[256];
 
 	if ((err = enc_pprof_new(&e)))
 		return err;
@@ -225,14 +242,25 @@ static int encode_cpu(const struct pt_profile *pr, uint8_t **out, size_t *len)
 	err = -ENOMEM;
 	if (!map_ids || !loc_ids || !stack)
 		goto out;
-	if ((err = enc_pprof_sample_type(e, "samples", "count")) ||
-	    (err = enc_pprof_sample_type(e, "cpu", "nanoseconds")) ||
-	    (err = enc_pprof_period(e, "cpu", "nanoseconds", 1000000000ll / pr->hz)))
-		goto out;
-	enc_pprof_time(e, (int64_t)pr->time_ns, (int64_t)pr->duration_ns);
-	snprintf(comment, sizeof(comment),
-		 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
-		 " dropped_stacks=%" PRIu64, pr->hz, pr->thread_samples, pr->dropped_stacks);
+	if (kind == PT_REQ_CPU) {
+		if ((err = enc_pprof_sample_type(e, "samples", "count")) ||
+		    (err = enc_pprof_sample_type(e, "cpu", "nanoseconds")) ||
+		    (err = enc_pprof_period(e, "cpu", "nanoseconds", 1000000000ll / pr->hz)))
+			goto out;
+		enc_pprof_time(e, (int64_t)pr->time_ns, (int64_t)pr->duration_ns);
+		snprintf(comment, sizeof(comment),
+			 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
+			 " dropped_stacks=%" PRIu64, pr->hz, pr->thread_samples, pr->dropped_stacks);
+	} else {
+		if ((err = enc_pprof_sample_type(e, "goroutine", "count")) ||
+		    (err = enc_pprof_period(e, "goroutine", "count", 1)))
+			goto out;
+		enc_pprof_time(e, (int64_t)pr->time_ns, 0);
+		snprintf(comment, sizeof(comment),
+			 "podprof: every thread of pid %d, one sample each; threads=%zu stopped=%" PRIu64
+			 " (the others were blocked, unchanged since their last snapshot)",
+			 (int)pid, pr->nsamples, pr->threads_stopped);
+	}
 	if ((err = enc_pprof_comment(e, comment)))
 		goto out;
 	for (size_t i = 0; i < pr->nmaps; i++) {
@@ -266,15 +294,20 @@ static int encode_cpu(const struct pt_profile *pr, uint8_t **out, size_t *len)
 	for (size_t i = 0; i < pr->nsamples; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
 		int64_t v[2] = { s->count, s->cpu_ns };
+		const char *sc = s->syscall >= 0 ? pt_syscall_name(s->syscall) : NULL;
 		/* Which thread: pprof -tagfocus=thread=NAME or -tagfocus=tid=N. */
-		struct enc_label lab[2] = {
+		struct enc_label lab[4] = {
 			{ .key = "thread", .str = s->thread[0] ? s->thread : "?" },
 			{ .key = "tid", .num = s->tid },
+			{ .key = "state", .str = state_name(s->state) },
+			{ .key = "syscall", .str = sc ? sc : "?" },
 		};
+		size_t nl = kind == PT_REQ_CPU ? 2 : s->syscall >= 0 ? 4 : 3;
 
 		for (uint32_t k = 0; k < s->n; k++)
 			stack[k] = loc_ids[pr->loc_ids[s->first + k]];
-		if ((err = enc_pprof_sample_labels(e, stack, s->n, v, 2, lab, 2)))
+		if ((err = enc_pprof_sample_labels(e, stack, s->n, v, kind == PT_REQ_CPU ? 2 : 1,
+						   lab, nl)))
 			goto out;
 	}
 	err = enc_pprof_encode(e, MAX_PROFILE_BYTES, out, len);
@@ -304,7 +337,7 @@ static void answer_cpu(struct pending *p)
 		go_error(p->conn, p->req.err == -EBUSY ? 503 : 500, m);
 		return;
 	}
-	err = encode_cpu(p->req.profile, &body, &len);
+	err = encode_profile(p->req.profile, PT_REQ_CPU, p->req.pid, &body, &len);
 	if (err) {
 		log_error("pprof: encoding the CPU profile failed: %s", sc_strerror(err));
 		go_error(p->conn, 500, "failed to encode profile");
@@ -314,6 +347,181 @@ static void answer_cpu(struct pending *p)
 			      "Content-Type: application/octet-stream\r\n"
 			      "Content-Disposition: attachment; filename=\"profile\"\r\n",
 			      body, len);
+}
+
+/* Where a location lives, for the text formats: "<file> +0x<file offset>"
+ * of its mapping, or "?" for anonymous memory. */
+static void loc_where(const struct pt_profile *pr, const struct pt_profile_loc *l, struct sc_buf *b)
+{
+	if (l->map >= 0) {
+		const struct pt_profile_map *m = &pr->maps[l->map];
+
+		sc_buf_printf(b, "%s +%#" PRIx64, m->path, l->addr - m->start + m->offset);
+	} else {
+		sc_buf_printf(b, "?");
+	}
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct pt_profile_sample *x = *(const struct pt_profile_sample *const *)a;
+	const struct pt_profile_sample *y = *(const struct pt_profile_sample *const *)b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* debug=2: one block per thread, shaped like Go's panic output. */
+static void dump_threads(const struct pt_profile *pr, struct sc_buf *b,
+			 const struct pt_profile_sample **order)
+{
+	for (size_t i = 0; i < pr->nsamples; i++)
+		order[i] = &pr->samples[i];
+	qsort(order, pr->nsamples, sizeof(*order), cmp_tid);
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = order[i];
+		const char *sc = s->syscall >= 0 ? pt_syscall_name(s->syscall) : NULL;
+
+		sc_buf_printf(b, "goroutine %d [%s", (int)s->tid, state_name(s->state));
+		if (s->syscall >= 0)
+			sc_buf_printf(b, ", syscall %s", sc ? sc : "?");
+		sc_buf_printf(b, ", thread \"%s\"]:\n", s->thread);
+		if (!s->n)
+			sc_buf_printf(b, "(stack not captured)\n");
+		for (uint32_t k = 0; k < s->n; k++) {
+			const struct pt_profile_loc *l = &pr->locs[pr->loc_ids[s->first + k]];
+
+			sc_buf_printf(b, "%s(...)\n\t", l->name);
+			loc_where(pr, l, b);
+			sc_buf_printf(b, "\n");
+		}
+		sc_buf_printf(b, "\n");
+	}
+}
+
+struct stack_group {
+	const struct pt_profile_sample *s;
+	int64_t count;
+};
+
+static const struct pt_profile *group_pr;   /* for cmp_group: loop thread only */
+
+static int cmp_stack(const struct pt_profile_sample *x, const struct pt_profile_sample *y)
+{
+	const struct pt_profile *pr = group_pr;
+
+	for (uint32_t k = 0; k < x->n && k < y->n; k++) {
+		uint64_t a = pr->locs[pr->loc_ids[x->first + k]].addr;
+		uint64_t c = pr->locs[pr->loc_ids[y->first + k]].addr;
+
+		if (a != c)
+			return a < c ? -1 : 1;
+	}
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+static int cmp_sample_stack(const void *a, const void *b)
+{
+	return cmp_stack(*(const struct pt_profile_sample *const *)a,
+			 *(const struct pt_profile_sample *const *)b);
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct stack_group *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return cmp_stack(x->s, y->s);
+}
+
+/* debug=1: Go's count profile: threads grouped by identical stack, most
+ * common first ("N @ pc pc ...", then "#\tpc\tname\twhere" per frame). */
+static int count_profile(const struct pt_profile *pr, struct sc_buf *b,
+			 const struct pt_profile_sample **order)
+{
+	struct stack_group *g = calloc(pr->nsamples + 1, sizeof(*g));
+	size_t ng = 0;
+
+	if (!g)
+		return -ENOMEM;
+	group_pr = pr;
+	for (size_t i = 0; i < pr->nsamples; i++)
+		order[i] = &pr->samples[i];
+	qsort(order, pr->nsamples, sizeof(*order), cmp_sample_stack);
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		if (ng && !cmp_stack(g[ng - 1].s, order[i]))
+			g[ng - 1].count += order[i]->count;
+		else
+			g[ng++] = (struct stack_group){ order[i], order[i]->count };
+	}
+	qsort(g, ng, sizeof(*g), cmp_group);
+	sc_buf_printf(b, "goroutine profile: total %zu\n", pr->nsamples);
+	for (size_t i = 0; i < ng; i++) {
+		const struct pt_profile_sample *s = g[i].s;
+
+		sc_buf_printf(b, "%" PRId64 " @", g[i].count);
+		for (uint32_t k = 0; k < s->n; k++)
+			sc_buf_printf(b, " %#" PRIx64, pr->locs[pr->loc_ids[s->first + k]].addr);
+		sc_buf_printf(b, "\n");
+		for (uint32_t k = 0; k < s->n; k++) {
+			const struct pt_profile_loc *l = &pr->locs[pr->loc_ids[s->first + k]];
+
+			sc_buf_printf(b, "#\t%#" PRIx64 "\t%s\t", l->addr, l->name);
+			loc_where(pr, l, b);
+			sc_buf_printf(b, "\n");
+		}
+		sc_buf_printf(b, "\n");
+	}
+	free(g);
+	return 0;
+}
+
+static void answer_goroutine(struct pending *p)
+{
+	const struct pt_profile *pr = p->req.profile;
+	const struct pt_profile_sample **order;
+	struct sc_buf b;
+	uint8_t *body;
+	size_t len;
+	int err;
+
+	if (p->req.err) {
+		const char *m = req_error(p->req.err);
+
+		go_error(p->conn, p->req.err == -EBUSY ? 503 : 500,
+			 m ? m : sc_strerror(p->req.err));
+		return;
+	}
+	if (p->debug == 0) {
+		err = encode_profile(pr, PT_REQ_SNAPSHOT, p->req.pid, &body, &len);
+		if (err) {
+			log_error("pprof: encoding the goroutine profile failed: %s", sc_strerror(err));
+			go_error(p->conn, 500, "failed to encode profile");
+			return;
+		}
+		sc_http_respond_owned(p->conn, 200,
+				      "Content-Type: application/octet-stream\r\n"
+				      "Content-Disposition: attachment; filename=\"goroutine\"\r\n",
+				      body, len);
+		return;
+	}
+	order = calloc(pr->nsamples + 1, sizeof(*order));
+	if (!order) {
+		go_error(p->conn, 500, "out of memory");
+		return;
+	}
+	sc_buf_init(&b, MAX_PROFILE_BYTES);
+	if (p->debug >= 2)
+		dump_threads(pr, &b, order);
+	else if (count_profile(pr, &b, order))
+		b.err = -ENOMEM;
+	free(order);
+	if (b.err) {
+		sc_buf_free(&b);
+		go_error(p->conn, 500, b.err == -E2BIG ? "thread dump too large" : "out of memory");
+		return;
+	}
+	sc_http_respond_owned(p->conn, 200, TEXT, b.data, b.len);
 }
 
 static void answer_symbol(struct pending *p)
@@ -351,6 +559,8 @@ static void on_async(uv_async_t *a)
 		if (p->conn) {
 			if (p->req.kind == PT_REQ_CPU)
 				answer_cpu(p);
+			else if (p->req.kind == PT_REQ_SNAPSHOT)
+				answer_goroutine(p);
 			else
 				answer_symbol(p);
 		}
@@ -444,6 +654,34 @@ static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char 
 	pt_sampler_submit(srv->sampler, &p->req);
 }
 
+/* /debug/pprof/goroutine: every thread's stack now. debug follows Go's
+ * strconv.Atoi (anything unparsable is 0). */
+static void handle_goroutine(struct sc_server *srv, struct sc_conn *c, const char *query)
+{
+	struct pending *p;
+	char v[32];
+	int64_t debug = 0;
+	pid_t pid;
+
+	if (sc_query_get(query, "seconds", v, sizeof(v)) != 0) {
+		go_error(c, 400, "\"seconds\" parameter is not supported for this profile type "
+			 "by podprof yet (ask again without it for the threads now)");
+		return;
+	}
+	if (!(pid = request_pid(srv, c, query)))
+		return;
+	if (sc_query_get(query, "debug", v, sizeof(v)) != 1 || sc_parse_go_int(v, &debug))
+		debug = 0;
+	p = pending_new(srv, c, PT_REQ_SNAPSHOT, pid);
+	if (!p) {
+		go_error(c, 500, "out of memory");
+		return;
+	}
+	p->debug = debug < 0 ? 1 : debug > 2 ? 2 : (int)debug;
+	sc_http_on_abort(c, on_abort, p);
+	pt_sampler_submit(srv->sampler, &p->req);
+}
+
 static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {
 	/* pprof's symbolz puts addresses in the raw query: a pid= for another
@@ -517,6 +755,9 @@ struct profile_row {
 /* The profiles this build serves, sorted by name as Go's index is. */
 static const struct profile_row rows[] = {
 	{ "cmdline", "The command line invocation of the current program" },
+	{ "goroutine", "Stack traces of all current goroutines (here: every thread of the target). "
+		       "Use debug=2 as a query parameter to export in the same format as an "
+		       "unrecovered panic." },
 	{ "profile", "CPU profile. You can specify the duration in the seconds GET parameter. "
 		     "After you get the profile file, use the go tool pprof command to investigate "
 		     "the profile." },
@@ -673,6 +914,8 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 		handle_profile(srv, c, req->query);
 	else if (!strcmp(name, "cmdline"))
 		handle_cmdline(srv, c, req->query);
+	else if (!strcmp(name, "goroutine"))
+		handle_goroutine(srv, c, req->query);
 	else if (!strcmp(name, "symbol"))
 		handle_symbol(srv, c, req);
 	else

@@ -13,6 +13,7 @@ void sc_buf_init(struct sc_buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
+	b->err = 0;
 }
 
 void sc_buf_free(struct sc_buf *b)
@@ -28,7 +29,7 @@ static int reserve(struct sc_buf *b, size_t n)
 	char *p;
 
 	if (n > b->max || b->len > b->max - n)
-		return -E2BIG;
+		return b->err = -E2BIG;
 	want = b->len + n + 1; /* room for a NUL so text stays a C string */
 	if (want <= b->cap)
 		return 0;
@@ -39,7 +40,7 @@ static int reserve(struct sc_buf *b, size_t n)
 		cap = b->max + 1;
 	p = realloc(b->data, cap);
 	if (!p)
-		return -ENOMEM;
+		return b->err = -ENOMEM;
 	b->data = p;
 	b->cap = cap;
 	return 0;

@@ -12,12 +12,14 @@
 
 /* A growable byte buffer with a hard cap (STYLE H11). `max` must be set by
  * sc_buf_init(); appends past it fail with -E2BIG and leave the buffer as it
- * was. */
+ * was. `err` keeps the first failure, so a long run of appends can be
+ * checked once at the end. */
 struct sc_buf {
 	char *data;
 	size_t len;
 	size_t cap;
 	size_t max;
+	int err;
 };
 
 void sc_buf_init(struct sc_buf *b, size_t max);

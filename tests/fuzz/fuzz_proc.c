@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pt_maps *maps;
 	struct pt_stat st;
-	uint64_t ns;
+	uint64_t ns, sp, pc;
+	long nr;
 	long long v;
 	pid_t p;
 	char *text;
@@ -42,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		pt_proc_parse_schedstat(text, &ns);
+		pt_proc_parse_syscall(text, &nr, &sp, &pc);
 		break;
 	}
 	free(text);

@@ -253,7 +253,7 @@ def jit_code_is_named_from_the_perf_map():
         raise Skip("node is not installed (scripts/packages.txt installs nodejs)")
     proc = subprocess.Popen([node, "--perf-basic-prof", "--no-turbo-inlining",
                              os.path.join(lib.ROOT, "tests", "fixtures", "jit.js")],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, cwd=lib.TMP)  # its v8 logs go there
     lib.PROCS.append(proc)
     try:
         check(proc.stdout.readline().startswith("ready"), "the JIT fixture did not start")

@@ -123,7 +123,12 @@ clean:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-bench: all fixtures
+# The thread-dump timer of make bench: the sampler's API, no HTTP.
+$(BUILD)/bench-snapshot: $(BUILD)/tests/bench/snapshot.o $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+bench: deps all fixtures $(BUILD)/bench-snapshot
 	python3 tests/bench/bench.py build/$(FLAVOUR)
 
 # Long runs of the safety tests; the figures go in the closing notes.

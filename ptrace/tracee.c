@@ -59,6 +59,9 @@ struct pt_tracee {
 	struct pt_capture *caps; /* max_per_tick slots */
 	uint64_t *frames;        /* max_frames per slot */
 	int *nframes;
+	uint64_t *unwind_ns;     /* per slot */
+	uint64_t maps_at_ns;     /* last /proc/<pid>/maps read */
+	uint64_t maps_backoff_ns;  /* least time between reads forced by a miss */
 	struct pt_tracee_stats st;
 	/* JIT symbols (perf map): reloaded at most once per maps refresh, and
 	 * only when the file changed */
@@ -69,6 +72,9 @@ struct pt_tracee {
 };
 
 static uint64_t mm_fingerprint(struct pt_tracee *t);
+
+#define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
+#define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
 
 int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts *opts)
 {
@@ -84,7 +90,9 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 	t->caps = calloc((size_t)opts->max_per_tick, sizeof(*t->caps));
 	t->frames = calloc((size_t)opts->max_frames * (size_t)opts->max_per_tick, sizeof(*t->frames));
 	t->nframes = calloc((size_t)opts->max_per_tick, sizeof(*t->nframes));
-	if (!t->caps || !t->frames || !t->nframes)
+	t->unwind_ns = calloc((size_t)opts->max_per_tick, sizeof(*t->unwind_ns));
+	t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns)
 		goto out;
 	for (int i = 0; i < opts->max_per_tick; i++)
 		if (!(t->caps[i].stack = malloc(opts->stack_bytes)))
@@ -129,6 +137,7 @@ void pt_tracee_free(struct pt_tracee *t)
 	free(t->caps);
 	free(t->frames);
 	free(t->nframes);
+	free(t->unwind_ns);
 	pt_unwinder_free(t->unw);
 	pt_modules_free(t->mods);
 	pt_mem_free(t->mem);
@@ -249,6 +258,7 @@ int pt_tracee_refresh_maps(struct pt_tracee *t)
 		return err;
 	pt_maps_free(t->maps);
 	t->maps = m;
+	t->maps_at_ns = pt__now_ns();
 	t->pm_checked = 0;
 	pt_mem_set_maps(t->mem, m);
 	pt_unwinder_set_maps(t->unw, m);
@@ -576,6 +586,42 @@ static uint64_t mm_fingerprint(struct pt_tracee *t)
 	return 0;
 }
 
+/* Unwinds captures 0..ncap. An address outside every mapping means the maps
+ * may be stale (a library loaded since they were read, e.g. by the dynamic
+ * loader right after an exec): read them again and redo the batch. If that
+ * did not place the address (junk at the end of a frame-pointer chain), the
+ * least time between such reads doubles, up to a second. */
+static void unwind_batch(struct pt_tracee *t, int ncap)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t miss, incomplete = 0;
+
+		for (int k = 0; k < ncap; k++) {
+			uint64_t t0 = pt__now_ns();
+			int complete;
+
+			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
+						  t->frames + (size_t)k * t->o.max_frames,
+						  t->o.max_frames, &complete);
+			t->unwind_ns[k] = pt__now_ns() - t0;
+			incomplete += !complete;
+		}
+		miss = pt_unwinder_take_miss(t->unw);
+		if (pass == 0 && miss && pt__now_ns() >= t->maps_at_ns + t->maps_backoff_ns &&
+		    pt_tracee_refresh_maps(t) == 0) {
+			t->st.maps_rereads++;
+			if (pt_maps_find(t->maps, miss)) {
+				t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+				continue;   /* the maps were stale: again, with the new ones */
+			}
+			t->maps_backoff_ns = t->maps_backoff_ns * 2 < MAPS_BACKOFF_MAX_NS ?
+					     t->maps_backoff_ns * 2 : MAPS_BACKOFF_MAX_NS;
+		}
+		t->st.incomplete_stacks += incomplete;
+		return;
+	}
+}
+
 /* Interrupts the selected threads (indices into t->th), captures each as it
  * stops, resumes it at once, then unwinds offline and reports each. With
  * `snap`, stacks are also kept in each thread's snapshot cache. Threads
@@ -648,15 +694,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			t->st.late_stops++;
 		}
 	/* 3. Unwind offline, after every thread runs again. */
-	for (int k = 0; k < ncap; k++) {
-		uint64_t t0 = pt__now_ns();
-		int complete;
-
-		t->nframes[k] = pt_unwind(t->unw, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
-					  t->o.max_frames, &complete);
-		t->caps[k].stack_len = pt__now_ns() - t0;   /* reused: unwind time */
-		t->st.incomplete_stacks += !complete;
-	}
+	unwind_batch(t, ncap);
 	/* An exec replaces the address space the captures point into, and it
 	 * may have completed while we unwound: the leader's exec event tells.
 	 * If it came, the stacks may be half old, half new: drop them. If it
@@ -675,7 +713,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 	for (int k = 0; k < ncap; k++) {
 		struct thread *th = &t->th[sel[slot_sel[k]]];
 		const struct pt_capture *cap = &t->caps[k];
-		uint64_t dt = cap->stack_len;
+		uint64_t dt = t->unwind_ns[k];
 		const uint64_t *f = t->frames + (size_t)k * t->o.max_frames;
 		struct pt_sample smp = {
 			.tid = th->tid, .comm = th->comm, .state = th->state,

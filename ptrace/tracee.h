@@ -29,6 +29,7 @@ struct pt_tracee_stats {
 	uint64_t signals_reinjected, group_stops, clones, execs;
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t snapshot_stops, snapshot_reused;
+	uint64_t maps_rereads;      /* maps read again because an unwind left them */
 };
 
 /* One thread's stack, handed to a callback after the thread was resumed. */

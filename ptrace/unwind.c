@@ -21,6 +21,7 @@ struct pt_unwinder {
 	struct pt_mem *mem;
 	struct pt_modules *mods;
 	const struct pt_maps *maps;
+	uint64_t miss;           /* an address outside every mapping, 0 if none */
 };
 
 /* What the accessors see through their `arg`. */
@@ -36,6 +37,8 @@ static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *p
 	struct pt_module *mod = pt_modules_find(c->u->mods, c->u->maps, ip);
 	unw_dyn_info_t di;
 
+	if (!mod && c->u->maps && !c->u->miss && !pt_maps_find(c->u->maps, ip))
+		c->u->miss = ip;
 	if (!mod || !mod->eh_hdr || ip < mod->text_lo || ip >= mod->text_hi)
 		return -UNW_ENOINFO;
 	memset(&di, 0, sizeof(di));
@@ -193,11 +196,21 @@ void pt_unwinder_flush(struct pt_unwinder *u)
 	unw_flush_cache(u->as, 0, 0);
 }
 
-static int is_code(const struct pt_maps *maps, uint64_t addr)
+static int is_code(struct pt_unwinder *u, uint64_t addr)
 {
-	const struct pt_map *m = pt_maps_find(maps, addr);
+	const struct pt_map *m = pt_maps_find(u->maps, addr);
 
+	if (!m && !u->miss)
+		u->miss = addr;
 	return m && (m->flags & PT_MAP_X);
+}
+
+uint64_t pt_unwinder_take_miss(struct pt_unwinder *u)
+{
+	uint64_t a = u->miss;
+
+	u->miss = 0;
+	return a;
 }
 
 int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
@@ -245,7 +258,7 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 		/* Code lives in executable mappings. Past the last frame with
 		 * unwind info libunwind falls back to the frame-pointer chain (it
 		 * walks JIT code so), and at a chain's end that yields junk. */
-		if (u->maps && !is_code(u->maps, from_signal ? ip : ip - 1))
+		if (u->maps && !is_code(u, from_signal ? ip : ip - 1))
 			break;
 		if (from_signal && prev_adjusted)
 			frames[n - 1] += 1;

@@ -26,6 +26,9 @@ int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modu
 void pt_unwinder_free(struct pt_unwinder *u);
 /* Maps used to find modules; not owned; must outlive the next pt_unwind(). */
 void pt_unwinder_set_maps(struct pt_unwinder *u, const struct pt_maps *maps);
+/* The first address since the last call that lay outside every mapping
+ * (the maps may be stale: a library loaded since), or 0; clears it. */
+uint64_t pt_unwinder_take_miss(struct pt_unwinder *u);
 /* Drops libunwind's caches (exec). */
 void pt_unwinder_flush(struct pt_unwinder *u);
 

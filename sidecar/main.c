@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -100,6 +101,28 @@ static void close_walk(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
+/* Two descriptors per target thread (stat, schedstat) and one per client:
+ * the usual soft limit of 1024 is too few for a big target. The hard limit
+ * is ours to take; say so when even that is short. */
+static void raise_fd_limit(const struct sc_cfg *cfg)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg->max_threads * 2 + (rlim_t)cfg->max_conns + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want)
+		log_info("podprof: open-file limit %llu: room for about %llu target threads "
+			 "(threads past it go unsampled)", (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)(rl.rlim_cur > (rlim_t)cfg->max_conns + 64 ?
+					      (rl.rlim_cur - (rlim_t)cfg->max_conns - 64) / 2 : 0));
+}
+
 int main(int argc, char **argv)
 {
 	struct sc_server *srv = NULL;
@@ -136,6 +159,7 @@ int main(int argc, char **argv)
 	}
 	sc_buf_free(&msg);
 
+	raise_fd_limit(&cfg);
 	check_ptrace_allowed(pid);
 	rc = drop_capabilities(&cfg);
 	if (rc)

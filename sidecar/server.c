@@ -36,6 +36,10 @@ struct sc_server {
 	pthread_mutex_t lock;        /* guards done */
 	struct pending *done;
 	int async_open;
+	char *pod_html;              /* pod_panel's cache */
+	size_t pod_len;
+	pid_t pod_for;
+	uint64_t pod_at;
 };
 
 /* A request handed to the sampler, and the connection waiting for it. */
@@ -796,14 +800,25 @@ static void target_panel(pid_t pid, struct sc_buf *b)
 }
 
 /* The other processes of the pod (our PID namespace), each with a link. */
-static void pod_panel(pid_t current, struct sc_buf *b)
-{
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int shown = 0;
+/* The pod's processes: one /proc scan, kept for POD_PANEL_TTL_NS so that a
+ * flood of index requests does not rescan /proc for each. */
+#define POD_PANEL_TTL_NS 1000000000ull
 
-	if (!d)
+static void pod_panel(struct sc_server *srv, pid_t current, struct sc_buf *out)
+{
+	struct sc_buf fresh, *b = &fresh;
+	struct dirent *de;
+	DIR *d;
+	int shown = 0;
+	uint64_t now = uv_hrtime();
+
+	if (srv->pod_html && srv->pod_for == current && now - srv->pod_at < POD_PANEL_TTL_NS) {
+		sc_buf_append(out, srv->pod_html, srv->pod_len);
 		return;
+	}
+	if (!(d = opendir("/proc")))
+		return;
+	sc_buf_init(&fresh, 1u << 20);
 	sc_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
 	while ((de = readdir(d)) && shown < 200) {
 		char path[64], buf[1024], *end;
@@ -824,6 +839,15 @@ static void pod_panel(pid_t current, struct sc_buf *b)
 	}
 	closedir(d);
 	sc_buf_printf(b, "</table>\n</p>\n");
+	if (fresh.err) {
+		sc_buf_free(&fresh);
+		return;
+	}
+	sc_buf_append(out, fresh.data, fresh.len);
+	free(srv->pod_html);
+	srv->pod_html = sc_buf_steal(&fresh, &srv->pod_len);
+	srv->pod_for = current;
+	srv->pod_at = now;
 }
 
 static void handle_index(struct sc_server *srv, struct sc_conn *c, const char *query)
@@ -854,7 +878,7 @@ static void handle_index(struct sc_server *srv, struct sc_conn *c, const char *q
 	}
 	sc_buf_printf(&b, "</ul>\n</p>\n");
 	target_panel(pid, &b);
-	pod_panel(pid, &b);
+	pod_panel(srv, pid, &b);
 	sc_buf_printf(&b, "</body>\n</html>\n");
 	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
 }
@@ -1009,6 +1033,7 @@ static void on_async_closed(uv_handle_t *h)
 
 	pthread_mutex_destroy(&s->lock);
 	free(s->token);
+	free(s->pod_html);
 	free(s);
 }
 

@@ -8,7 +8,13 @@ medians over the repetitions.
 Per configuration: pause per thread-sample (median and p99 over the run, as
 podprof logs them), unwind time per stack and per frame, hot_a share error
 against the fixture's own TSC ground truth, and the target's slowdown
-(iterations/s under podprof vs alone in the same repetition).
+(iterations/s under podprof vs alone in the same repetition), beside the
+slowdown under `perf record -e cpu-clock --call-graph dwarf` at the same rate
+in the same repetition; podprof's CPU and peak RSS.
+
+Then: the one-shot thread dump (the sampler's snapshot API, bench-snapshot)
+against `eu-stack -p` for 1, 8, 64 and 512 threads; podprof's RSS through a
+long profile; HTTP latency under load (wrk).
 """
 import argparse
 import os
@@ -25,7 +31,8 @@ import lib as run_it  # noqa: E402  (the integration suite's go tool pprof helpe
 ap = argparse.ArgumentParser()
 ap.add_argument("build", nargs="?", default="build/release")
 ap.add_argument("--reps", type=int, default=3)
-ap.add_argument("--seconds", type=int, default=5)
+ap.add_argument("--seconds", type=int, default=4)
+ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http")
 args = ap.parse_args()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, args.build)
@@ -33,12 +40,9 @@ BUSY = os.path.join(BUILD, "fixtures", "busy")
 PODPROF = os.path.join(BUILD, "podprof")
 TMP = tempfile.mkdtemp(prefix="podprof-bench-")
 
-CONFIGS = [  # (label, threads, sleepers, hz)
-    ("1 busy, 100 Hz", 1, 0, 100),
-    ("1 busy, 1000 Hz", 1, 0, 1000),
-    ("2 busy + 8 idle, 100 Hz", 2, 8, 100),
-    ("8 busy, 100 Hz", 8, 0, 100),
-]
+CONFIGS = [(l + ", %d Hz" % hz, t, s, hz) for hz in (100, 1000) for l, t, s in (  # (label, busy, idle, hz)
+    ("1 busy", 1, 0), ("8 busy", 8, 0), ("64 busy", 64, 0),
+    ("1 busy + 7 idle", 1, 7), ("8 busy + 56 idle", 8, 56))]
 
 
 def start_busy(threads, sleepers):
@@ -77,26 +81,47 @@ def run_alone(threads, sleepers, seconds):
     return iters / (time.monotonic() - t0)
 
 
-def run_profiled(threads, sleepers, hz, seconds):
+def vm_kb(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^%s:\s+(\d+)" % key, f.read(), re.M).group(1))
+
+
+def run_perf(threads, sleepers, hz, seconds):
+    """The kernel's sampler on the same workload: no stops, a stack copy per sample."""
     import time
     p = start_busy(threads, sleepers)
     t0 = time.monotonic()
-    pp = subprocess.Popen([PODPROF, "--pid", str(p.pid), "--listen", "127.0.0.1:0"],
-                          stderr=subprocess.PIPE, text=True)
+    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf",
+                    "-p", str(p.pid), "-o", os.path.join(TMP, "perf.data"), "--", "sleep", str(seconds)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    truth, iters = stop_busy(p, t0)
+    return iters / (time.monotonic() - t0)
 
-    port = None
-    while port is None:   # other start-up lines may come first
+
+def start_podprof(pid, *extra):
+    pp = subprocess.Popen([PODPROF, "--pid", str(pid), "--listen", "127.0.0.1:0"] + list(extra),
+                          stderr=subprocess.PIPE, text=True)
+    while True:   # other start-up lines may come first
         line = pp.stderr.readline()
         if not line:
             raise SystemExit("podprof exited before it served")
         m = re.search(r"\(port (\d+)\)", line)
-        port = m and int(m.group(1))
+        if m:
+            return pp, int(m.group(1))
+
+
+def run_profiled(threads, sleepers, hz, seconds):
+    import time
+    p = start_busy(threads, sleepers)
+    t0 = time.monotonic()
+    pp, port = start_podprof(p.pid)
     out = os.path.join(TMP, "p.pb.gz")
     cpu0 = proc_cpu_s(pp.pid)
     subprocess.run(["curl", "-sf", "-o", out,
                     "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d" % (port, seconds, hz)],
                    check=True)
     own_cpu = proc_cpu_s(pp.pid) - cpu0
+    hwm = vm_kb(pp.pid, "VmHWM")
     truth, iters = stop_busy(p, t0)
     ips = iters / (time.monotonic() - t0)
     pp.terminate()
@@ -116,30 +141,128 @@ def run_profiled(threads, sleepers, hz, seconds):
     share = 100 * a / (a + b) if a + b else float("nan")
     return dict(ips=ips, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
                 own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
+                hwm_mb=hwm / 1024.0,
                 expected=threads * hz * seconds,
                 frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
 
 
-def main():
+def section_cpu():
     rows = []
     for label, t, s, hz in CONFIGS:
         reps = []
         for _ in range(args.reps):
             alone = run_alone(t, s, args.seconds)
             prof = run_profiled(t, s, hz, args.seconds)
+            perf = run_perf(t, s, hz, args.seconds)
             prof["slowdown"] = 100 * (1 - prof["ips"] / alone)
+            prof["perf_slowdown"] = 100 * (1 - perf / alone)
             reps.append(prof)
         med = lambda k: statistics.median(r[k] for r in reps)
+        ratio = med("slowdown") / med("perf_slowdown") if med("perf_slowdown") > 0.05 else float("nan")
         rows.append((label, med("samples"), med("expected"), med("p50"), med("p99"), med("u50"), med("u99"),
                      med("frames"), med("u50") / med("frames") if med("frames") else 0,
                      med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
                      min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
-                     med("own_cpu_pct"), med("own_us_per_sample")))
-    print("podprof bench: %d reps x %d s per configuration; medians over reps (slowdown: min..max)" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | podprof CPU % of a core | podprof CPU us/sample |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     med("perf_slowdown"), ratio,
+                     med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps)))
+        print("  done: %s" % label, file=sys.stderr, flush=True)
+    print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
+    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.2f | %.1f |" % r)
+        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f |" % r)
+    print()
+
+
+def section_snapshot():
+    """The thread dump vs eu-stack -p: N threads = 1 busy + N-1 blocked in read()."""
+    import time
+    snap = os.path.join(BUILD, "bench-snapshot")
+    print("### One-shot thread dump vs eu-stack -p (1 busy thread + the rest blocked in read(); medians of %d)\n" % max(args.reps, 3))
+    print("| threads | eu-stack -p ms | podprof cold ms (attach, dump, symbolize, detach) | speed-up | podprof warm ms (attached) | threads stopped warm | frames |")
+    print("|---|---|---|---|---|---|---|")
+    for n in (1, 8, 64, 512):
+        r, w = os.pipe()
+        p = subprocess.Popen([BUSY, "-t", "1", "-b", str(n - 1), "-r", str(w)], pass_fds=(w,),
+                             stdout=subprocess.DEVNULL)
+        os.close(w)
+        select.select([r], [], [], 10)
+        os.read(r, 64)
+        os.close(r)
+        eu = []
+        for _ in range(max(args.reps, 3)):
+            t0 = time.monotonic()
+            subprocess.run(["eu-stack", "-p", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            eu.append(1e3 * (time.monotonic() - t0))
+        out = subprocess.run([snap, str(p.pid), str(max(args.reps, 3))], capture_output=True, text=True).stdout
+        m = dict(kv.split("=") for kv in out.split())
+        p.terminate()
+        p.wait()
+        e, c = statistics.median(eu), float(m["cold_ms"])
+        print("| %d | %.1f | %.1f | %.1fx | %.2f | %s | %s |" % (n, e, c, e / c, float(m["warm_ms"]), m["stopped_warm"], m["frames"]))
+    print()
+
+
+def section_memory():
+    """podprof's RSS through a long profile: it must not grow with duration."""
+    import time
+    secs = 6 * args.seconds
+    p = start_busy(8, 56)
+    pp, port = start_podprof(p.pid)
+    c = subprocess.Popen(["curl", "-sf", "-o", os.path.join(TMP, "long.pb.gz"),
+                          "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=1000" % (port, secs)])
+    rss = []
+    for _ in range(6):
+        time.sleep(args.seconds)
+        rss.append(vm_kb(pp.pid, "VmRSS") / 1024.0)
+    c.wait()
+    pp.terminate()
+    pp.wait()
+    p.terminate()
+    p.communicate()
+    print("### podprof RSS through one %d s profile (8 busy + 56 idle threads, 1000 Hz), every %d s\n" % (secs, args.seconds))
+    print("| " + " | ".join("%d s" % (args.seconds * (i + 1)) for i in range(6)) + " |")
+    print("|" + "---|" * 6)
+    print("| " + " | ".join("%.1f MB" % v for v in rss) + " |\n")
+
+
+def section_http():
+    """Latency of the index and the thread dump under load, then with 1000
+    keep-alive connections open."""
+    p = start_busy(1, 63)
+    pp, port = start_podprof(p.pid, "--max-conns", "2000")
+    print("### HTTP under load (wrk, %d s each; target: 1 busy + 63 idle threads)\n" % args.seconds)
+    print("| path | connections | requests/s | latency p50 | p99 |")
+    print("|---|---|---|---|---|")
+    for path in ("/debug/pprof/", "/debug/pprof/goroutine?debug=1"):
+        for conns in (8, 1000):
+            out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", "%ds" % args.seconds, "--latency",
+                                  "http://127.0.0.1:%d%s" % (port, path)], capture_output=True, text=True).stdout
+            rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+            l50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+            l99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+            errs = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", out)
+            print("| %s | %d | %s | %s | %s |%s" % (path, conns, rps.group(1) if rps else "?", l50.group(1) if l50 else "?",
+                                                   l99.group(1) if l99 else "?", " " + errs.group(0) if errs else ""))
+    print()
+    pp.terminate()
+    pp.wait()
+    p.terminate()
+    p.communicate()
+
+
+def main():
+    only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http"}
+    print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
+                                                 capture_output=True, text=True).stdout.strip())
+    if "snapshot" in only:
+        section_snapshot()
+    if "http" in only:
+        section_http()
+    if "memory" in only:
+        section_memory()
+    if "cpu" in only:
+        section_cpu()
 
 
 main()

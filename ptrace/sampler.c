@@ -20,6 +20,7 @@
 
 #define RING 4096          /* recent pauses kept for medians */
 #define MAX_TRACEES 64
+#define MAX_RATE_DIV 64
 
 /* One (thread, stack) in a session's aggregate. */
 struct entry {
@@ -67,6 +68,12 @@ struct pt_sampler {
 	struct target tg[MAX_TRACEES];
 	int ntg;
 	uint64_t next_tick;
+	uint64_t rng;              /* xorshift state for tick jitter */
+	uint64_t ticks, ticks_late;
+	struct pt_sampler_stats retired;   /* counters of targets forgotten */
+	int rate_div;              /* ticks run at 1/rate_div of the rate asked (adapt_rate) */
+	double duty;
+	uint64_t rate_changes;
 	/* stats */
 	uint64_t pauses[RING], unwinds[RING], sorted[RING];
 	size_t ring_n;
@@ -321,6 +328,8 @@ out:
 
 /* ---- targets ----------------------------------------------------------- */
 
+static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee *t);
+
 static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 {
 	struct pt_tracee_opts to = {
@@ -340,7 +349,9 @@ static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 				return &s->tg[i];
 			if (s->tg[i].nsessions)
 				break;
-			/* A process gone and no one using it: forget it. */
+			/* A process gone and no one using it: forget it (its
+			 * counters live on in the totals). */
+			add_tracee_stats(&s->retired, s->tg[i].t);
 			pt_tracee_free(s->tg[i].t);
 			s->tg[i] = s->tg[--s->ntg];
 			break;
@@ -543,6 +554,31 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* When ticks take more than half of their period (threads slow to stop,
+ * too many to unwind, a crowded machine), the sampler halves its rate
+ * rather than fall behind or crowd the target off its cores; it doubles it
+ * again once ticks take under a tenth. `duty` is an average over about ten
+ * ticks of tick time / period. */
+static void adapt_rate(struct pt_sampler *s, uint64_t period, uint64_t took)
+{
+	s->duty = 0.9 * s->duty + 0.1 * ((double)took / (double)period);
+	if (s->duty > 0.5 && s->rate_div < MAX_RATE_DIV) {
+		s->rate_div *= 2;
+		s->duty /= 2;
+		s->rate_changes++;
+		logf_(s, 2, "sampler: cannot keep up (a tick takes %.0f%% of its %.2f ms period): "
+		      "sampling at 1/%d of the requested rate", 200 * s->duty, (double)period / 1e6,
+		      s->rate_div);
+	} else if (s->duty < 0.1 && s->rate_div > 1) {
+		s->rate_div /= 2;
+		s->duty *= 2;
+		s->rate_changes++;
+		logf_(s, 1, "sampler: keeping up again: sampling at %s of the requested rate",
+		      s->rate_div == 1 ? "all" : s->rate_div == 2 ? "1/2" : s->rate_div == 4 ? "1/4" :
+		      "a fraction");
+	}
+}
+
 static void tick(struct pt_sampler *s, uint64_t now)
 {
 	uint64_t period = UINT64_MAX;
@@ -554,6 +590,9 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		s->next_tick = 0;
 		return;
 	}
+	period *= (uint64_t)s->rate_div;   /* > 1 while the sampler cannot keep up */
+	s->ticks++;
+	s->ticks_late += now >= s->next_tick + period;
 	for (int i = 0; i < s->ntg; i++) {
 		struct target *tg = &s->tg[i];
 		int any = 0;
@@ -565,7 +604,9 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			if (ss->tg != tg || now + period / 2 < ss->next_due)
 				continue;
 			ss->take = 1;
-			ss->scale = (double)ss->period_ns / (double)period;
+			/* The CPU a thread used since it was last looked at covers
+			 * one tick period, or the session's if that is longer. */
+			ss->scale = ss->period_ns > period ? (double)ss->period_ns / (double)period : 1.0;
 			ss->next_due += ss->period_ns;
 			if (ss->next_due < now)
 				ss->next_due = now + ss->period_ns;
@@ -575,8 +616,15 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			pt_tracee_tick(tg->t, period < 20000000 ? period : 20000000, on_sample,
 				       on_timing, s);
 	}
-	/* Never queue ticks: after an overrun the next tick is a period away. */
-	s->next_tick += period;
+	adapt_rate(s, period, pt__now_ns() - now);
+	/* Ticks land at a random point of the middle half of each period: at
+	 * a fixed phase they lock onto periodic events in the target (a timer
+	 * signal at the same rate is then caught in its handler every time).
+	 * Never queue ticks: after an overrun the next tick is a period away. */
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	s->next_tick += period - period / 4 + s->rng % (period / 2 + 1);
 	if (s->next_tick < pt__now_ns())
 		s->next_tick = pt__now_ns() + period / 4;
 }
@@ -609,21 +657,40 @@ void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out)
 	pthread_mutex_unlock(&s->lock);
 }
 
+static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee *t)
+{
+	struct pt_tracee_stats ts;
+
+	pt_tracee_stats(t, &ts);
+	st->thread_samples += ts.thread_samples;
+	st->stops += ts.stops;
+	st->late_stops += ts.late_stops;
+	st->incomplete_stacks += ts.incomplete_stacks;
+	st->signals_reinjected += ts.signals_reinjected;
+	st->frames_total += ts.frames_total;
+	st->pause_ns_total += ts.pause_ns_total;
+	st->unwind_ns_total += ts.unwind_ns_total;
+	st->snapshot_stops += ts.snapshot_stops;
+	st->snapshot_reused += ts.snapshot_reused;
+	st->maps_rereads += ts.maps_rereads;
+	st->group_stops += ts.group_stops;
+	st->clones += ts.clones;
+	st->execs += ts.execs;
+}
+
 static void update_stats(struct pt_sampler *s)
 {
-	struct pt_sampler_stats st = { 0 };
+	struct pt_sampler_stats st = s->retired;
 
 	for (int i = 0; i < s->ntg; i++) {
-		struct pt_tracee_stats ts;
-
-		pt_tracee_stats(s->tg[i].t, &ts);
-		st.thread_samples += ts.thread_samples;
-		st.stops += ts.stops;
-		st.late_stops += ts.late_stops;
-		st.incomplete_stacks += ts.incomplete_stacks;
-		st.signals_reinjected += ts.signals_reinjected;
-		st.frames_total += ts.frames_total;
+		add_tracee_stats(&st, s->tg[i].t);
+		st.targets_attached += pt_tracee_attached(s->tg[i].t) != 0;
 	}
+	st.sessions_active = (uint64_t)count_sessions(s);
+	st.ticks = s->ticks;
+	st.ticks_late = s->ticks_late;
+	st.rate_div = (uint64_t)s->rate_div;
+	st.rate_changes = s->rate_changes;
 	pthread_mutex_lock(&s->lock);
 	st.sessions_done = s->st.sessions_done;
 	s->st = st;
@@ -707,12 +774,15 @@ static void *run(void *arg)
 			}
 		}
 		drain_fd(s->sigfd);
-		for (int i = 0; i < s->ntg; i++)
-			if (pt_tracee_attached(s->tg[i].t))
-				pt_tracee_poll(s->tg[i].t);
+		/* Tick before answering stops: a thread waiting in a signal stop
+		 * is not running (it is skipped), whereas re-injecting first and
+		 * sampling right after would catch it in its handler every time. */
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
+		for (int i = 0; i < s->ntg; i++)
+			if (pt_tracee_attached(s->tg[i].t))
+				pt_tracee_poll(s->tg[i].t);
 		now = pt__now_ns();
 		for (struct session **pp = &s->sessions; *pp;) {
 			struct session *ss = *pp;
@@ -766,6 +836,8 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	if (!s)
 		return -ENOMEM;
 	s->o = *opts;
+	s->rng = pt__now_ns() | 1;
+	s->rate_div = 1;
 	s->done = done;
 	s->log = log;
 	s->arg = arg;

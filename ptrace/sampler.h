@@ -96,10 +96,17 @@ void pt_sampler_cancel(struct pt_sampler *s, struct pt_request *req);
  * every target and frees. NULL-safe. */
 void pt_sampler_free(struct pt_sampler *s);
 
+/* Counters only grow (targets that went away keep their share). */
 struct pt_sampler_stats {
 	uint64_t thread_samples, stops, late_stops, incomplete_stacks, signals_reinjected;
 	uint64_t pause_p50_ns, pause_p99_ns, unwind_p50_ns, unwind_p99_ns, frames_total;
 	uint64_t sessions_done;
+	uint64_t pause_ns_total, unwind_ns_total;
+	uint64_t snapshot_stops, snapshot_reused, maps_rereads, group_stops, clones, execs;
+	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
+	uint64_t sessions_active, targets_attached;
+	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (cannot keep up) */
+	uint64_t rate_changes;
 };
 /* Any thread: a snapshot of the counters and recent pause/unwind medians. */
 void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out);

@@ -883,6 +883,85 @@ static void handle_index(struct sc_server *srv, struct sc_conn *c, const char *q
 	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
 }
 
+static void metric(struct sc_buf *b, const char *name, const char *type, const char *help,
+		   double v)
+{
+	sc_buf_printf(b, "# HELP podprof_%s %s\n# TYPE podprof_%s %s\npodprof_%s %.9g\n", name, help,
+		      name, type, name, v);
+}
+
+/* /metrics: Prometheus text format 0.0.4. The sampler's counters, recent
+ * pause and unwind quantiles, and the default target's threads, RSS and CPU. */
+static void handle_metrics(struct sc_server *srv, struct sc_conn *c)
+{
+	struct pt_sampler_stats st;
+	struct pt_stat ps;
+	struct sc_buf b;
+	char path[64], buf[1024];
+	long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+
+	pt_sampler_stats(srv->sampler, &st);
+	sc_buf_init(&b, 1u << 20);
+	metric(&b, "thread_samples_total", "counter", "Thread stacks captured by CPU ticks and snapshots.",
+	       (double)st.thread_samples);
+	metric(&b, "stops_total", "counter", "Threads stopped (one at a time) to capture a stack.",
+	       (double)st.stops);
+	metric(&b, "late_stops_total", "counter",
+	       "Threads interrupted that did not stop within the tick (resumed later, no sample).",
+	       (double)st.late_stops);
+	metric(&b, "incomplete_stacks_total", "counter",
+	       "Stacks whose unwind ended before the outermost frame.", (double)st.incomplete_stacks);
+	metric(&b, "signals_reinjected_total", "counter",
+	       "Signals that arrived while the target was traced, passed on to it.",
+	       (double)st.signals_reinjected);
+	metric(&b, "group_stops_total", "counter", "Group stops (SIGSTOP and the like) honoured.",
+	       (double)st.group_stops);
+	metric(&b, "snapshot_reused_total", "counter",
+	       "Thread-dump stacks reused because the thread stayed blocked (no stop).",
+	       (double)st.snapshot_reused);
+	metric(&b, "maps_rereads_total", "counter",
+	       "Reads of the target's maps forced by an address outside them.", (double)st.maps_rereads);
+	metric(&b, "ticks_total", "counter", "Sampling ticks run.", (double)st.ticks);
+	metric(&b, "ticks_late_total", "counter",
+	       "Ticks that started a period or more late (the sampler fell behind; never queued).",
+	       (double)st.ticks_late);
+	metric(&b, "pause_seconds_total", "counter",
+	       "Time target threads spent stopped by podprof, summed over stops.",
+	       (double)st.pause_ns_total / 1e9);
+	metric(&b, "unwind_seconds_total", "counter", "Time spent unwinding captured stacks.",
+	       (double)st.unwind_ns_total / 1e9);
+	sc_buf_printf(&b, "# HELP podprof_pause_seconds Pause per thread-sample, recent samples.\n"
+		      "# TYPE podprof_pause_seconds summary\n"
+		      "podprof_pause_seconds{quantile=\"0.5\"} %.9g\n"
+		      "podprof_pause_seconds{quantile=\"0.99\"} %.9g\n",
+		      (double)st.pause_p50_ns / 1e9, (double)st.pause_p99_ns / 1e9);
+	metric(&b, "rate_divisor", "gauge",
+	       "1, or the factor the sampling rate is lowered by while the sampler cannot keep up.",
+	       (double)st.rate_div);
+	metric(&b, "rate_changes_total", "counter",
+	       "Times the sampler lowered or restored its rate.", (double)st.rate_changes);
+	metric(&b, "sessions_done_total", "counter", "Profiles finished.", (double)st.sessions_done);
+	metric(&b, "sessions_active", "gauge", "Profiles running now.", (double)st.sessions_active);
+	metric(&b, "targets_attached", "gauge", "Processes traced now (0 when idle).",
+	       (double)st.targets_attached);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv->pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0 && !pt_proc_parse_stat(buf, &ps)) {
+		metric(&b, "target_threads", "gauge", "Threads of the default target.",
+		       (double)ps.num_threads);
+		metric(&b, "target_resident_bytes", "gauge", "Resident memory of the default target.",
+		       (double)ps.rss_pages * (double)page);
+		metric(&b, "target_cpu_seconds_total", "counter", "CPU time of the default target.",
+		       (double)(ps.utime + ps.stime) / (double)hz);
+	}
+	if (b.err) {
+		sc_buf_free(&b);
+		go_error(c, 500, "out of memory");
+		return;
+	}
+	sc_http_respond_owned(c, 200, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
+			      b.data, b.len);
+}
+
 /* Compares in time that depends on the lengths only, not on where the
  * first difference is. */
 static int token_ok(const char *token, const char *authorization)
@@ -915,6 +994,14 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 	if (srv->token && !token_ok(srv->token, req->authorization)) {
 		sc_http_respond(c, 401, "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
 				"WWW-Authenticate: Bearer realm=\"podprof\"\r\n", "unauthorized\n", 13);
+		return;
+	}
+	if (!strcmp(path, "/metrics")) {
+		if (!get)
+			sc_http_respond(c, 405, "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n",
+					"Method Not Allowed\n", 19);
+		else
+			handle_metrics(srv, c);
 		return;
 	}
 	if (!strcmp(path, "/debug/pprof")) {

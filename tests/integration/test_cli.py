@@ -169,7 +169,8 @@ def bearer_token_protects_everything_but_healthz():
     f = Fixture()
     pp = Podprof("--pid", str(f.pid), "--auth-token-file", tf, "--log-level", "debug")
     for path in ("/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/profile?seconds=1",
-                 "/debug/pprof/symbol", "/debug/pprof/nonesuch"):
+                 "/debug/pprof/symbol", "/debug/pprof/nonesuch", "/metrics",
+                 "/debug/pprof/goroutine?debug=2"):
         for hdr in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Bearer " + token + "x"},
                     {"Authorization": token}, {"Authorization": "Bearer " + "x" * 3000}):
             st, h, body = http(pp.port, path, headers=hdr)

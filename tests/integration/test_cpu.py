@@ -280,3 +280,43 @@ def jit_code_is_named_from_the_perf_map():
     finally:
         proc.kill()
         proc.wait()
+
+
+def metrics(pp):
+    st, h, body = http(pp.port, "/metrics")
+    check(st == 200 and h.get("content-type", "").startswith("text/plain; version=0.0.4"), "metrics: %d %r" % (st, h))
+    out = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+@test
+def sampler_lowers_its_rate_when_it_cannot_keep_up():
+    """64 busy threads at 1000 Hz on this 2-core machine: a tick cannot stop
+    and unwind them all within its period. The sampler lowers its rate,
+    says so in the log and in /metrics, still answers a correct profile,
+    and never queues ticks; a single busy thread keeps the full rate."""
+    f = Fixture(threads=1)
+    pp = Podprof("--pid", str(f.pid))
+    get_profile(pp, "seconds=1&hz=1000")
+    m = metrics(pp)
+    check(m["podprof_rate_divisor"] == 1 and m["podprof_rate_changes_total"] == 0,
+          "one busy thread at 1 kHz lowered the rate: %s" % m)
+    check(m["podprof_ticks_total"] >= 900, "ticks %s" % m["podprof_ticks_total"])
+    pp.stop(), f.stop()
+    f = Fixture(threads=64)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=1000"), "crowded.pb.gz")
+    line = pp.wait_log(r"sampler: cannot keep up", 1)
+    m = metrics(pp)
+    check(m["podprof_rate_divisor"] >= 2 and m["podprof_rate_changes_total"] >= 1, "metrics %s" % m)
+    check(m["podprof_ticks_total"] < 3000 * 0.75, "ticks not lowered: %s" % m)
+    check(m["podprof_thread_samples_total"] > 100, "samples %s" % m)
+    top = pprof("-top", path)
+    check(re.search(r"hot_a\s*$", top, re.M), top)
+    print("  info: %s; divisor %d, %d ticks in 3 s" % (line.split("sampler: ")[1][:60], m["podprof_rate_divisor"],
+                                                       m["podprof_ticks_total"]))
+    pp.stop(), f.stop()

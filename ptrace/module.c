@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ struct pt_modules {
 	size_t n, cap;
 	int frozen;
 	char debug_dir[256];
+	uint64_t load_ns, loads;   /* symbol tables read (cold symbolization) */
 };
 
 int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem)
@@ -281,7 +283,26 @@ static int symbols_from_memory(struct pt_modules *mods, struct pt_module *mod)
 	return rc;
 }
 
+static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod);
+
 static void load_symbols(struct pt_modules *mods, struct pt_module *mod)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	load_symbols_timed(mods, mod);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	mods->load_ns += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
+	mods->loads++;
+}
+
+void pt_modules_load_stats(const struct pt_modules *mods, uint64_t *ns, uint64_t *count)
+{
+	*ns = mods->load_ns;
+	*count = mods->loads;
+}
+
+static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod)
 {
 	char path[PT_PROC_MAX_PATH + 64];
 	int fd, rc = -ENOENT;

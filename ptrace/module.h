@@ -50,6 +50,8 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 /* Name of the function holding runtime address addr in `mod`, or NULL when no
  * symbol covers it. Loads the module's symbols on first call. */
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr);
+/* Time spent reading symbol tables, and how many were read. */
+void pt_modules_load_stats(const struct pt_modules *mods, uint64_t *ns, uint64_t *count);
 /* Directories searched for <hex[:2]>/<hex[2:]>.debug by build-id, first in
  * the target's root, then in ours. Default "/usr/lib/debug/.build-id". */
 void pt_modules_set_debug_dir(struct pt_modules *mods, const char *dir);

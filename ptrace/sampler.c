@@ -303,7 +303,10 @@ static int build_profile(struct session *ss, struct pt_profile **out)
 						l->map = (int)m;
 						break;
 					}
+				uint64_t t0 = pt__now_ns();
+
 				pt_tracee_symbolize(t, a, &name, &mod);
+				p->symbolize_ns += pt__now_ns() - t0;
 				if (name)
 					snprintf(buf, sizeof(buf), "%s", name);
 				else if (mod)
@@ -497,7 +500,7 @@ static void do_snapshot(struct pt_sampler *s, struct pt_request *req)
 	}
 	if (!tg->nsessions)
 		tg->idle_since = pt__now_ns();
-	logf_(s, 1, "snapshot: pid=%d threads=%d stopped=%d%s in %.2f ms", (int)req->pid, n, stopped,
+	logf_(s, attached_now ? 1 : 0, "snapshot: pid=%d threads=%d stopped=%d%s in %.2f ms", (int)req->pid, n, stopped,
 	      attached_now ? " (attached)" : "", (double)(pt__now_ns() - t0) / 1e6);
 	free(ss.tab);
 	free(ss.frames);
@@ -507,6 +510,7 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 {
 	struct pt_request *req = ss->req;
 	struct pt_sampler_stats st;
+	struct pt_tracee_stats ts;
 
 	req->err = err;
 	if (!err) {
@@ -519,12 +523,18 @@ static void finish(struct pt_sampler *s, struct session *ss, int err)
 	s->st.sessions_done++;
 	pthread_mutex_unlock(&s->lock);
 	pt_sampler_stats(s, &st);
+	pt_tracee_stats(ss->tg->t, &ts);
 	logf_(s, 1, "profile: done pid=%d thread_samples=%llu stacks=%zu dropped=%llu "
-	      "pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f%s",
+	      "pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f "
+	      "symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms%s",
 	      (int)req->pid, (unsigned long long)ss->thread_samples, ss->used,
 	      (unsigned long long)ss->dropped, (double)st.pause_p50_ns / 1e3,
 	      (double)st.pause_p99_ns / 1e3, (double)st.unwind_p50_ns / 1e3,
-	      (double)st.unwind_p99_ns / 1e3, atomic_load(&req->cancel) ? " (client gone)" : "");
+	      (double)st.unwind_p99_ns / 1e3,
+	      req->profile && req->profile->nlocs ?
+		      (double)req->profile->symbolize_ns / 1e3 / (double)req->profile->nlocs : 0.0,
+	      req->profile ? req->profile->nlocs : 0, (unsigned long long)ts.symtab_loads,
+	      (double)ts.symtab_load_ns / 1e6, atomic_load(&req->cancel) ? " (client gone)" : "");
 	session_free(ss);
 	complete(s, req);
 }

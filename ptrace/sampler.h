@@ -49,6 +49,7 @@ struct pt_profile {
 	uint32_t *loc_ids;
 	uint64_t thread_samples, dropped_stacks, late_stops;
 	uint64_t threads_stopped;    /* SNAPSHOT: threads stopped (the rest were cached) */
+	uint64_t symbolize_ns;       /* naming every location (tables already read) */
 };
 void pt_profile_free(struct pt_profile *p);
 

@@ -155,6 +155,7 @@ const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t) { return t->maps
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 {
 	*out = t->st;
+	pt_modules_load_stats(t->mods, &out->symtab_load_ns, &out->symtab_loads);
 }
 
 int pt_tracee_exec_pending(const struct pt_tracee *t)

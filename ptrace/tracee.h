@@ -30,6 +30,7 @@ struct pt_tracee_stats {
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t snapshot_stops, snapshot_reused;
 	uint64_t maps_rereads;      /* maps read again because an unwind left them */
+	uint64_t symtab_load_ns, symtab_loads;   /* symbol tables read (cold symbolization) */
 };
 
 /* One thread's stack, handed to a callback after the thread was resumed. */

@@ -1,15 +1,36 @@
 #include "sidecar/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 int sc_log_level = SC_LOG_INFO;
 int sc_log_json;
+static int log_fd = STDERR_FILENO;
+static atomic_long dropped;
+
+void sc_log_init(void)
+{
+	struct stat st;
+	int fd;
+
+	/* A pipe nobody drains must not stall the sampler (and with it the
+	 * signals it passes on to the target): write to our own non-blocking
+	 * description of it and drop lines that do not fit. Only for a pipe:
+	 * reopening a file would lose O_APPEND, and a tty never fills. */
+	if (fstat(STDERR_FILENO, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	fd = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		log_fd = fd;
+}
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
@@ -68,8 +89,16 @@ void sc_log_write(int level, const char *fmt, ...)
 		pos = n < 0 ? 0 : ((size_t)n >= sizeof(line) ? sizeof(line) - 1 : (size_t)n);
 		line[pos - 1] = '\n';
 	}
-	if (write(STDERR_FILENO, line, pos) < 0) {
-		/* Nowhere left to report it. */
+	if (atomic_load(&dropped)) {
+		char note[96];
+		long n = atomic_exchange(&dropped, 0);
+		int k = snprintf(note, sizeof(note), "%s warn %d log: %ld lines dropped (stderr full)\n",
+				 ts, (int)getpid(), n);
+
+		if (write(log_fd, note, (size_t)k) < 0)
+			atomic_fetch_add(&dropped, n);
 	}
+	if (write(log_fd, line, pos) < 0)
+		atomic_fetch_add(&dropped, 1);   /* EAGAIN: nobody reads; else nowhere to say it */
 	errno = saved;
 }

@@ -9,6 +9,9 @@ enum sc_log_level { SC_LOG_DEBUG, SC_LOG_INFO, SC_LOG_WARN, SC_LOG_ERROR };
 extern int sc_log_level;      /* set once at start-up */
 extern int sc_log_json;       /* 1: JSON lines */
 
+/* Start-up: if stderr is a pipe, log through a non-blocking description of
+ * it, dropping (and later counting) lines while nobody reads it. */
+void sc_log_init(void);
 /* Parses "debug|info|warn|error"; returns the level or -EINVAL. */
 int sc_log_parse_level(const char *s);
 void sc_log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

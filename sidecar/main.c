@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 		sc_cfg_free(&cfg);
 		return rc > 0 ? 0 : 2;
 	}
+	sc_log_init();
 	sc_log_json = !strcmp(cfg.log_format, "json");
 	sc_log_level = sc_log_parse_level(cfg.log_level);
 

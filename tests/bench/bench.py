@@ -99,6 +99,9 @@ def run_perf(threads, sleepers, hz, seconds):
 
 
 def start_podprof(pid, *extra):
+    """podprof on an ephemeral port; its log is drained by a thread into
+    pp.lines (a pipe nobody reads would fill)."""
+    import threading
     pp = subprocess.Popen([PODPROF, "--pid", str(pid), "--listen", "127.0.0.1:0"] + list(extra),
                           stderr=subprocess.PIPE, text=True)
     while True:   # other start-up lines may come first
@@ -107,7 +110,11 @@ def start_podprof(pid, *extra):
             raise SystemExit("podprof exited before it served")
         m = re.search(r"\(port (\d+)\)", line)
         if m:
-            return pp, int(m.group(1))
+            break
+    pp.lines = []
+    pp.reader = threading.Thread(target=lambda: pp.lines.extend(iter(pp.stderr.readline, "")), daemon=True)
+    pp.reader.start()
+    return pp, int(m.group(1))
 
 
 def run_profiled(threads, sleepers, hz, seconds):
@@ -125,10 +132,12 @@ def run_profiled(threads, sleepers, hz, seconds):
     truth, iters = stop_busy(p, t0)
     ips = iters / (time.monotonic() - t0)
     pp.terminate()
-    log = pp.stderr.read()
     pp.wait()
+    pp.reader.join()
+    log = "".join(pp.lines)
     m = re.search(r"thread_samples=(\d+).*pause_us p50=([\d.]+) p99=([\d.]+) unwind_us p50=([\d.]+) p99=([\d.]+)", log)
     samples, p50, p99, u50, u99 = int(m.group(1)), *map(float, m.group(2, 3, 4, 5))
+    sym = re.search(r"symbolize_us_per_loc=([\d.]+) locs=(\d+) symtabs=(\d+) in ([\d.]+) ms", log)
     run_it.TMP = TMP
     a = b = 0.0
     frames = []
@@ -141,7 +150,8 @@ def run_profiled(threads, sleepers, hz, seconds):
     share = 100 * a / (a + b) if a + b else float("nan")
     return dict(ips=ips, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
                 own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
-                hwm_mb=hwm / 1024.0,
+                hwm_mb=hwm / 1024.0, sym_us=float(sym.group(1)), symtab_ms=float(sym.group(4)),
+                symtabs=int(sym.group(3)),
                 expected=threads * hz * seconds,
                 frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
 
@@ -164,13 +174,14 @@ def section_cpu():
                      med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
                      min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
                      med("perf_slowdown"), ratio,
-                     med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps)))
+                     med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps),
+                     med("sym_us"), med("symtab_ms"), med("symtabs")))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f |" % r)
+        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
     print()
 
 

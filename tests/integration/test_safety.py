@@ -313,3 +313,36 @@ def sigchld_from_children_delivered_while_profiled():
     names = set(x for _, fr in traces(path) for x in fr)
     check("forker" in names, "the forking thread was never sampled: %s" % sorted(names)[:40])
     print("  info: %d children, %d SIGCHLD delivered, none lost" % (forked, handled))
+
+
+@test
+def a_log_pipe_nobody_reads_stalls_nothing():
+    """podprof's stderr is a pipe that nobody drains (a wedged log
+    collector): once it is full, lines are dropped and counted, and podprof
+    goes on serving and sampling instead of blocking in write()."""
+    f = Fixture(threads=1, sleepers=1)
+    pp = subprocess.Popen([lib.PODPROF, "--pid", str(f.pid), "--listen", "127.0.0.1:0",
+                           "--detach-grace-ms", str(lib.GRACE_MS)], stderr=subprocess.PIPE)
+    lib.PROCS.append(pp)
+    port = None
+    while port is None:
+        line = pp.stderr.readline().decode()
+        check(line, "podprof exited")
+        m = re.search(r"\(port (\d+)\)", line)
+        port = m and int(m.group(1))
+    # Each bad request logs a line: several times what a pipe holds (64 KiB).
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    for _ in range(3000):
+        s.sendall(b"GET /debug/pprof/\x01 HTTP/1.1\r\n\r\n")
+        s.recv(4096)
+        s.close()
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.close()
+    body = get_profile(type("P", (), {"port": port}), "seconds=1")
+    path = save(body, "logjam.pb.gz")
+    check(re.search(r"hot_a\s*$", pprof("-top", path), re.M), "profile while the log is jammed")
+    os.kill(pp.pid, signal.SIGTERM)
+    log = pp.stderr.read().decode()
+    check(pp.wait(timeout=10) == 0, "podprof exit")
+    check(re.search(r"log: \d+ lines dropped \(stderr full\)", log), "no drop note in:\n%s" % log[-500:])
+    f.stop()

@@ -2,6 +2,7 @@
 shapes, and blocked threads left alone once their stack is known."""
 import os
 import re
+import time
 
 import lib
 from lib import *  # noqa: F401,F403
@@ -11,6 +12,22 @@ def ctx_switches(pid, tid):
     with open("/proc/%d/task/%d/status" % (pid, tid)) as fh:
         text = fh.read()
     return sum(int(v) for v in re.findall(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", text, re.M))
+
+
+def in_read(pid, tid):
+    try:
+        with open("/proc/%d/task/%d/syscall" % (pid, tid)) as fh:
+            sc = fh.read().split()
+        with open("/proc/%d/task/%d/stat" % (pid, tid)) as fh:
+            st = fh.read()
+    except OSError:
+        return False
+    return sc[:1] == ["0"] and st[st.rindex(")") + 2] == "S"
+
+
+def lib_metric(pp, name):
+    st, h, body = http(pp.port, "/metrics")
+    return float(re.search(r"^%s (\S+)$" % re.escape(name), body.decode(), re.M).group(1))
 
 
 def thread_names(pid):
@@ -91,12 +108,21 @@ def goroutine_dump_does_not_stop_blocked_threads_again():
     check(len(blocked) == 4, "blocked threads %s" % blocked)
     before = {t: ctx_switches(f.pid, t) for t in blocked}
     dump(pp)
+    # Each stopped thread resumes and goes back into its read(): wait until
+    # every one has (state S, in syscall 0) before taking the counters.
+    deadline = time.monotonic() + 5
+    while not all(in_read(f.pid, t) for t in blocked):
+        check(time.monotonic() < deadline, "blocked threads did not go back to read()")
+        time.sleep(0.005)
     after1 = {t: ctx_switches(f.pid, t) for t in blocked}
     check(all(after1[t] > before[t] for t in blocked), "the first dump stops every thread")
     for round_ in (2, 3):
+        stops0 = lib_metric(pp, "podprof_stops_total")
         blocks = dump(pp)
+        stops = lib_metric(pp, "podprof_stops_total") - stops0
         now = {t: ctx_switches(f.pid, t) for t in blocked}
         check(now == after1, "dump %d woke blocked threads: %s -> %s" % (round_, after1, now))
+        check(stops == 1, "dump %d stopped %d threads, only the busy one should be" % (round_, stops))
         for t in blocked:
             check("blocked_reader" in blocks[t][3], "cached stack of %d: %s" % (t, blocks[t]))
     st, h, body = http(pp.port, "/debug/pprof/goroutine")

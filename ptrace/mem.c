@@ -58,7 +58,10 @@ void pt_mem_flush(struct pt_mem *m)
 
 void pt_mem_set_maps(struct pt_mem *m, const struct pt_maps *maps)
 {
+	/* A page is cached only while the maps say it cannot change; with new
+	 * maps (a library unloaded, another mapped at its place) start over. */
 	m->maps = maps;
+	pt_mem_flush(m);
 }
 
 static int vm_read(pid_t pid, uint64_t addr, void *dst, size_t len)
@@ -129,22 +132,23 @@ int pt_mem_read(struct pt_mem *m, uint64_t addr, void *dst, size_t len)
 
 		if (n > len)
 			n = len;
-		if (!cacheable(m, page)) {
+		/* A page in the cache was cacheable when it was read, under the
+		 * same maps (new maps flush it): a hit needs no maps lookup. */
+		slot = &m->pages[(page / PT_MEM_PAGE) & (m->npages - 1)];
+		if (slot->addr == page + 1) {
+			m->st.hits++;
+			memcpy(out, slot->data + off, n);
+		} else if (!cacheable(m, page)) {
 			m->st.uncached++;
 			if ((err = vm_read(m->pid, addr, out, n)))
 				return err;
 		} else {
-			slot = &m->pages[(page / PT_MEM_PAGE) & (m->npages - 1)];
-			if (slot->addr != page + 1) {
-				m->st.misses++;
-				if ((err = vm_read(m->pid, page, slot->data, PT_MEM_PAGE))) {
-					slot->addr = 0;
-					return err;
-				}
-				slot->addr = page + 1;
-			} else {
-				m->st.hits++;
+			m->st.misses++;
+			if ((err = vm_read(m->pid, page, slot->data, PT_MEM_PAGE))) {
+				slot->addr = 0;
+				return err;
 			}
+			slot->addr = page + 1;
 			memcpy(out, slot->data + off, n);
 		}
 		out += n;

@@ -725,7 +725,7 @@ static void *run(void *arg)
 		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
 		uint64_t now = pt__now_ns(), wake = UINT64_MAX;
 		struct pt_request *q;
-		int stopping, timeout_ms;
+		int stopping, timeout_ms, polled = 0;
 
 		if (s->sessions && s->next_tick)
 			wake = s->next_tick;
@@ -748,9 +748,11 @@ static void *run(void *arg)
 			/* ms granularity is coarse for 1 kHz; sleep to the exact tick. */
 			if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
 				ts = (struct timespec){ 0, (long)(wake - now) };
-			ppoll(pfd, 2, &ts, NULL);
+			polled = ppoll(pfd, 2, &ts, NULL) >= 0;
 		}
-		drain_fd(s->evfd);
+		/* Each drain is a read(); skip the ones ppoll says would find nothing. */
+		if (!polled || pfd[0].revents)
+			drain_fd(s->evfd);
 		pthread_mutex_lock(&s->lock);
 		q = s->queue;
 		s->queue = NULL;
@@ -783,7 +785,8 @@ static void *run(void *arg)
 				start_cpu(s, req);
 			}
 		}
-		drain_fd(s->sigfd);
+		if (!polled || pfd[1].revents)
+			drain_fd(s->sigfd);
 		/* Tick before answering stops: a thread waiting in a signal stop
 		 * is not running (it is skipped), whereas re-injecting first and
 		 * sampling right after would catch it in its handler every time. */

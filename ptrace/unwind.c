@@ -1,9 +1,14 @@
 #include "ptrace/unwind.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <libunwind.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
@@ -15,6 +20,30 @@
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
+
+/* libunwind as Debian builds it (no per-thread cache) guards its cache of
+ * register states with a global lock and blocks every signal around it with
+ * sigprocmask(): two system calls per step, most of an unwind's time. No
+ * signal handler of ours unwinds, so while this thread unwinds those calls
+ * are answered without the kernel; every other call goes to libc's. The
+ * mask of the unwinding thread (the sampler's) does not change meanwhile. */
+static __thread int unwinding;
+static __thread int have_mask;
+static __thread sigset_t thread_mask;
+
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static int (*real)(int, const sigset_t *, sigset_t *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "sigprocmask");
+	if (unwinding && have_mask) {
+		if (old)
+			*old = thread_mask;
+		return 0;
+	}
+	return real ? real(how, set, old) : (int)syscall(SYS_rt_sigprocmask, how, set, old, 8);
+}
 
 struct pt_unwinder {
 	unw_addr_space_t as;
@@ -213,17 +242,15 @@ uint64_t pt_unwinder_take_miss(struct pt_unwinder *u)
 	return a;
 }
 
-int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
-	      int *complete)
+/* Steps from the captured registers to the outermost frame (see pt_unwind). */
+static int walk(struct pt_unwinder *u, struct ctx *c, uint64_t *frames, int n, int max,
+		int *complete)
 {
-	struct ctx c = { u, cap };
 	unw_cursor_t cur;
-	int n = 0, prev_adjusted = 0, from_signal, rc;
-	unw_word_t sp = cap->regs.rsp;
+	int prev_adjusted = 0, from_signal, rc;
+	unw_word_t sp = c->cap->regs.rsp;
 
-	*complete = 0;
-	frames[n++] = cap->regs.rip;
-	if (unw_init_remote(&cur, u->as, &c) < 0)
+	if (unw_init_remote(&cur, u->as, c) < 0)
 		return n;
 	while (n < max) {
 		unw_word_t ip, next_sp;
@@ -265,5 +292,21 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 		frames[n++] = from_signal ? ip : ip - 1;
 		prev_adjusted = !from_signal;
 	}
+	return n;
+}
+
+int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
+	      int *complete)
+{
+	struct ctx c = { u, cap };
+	int n;
+
+	*complete = 0;
+	frames[0] = cap->regs.rip;
+	if (!have_mask)
+		have_mask = pthread_sigmask(SIG_BLOCK, NULL, &thread_mask) == 0;
+	unwinding = 1;
+	n = walk(u, &c, frames, 1, max, complete);
+	unwinding = 0;
 	return n;
 }

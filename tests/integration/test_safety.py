@@ -303,7 +303,9 @@ def sigchld_from_children_delivered_while_profiled():
     fixture), and the forking thread is sampled like any other."""
     f = Fixture(threads=1, extra=["-F"])
     pp = Podprof("--pid", str(f.pid))
-    path = save(get_profile(pp, "seconds=3&hz=1000"), "sigchld.pb.gz")
+    # Each SIGCHLD is a round trip through podprof (~2 ms on these machines):
+    # 6 s give a few thousand children.
+    path = save(get_profile(pp, "seconds=6&hz=1000"), "sigchld.pb.gz")
     pp.stop()
     f.stop()
     handled, forked, lost = map(int, re.search(r"sigchld=(\d+)/(\d+) lost=(\d+)", f.output).groups())

@@ -583,9 +583,8 @@ static void adapt_rate(struct pt_sampler *s, uint64_t period, uint64_t took)
 		s->rate_div /= 2;
 		s->duty *= 2;
 		s->rate_changes++;
-		logf_(s, 1, "sampler: keeping up again: sampling at %s of the requested rate",
-		      s->rate_div == 1 ? "all" : s->rate_div == 2 ? "1/2" : s->rate_div == 4 ? "1/4" :
-		      "a fraction");
+		logf_(s, 1, "sampler: keeping up again: sampling at 1/%d of the requested rate",
+		      s->rate_div);
 	}
 }
 

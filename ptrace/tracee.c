@@ -827,6 +827,16 @@ static int snap_still_valid(struct pt_tracee *t, struct thread *th, uint64_t run
 	return 1;
 }
 
+static void report_cached(const struct thread *th, char state, int syscall, pt_sample_cb cb,
+			  void *arg)
+{
+	struct pt_sample smp = { .tid = th->tid, .comm = th->comm, .state = state,
+				 .syscall = syscall, .frames = th->snap,
+				 .n = th->snap ? th->snap_n : 0, .cached = 1 };
+
+	cb(arg, &smp);
+}
+
 int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, void *arg,
 		       int *stopped)
 {
@@ -855,24 +865,18 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
 
 			if (!th || (th->flags & TH_INTERRUPTING))
 				continue;
+			/* Group-stopped, or blocked since its last snapshot: its
+			 * last stack, without a stop. */
 			if (th->flags & TH_GROUPSTOP) {
-				struct pt_sample smp = { .tid = th->tid, .comm = th->comm, .state = 'T',
-							 .syscall = -1, .frames = th->snap,
-							 .n = th->snap ? th->snap_n : 0, .cached = 1 };
-
-				cb(arg, &smp);
+				report_cached(th, 'T', -1, cb, arg);
 				reported++;
 				continue;
 			}
 			if (read_run_ns(th, &run))
 				continue;
 			if (snap_still_valid(t, th, run)) {
-				struct pt_sample smp = { .tid = th->tid, .comm = th->comm,
-							 .state = th->state, .syscall = th->snap_syscall,
-							 .frames = th->snap, .n = th->snap_n, .cached = 1 };
-
+				report_cached(th, th->state, th->snap_syscall, cb, arg);
 				t->st.snapshot_reused++;
-				cb(arg, &smp);
 				reported++;
 				continue;
 			}

@@ -323,34 +323,47 @@ out:
 	return err;
 }
 
-static void answer_cpu(struct pending *p)
+/* Answers a request the sampler failed (503 when busy, else 500; `what`
+ * prefixes errors without a message of their own). Returns 1 if it did. */
+static int answer_failed(struct pending *p, const char *what)
 {
+	const char *m;
+	char msg[256];
+
+	if (!p->req.err)
+		return 0;
+	m = req_error(p->req.err);
+	if (!m) {
+		snprintf(msg, sizeof(msg), "%s%s", what ? what : "", sc_strerror(p->req.err));
+		m = msg;
+	}
+	go_error(p->conn, p->req.err == -EBUSY ? 503 : 500, m);
+	return 1;
+}
+
+/* Sends the request's profile as Go does: gzipped profile.proto, a download
+ * named after the endpoint. */
+static void respond_profile(struct pending *p, const char *filename)
+{
+	char headers[160];
 	uint8_t *body;
 	size_t len;
-	int err;
+	int err = encode_profile(p->req.profile, p->req.kind, p->req.pid, &body, &len);
 
-	if (p->req.err) {
-		const char *m = req_error(p->req.err);
-		char msg[256];
-
-		if (!m) {
-			snprintf(msg, sizeof(msg), "Could not enable CPU profiling: %s",
-				 sc_strerror(p->req.err));
-			m = msg;
-		}
-		go_error(p->conn, p->req.err == -EBUSY ? 503 : 500, m);
-		return;
-	}
-	err = encode_profile(p->req.profile, PT_REQ_CPU, p->req.pid, &body, &len);
 	if (err) {
-		log_error("pprof: encoding the CPU profile failed: %s", sc_strerror(err));
+		log_error("pprof: encoding %s failed: %s", filename, sc_strerror(err));
 		go_error(p->conn, 500, "failed to encode profile");
 		return;
 	}
-	sc_http_respond_owned(p->conn, 200,
-			      "Content-Type: application/octet-stream\r\n"
-			      "Content-Disposition: attachment; filename=\"profile\"\r\n",
-			      body, len);
+	snprintf(headers, sizeof(headers), "Content-Type: application/octet-stream\r\n"
+		 "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
+	sc_http_respond_owned(p->conn, 200, headers, body, len);
+}
+
+static void answer_cpu(struct pending *p)
+{
+	if (!answer_failed(p, "Could not enable CPU profiling: "))
+		respond_profile(p, "profile");
 }
 
 /* Where a location lives, for the text formats: "<file> +0x<file offset>"
@@ -407,12 +420,9 @@ struct stack_group {
 	int64_t count;
 };
 
-static const struct pt_profile *group_pr;   /* for cmp_group: loop thread only */
-
-static int cmp_stack(const struct pt_profile_sample *x, const struct pt_profile_sample *y)
+static int cmp_stack(const struct pt_profile *pr, const struct pt_profile_sample *x,
+		     const struct pt_profile_sample *y)
 {
-	const struct pt_profile *pr = group_pr;
-
 	for (uint32_t k = 0; k < x->n && k < y->n; k++) {
 		uint64_t a = pr->locs[pr->loc_ids[x->first + k]].addr;
 		uint64_t c = pr->locs[pr->loc_ids[y->first + k]].addr;
@@ -423,19 +433,19 @@ static int cmp_stack(const struct pt_profile_sample *x, const struct pt_profile_
 	return (x->n > y->n) - (x->n < y->n);
 }
 
-static int cmp_sample_stack(const void *a, const void *b)
+static int cmp_sample_stack(const void *a, const void *b, void *pr)
 {
-	return cmp_stack(*(const struct pt_profile_sample *const *)a,
+	return cmp_stack(pr, *(const struct pt_profile_sample *const *)a,
 			 *(const struct pt_profile_sample *const *)b);
 }
 
-static int cmp_group(const void *a, const void *b)
+static int cmp_group(const void *a, const void *b, void *pr)
 {
 	const struct stack_group *x = a, *y = b;
 
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
-	return cmp_stack(x->s, y->s);
+	return cmp_stack(pr, x->s, y->s);
 }
 
 /* debug=1: Go's count profile: threads grouped by identical stack, most
@@ -448,17 +458,16 @@ static int count_profile(const struct pt_profile *pr, struct sc_buf *b,
 
 	if (!g)
 		return -ENOMEM;
-	group_pr = pr;
 	for (size_t i = 0; i < pr->nsamples; i++)
 		order[i] = &pr->samples[i];
-	qsort(order, pr->nsamples, sizeof(*order), cmp_sample_stack);
+	qsort_r(order, pr->nsamples, sizeof(*order), cmp_sample_stack, (void *)pr);
 	for (size_t i = 0; i < pr->nsamples; i++) {
-		if (ng && !cmp_stack(g[ng - 1].s, order[i]))
+		if (ng && !cmp_stack(pr, g[ng - 1].s, order[i]))
 			g[ng - 1].count += order[i]->count;
 		else
 			g[ng++] = (struct stack_group){ order[i], order[i]->count };
 	}
-	qsort(g, ng, sizeof(*g), cmp_group);
+	qsort_r(g, ng, sizeof(*g), cmp_group, (void *)pr);
 	sc_buf_printf(b, "goroutine profile: total %zu\n", pr->nsamples);
 	for (size_t i = 0; i < ng; i++) {
 		const struct pt_profile_sample *s = g[i].s;
@@ -485,28 +494,11 @@ static void answer_goroutine(struct pending *p)
 	const struct pt_profile *pr = p->req.profile;
 	const struct pt_profile_sample **order;
 	struct sc_buf b;
-	uint8_t *body;
-	size_t len;
-	int err;
 
-	if (p->req.err) {
-		const char *m = req_error(p->req.err);
-
-		go_error(p->conn, p->req.err == -EBUSY ? 503 : 500,
-			 m ? m : sc_strerror(p->req.err));
+	if (answer_failed(p, NULL))
 		return;
-	}
 	if (p->debug == 0) {
-		err = encode_profile(pr, PT_REQ_SNAPSHOT, p->req.pid, &body, &len);
-		if (err) {
-			log_error("pprof: encoding the goroutine profile failed: %s", sc_strerror(err));
-			go_error(p->conn, 500, "failed to encode profile");
-			return;
-		}
-		sc_http_respond_owned(p->conn, 200,
-				      "Content-Type: application/octet-stream\r\n"
-				      "Content-Disposition: attachment; filename=\"goroutine\"\r\n",
-				      body, len);
+		respond_profile(p, "goroutine");
 		return;
 	}
 	order = calloc(pr->nsamples + 1, sizeof(*order));
@@ -984,7 +976,7 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 {
 	struct sc_server *srv = arg;
 	const char *path = req->path, *name;
-	int get = !strcmp(req->method, "GET") || req->head;
+	int get = !strcmp(req->method, "GET") || req->head, metrics;
 
 	log_debug("http: %s %s", req->method, path);
 	if (!strcmp(path, "/healthz")) {
@@ -996,30 +988,25 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 				"WWW-Authenticate: Bearer realm=\"podprof\"\r\n", "unauthorized\n", 13);
 		return;
 	}
-	if (!strcmp(path, "/metrics")) {
-		if (!get)
-			sc_http_respond(c, 405, "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n",
-					"Method Not Allowed\n", 19);
-		else
-			handle_metrics(srv, c);
-		return;
-	}
 	if (!strcmp(path, "/debug/pprof")) {
 		sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",
 				"<a href=\"/debug/pprof/\">Moved Permanently</a>.\n\n", 48);
 		return;
 	}
-	if (strncmp(path, "/debug/pprof/", 13)) {
+	metrics = !strcmp(path, "/metrics");
+	if (!metrics && strncmp(path, "/debug/pprof/", 13)) {
 		sc_http_respond(c, 404, TEXT, "404 page not found\n", 19);
 		return;
 	}
-	name = path + 13;
+	name = metrics ? "" : path + 13;
 	if (!get && !(strcmp(name, "symbol") == 0 && !strcmp(req->method, "POST"))) {
 		sc_http_respond(c, 405, "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n",
 				"Method Not Allowed\n", 19);
 		return;
 	}
-	if (!*name)
+	if (metrics)
+		handle_metrics(srv, c);
+	else if (!*name)
 		handle_index(srv, c, req->query);
 	else if (!strcmp(name, "profile"))
 		handle_profile(srv, c, req->query);

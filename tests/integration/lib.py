@@ -277,6 +277,25 @@ def get_profile(pp, query):
     return body
 
 
+class ProfileInBackground:
+    """A CPU profile fetched on a thread; returns once podprof has logged
+    that the session started. result() waits for the body."""
+
+    def __init__(self, pp, query):
+        self.body = None
+        self.thread = threading.Thread(target=self._fetch, args=(pp, query))
+        self.thread.start()
+        pp.wait_log(r"profile: started", 10)
+
+    def _fetch(self, pp, query):
+        self.body = get_profile(pp, query)
+
+    def result(self, timeout=30):
+        self.thread.join(timeout)
+        check(self.body is not None, "profile failed")
+        return self.body
+
+
 def traces(path):
     """Parses `go tool pprof -traces`: list of (value_ns, [leaf..root])."""
     out = pprof("-traces", "-sample_index=cpu", path)

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 
 import lib
@@ -236,10 +235,7 @@ def slow_clients_and_limits():
         check(time.monotonic() < deadline, "connection slots never freed: %d" % st)
         time.sleep(0.02)
     # Session cap: a second concurrent profile gets a Go-shaped 503.
-    res = {}
-    t = threading.Thread(target=lambda: res.update(body=get_profile(pp, "seconds=2")))
-    t.start()
-    pp.wait_log(r"profile: started", 10)
+    bg = ProfileInBackground(pp, "seconds=2")
     deadline = time.monotonic() + 5
     while True:   # the held connections' slots free up as the server notices their close
         st, h, body = http(pp.port, "/debug/pprof/profile?seconds=1")
@@ -247,8 +243,7 @@ def slow_clients_and_limits():
             break
     check(st == 503 and h.get("x-go-pprof") == "1" and h.get("retry-after") and
           body == b"too many profiles running at once\n", "second session: %d %r %r" % (st, h, body))
-    t.join(30)
-    check_busy_profile(save(res["body"], "limits.pb.gz"))
+    check_busy_profile(save(bg.result(), "limits.pb.gz"))
     pp.stop(), f.stop()
 
 

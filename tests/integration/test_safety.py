@@ -74,10 +74,7 @@ def state_of_threads(pid):
 def signals_delivered_exactly_once_while_profiled():
     f = Fixture(threads=2, sleepers=2, ack=True)
     pp = Podprof("--pid", str(f.pid))
-    result = {}
-    t = threading.Thread(target=lambda: result.update(body=get_profile(pp, "seconds=3&hz=1000")))
-    t.start()
-    pp.wait_log(r"profile: started", 10)
+    bg = ProfileInBackground(pp, "seconds=3&hz=1000")
     sent = 0
     deadline = time.monotonic() + 2.5
     while time.monotonic() < deadline:
@@ -86,9 +83,7 @@ def signals_delivered_exactly_once_while_profiled():
         ready, _, _ = select.select([f.ack], [], [], 5)
         check(ready, "SIGUSR1 #%d was not delivered within 5 s" % sent)
         check(os.read(f.ack, 1) == b"u", "ack")
-    t.join(30)
-    check("body" in result, "profile failed")
-    path = save(result["body"], "sig.pb.gz")
+    path = save(bg.result(), "sig.pb.gz")
     # Thousands of handler runs a second take their share of the CPU.
     check_busy_profile(path, extra=SIGNAL_NAMES, min_hot=0.6)
     # Stacks caught in the handler unwind through the kernel's signal frame,
@@ -114,10 +109,7 @@ def signals_delivered_exactly_once_while_profiled():
 def sigstop_while_profiled_is_honoured():
     f = Fixture(threads=2, sleepers=1)
     pp = Podprof("--pid", str(f.pid))
-    result = {}
-    t = threading.Thread(target=lambda: result.update(body=get_profile(pp, "seconds=3")))
-    t.start()
-    pp.wait_log(r"profile: started", 10)
+    bg = ProfileInBackground(pp, "seconds=3")
     os.kill(f.pid, signal.SIGSTOP)
     deadline = time.monotonic() + 5
     while set(state_of_threads(f.pid)) != {"t"} and set(state_of_threads(f.pid)) != {"T"}:
@@ -127,8 +119,7 @@ def sigstop_while_profiled_is_honoured():
     time.sleep(0.5)  # observe that it stays stopped while the sampler keeps ticking
     check(cpu_ticks(f.pid) == t0, "target ran while group-stopped")
     os.kill(f.pid, signal.SIGCONT)
-    t.join(30)
-    check("body" in result, "profile failed")
+    bg.result()
     pp.wait_log(r"ptrace: detached", 5)
     deadline = time.monotonic() + 5
     while cpu_ticks(f.pid) <= t0 + 5:
@@ -247,13 +238,9 @@ def target_stopped_before_detach_stays_stopped():
     target is still stopped (as it would be without podprof) until SIGCONT."""
     f = Fixture(threads=2)
     pp = Podprof("--pid", str(f.pid))
-    res = {}
-    t = threading.Thread(target=lambda: res.update(body=get_profile(pp, "seconds=1")))
-    t.start()
-    pp.wait_log(r"profile: started", 10)
+    bg = ProfileInBackground(pp, "seconds=1")
     os.kill(f.pid, signal.SIGSTOP)
-    t.join(30)
-    check("body" in res, "profile failed")
+    bg.result()
     pp.wait_log(r"ptrace: detached", 5)
     wait_untraced(f.pid, 2)
     # A thread may still be on its way into the group stop (the wake-up is

@@ -60,6 +60,13 @@ def dump(pp, query=""):
 def goroutine_dump_lists_every_thread_with_its_stack():
     f = Fixture(threads=2, sleepers=2, extra=["-b", "3"])
     pp = Podprof("--pid", str(f.pid))
+    # The fixture is ready once it has created its threads, not once each
+    # has got going: wait for the readers to block and names to be set.
+    deadline = time.monotonic() + 5
+    while sorted(thread_names(f.pid).values()).count("blocked") < 3 or \
+            not all(in_read(f.pid, t) for t, n in thread_names(f.pid).items() if n == "blocked"):
+        check(time.monotonic() < deadline, "blocked readers never blocked: %s" % thread_names(f.pid))
+        time.sleep(0.005)
     names = thread_names(f.pid)
     blocks = dump(pp)
     check(set(blocks) == set(names), "dump tids %s, threads %s" % (sorted(blocks), sorted(names)))
@@ -69,7 +76,7 @@ def goroutine_dump_lists_every_thread_with_its_stack():
             check(state == "sleeping" and syscall == "read", "blocked reader: %s %s" % (state, syscall))
             check("blocked_reader" in frames and frames[-2:] == lib.THREAD_TAIL,
                   "blocked reader stack %s" % frames)
-        elif name in ("busy", "worker-1") and state == "running":
+        elif (tid == f.pid or name == "worker-1") and state == "running":   # the busy workers
             check(frames[1:5] == ["level3", "level2", "level1", "worker"], "busy stack %s" % frames)
     st, h, body = http(pp.port, "/debug/pprof/goroutine?debug=1")
     text = body.decode()

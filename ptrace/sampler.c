@@ -340,6 +340,7 @@ static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 		.max_frames = s->o.max_frames,
 		.max_threads = s->o.max_threads,
 		.max_per_tick = s->o.max_per_tick,
+		.spin_ns = s->o.spin_ns,
 		.wake_fd = s->sigfd,
 		.debug_dir = s->o.debug_dir,
 	};
@@ -682,6 +683,7 @@ static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee
 	st->snapshot_stops += ts.snapshot_stops;
 	st->snapshot_reused += ts.snapshot_reused;
 	st->maps_rereads += ts.maps_rereads;
+	st->short_copies += ts.short_copies;
 	st->group_stops += ts.group_stops;
 	st->clones += ts.clones;
 	st->execs += ts.execs;

@@ -75,6 +75,7 @@ struct pt_sampler_opts {
 	int max_frames;
 	int max_threads;
 	int max_per_tick;
+	uint64_t spin_ns;        /* see pt_tracee_opts */
 	int max_sessions;
 	int max_stacks;          /* distinct stacks per session */
 	uint64_t detach_grace_ns;
@@ -103,7 +104,7 @@ struct pt_sampler_stats {
 	uint64_t pause_p50_ns, pause_p99_ns, unwind_p50_ns, unwind_p99_ns, frames_total;
 	uint64_t sessions_done;
 	uint64_t pause_ns_total, unwind_ns_total;
-	uint64_t snapshot_stops, snapshot_reused, maps_rereads, group_stops, clones, execs;
+	uint64_t snapshot_stops, snapshot_reused, maps_rereads, short_copies, group_stops, clones, execs;
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;
 	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (cannot keep up) */

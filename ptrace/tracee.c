@@ -38,6 +38,7 @@ struct thread {
 	int slot;                /* capture slot while TH_WANTED */
 	char comm[16];           /* thread name, as of its last selection */
 	char state;              /* R S D ... as of its last selection */
+	size_t stack_want;       /* stack to copy at its next stop; 0: stack_bytes */
 	/* snapshot cache: the stack at the last snapshot stop */
 	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
 	int snap_n, snap_syscall, snap_restart;
@@ -51,6 +52,7 @@ struct pt_tracee {
 	struct thread *th;
 	size_t n, cap;
 	size_t rr;               /* round-robin start of the next tick's selection */
+	int spin_slots;          /* stops that may come from other cores: spin for these */
 	uint64_t mm_fp;          /* address-space fingerprint at the last check */
 	struct pt_maps *maps;
 	struct pt_mem *mem;
@@ -92,6 +94,9 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 	t->nframes = calloc((size_t)opts->max_per_tick, sizeof(*t->nframes));
 	t->unwind_ns = calloc((size_t)opts->max_per_tick, sizeof(*t->unwind_ns));
 	t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+	t->spin_slots = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	if (t->spin_slots < 1)
+		t->spin_slots = 1;
 	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns)
 		goto out;
 	for (int i = 0; i < opts->max_per_tick; i++)
@@ -553,16 +558,40 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 	return 0;
 }
 
-/* Captures registers and stack of a stopped thread into slot. */
+/* Captures registers and stack of a stopped thread into slot: as much stack
+ * as its last unwind needed, with room to spare (see learn_stack), since
+ * copying costs the stopped thread about a microsecond per page. */
 static int capture(struct pt_tracee *t, struct thread *th, struct pt_capture *cap)
 {
+	size_t want = th->stack_want ? th->stack_want : t->o.stack_bytes;
 	ssize_t n;
 
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
 		return -errno;
-	n = pt_mem_read_partial(t->pid, cap->regs.rsp, cap->stack, t->o.stack_bytes);
+	n = pt_mem_read_partial(t->pid, cap->regs.rsp, cap->stack, want);
 	cap->stack_len = n > 0 ? (size_t)n : 0;
+	cap->stack_limit = cap->stack_len == want ? t->o.stack_bytes : 0;
 	return 0;
+}
+
+/* Sizes a thread's next stack copy from what its last unwind read: twice
+ * that plus a page, in pages. Grows at once, shrinks by an eighth at most
+ * per sample (a thread that goes deeper now and then keeps its room); an
+ * unwind that ran out of copy makes the next one whole (that sample's
+ * stack ends where the copy did: counted, and incomplete). */
+static void learn_stack(struct pt_tracee *t, struct thread *th, const struct pt_capture *cap)
+{
+	size_t cur = th->stack_want ? th->stack_want : t->o.stack_bytes;
+	size_t need = (2 * cap->stack_used + 2 * 4096 - 1) & ~(size_t)4095;
+
+	if (cap->stack_short) {
+		t->st.short_copies++;
+		th->stack_want = 0;
+		return;
+	}
+	if (need < ((cur - cur / 8) & ~(size_t)4095))
+		need = (cur - cur / 8) & ~(size_t)4095;
+	th->stack_want = need >= t->o.stack_bytes ? 0 : need;
 }
 
 /* A fingerprint of the address space (code and stack placement from the
@@ -631,8 +660,8 @@ static void unwind_batch(struct pt_tracee *t, int ncap)
 static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns, int snap,
 		   pt_sample_cb cb, pt_timing_cb tcb, void *arg)
 {
-	uint64_t deadline, mm_now, pause[256];
-	int ncap = 0, pending = 0, slot_sel[256];
+	uint64_t now, deadline, spin_end, mm_now, pause[256];
+	int ncap = 0, pending = 0, spin_left, spun = 0, slot_sel[256];
 
 	/* 1. Interrupt them all first: a stop is only delivered when the thread
 	 *    runs, so waiting for each in turn would serialise their delays. */
@@ -648,8 +677,16 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 		th->slot = -1;
 		pending++;
 	}
-	/* 2. Collect each stop, capture, resume at once. */
-	deadline = pt__now_ns() + wait_ns;
+	/* 2. Collect each stop, capture, resume at once. A thread running on
+	 *    another core stops within microseconds; waiting for it in ppoll
+	 *    adds a wake-up of this thread to its pause, so poll for it instead,
+	 *    briefly. The other pending threads are off-core (preempted, maybe
+	 *    by us): they stop only when scheduled, so once as many stops came
+	 *    as there are other cores, sleep and leave them the core. */
+	now = pt__now_ns();
+	deadline = now + wait_ns;
+	spin_end = now + t->o.spin_ns;
+	spin_left = t->spin_slots;
 	while (pending > 0) {
 		for (int i = 0; i < nsel; i++) {
 			struct thread *th;
@@ -680,15 +717,25 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			ptrace(PTRACE_CONT, th->tid, 0, 0);
 			pause[i] = pt__now_ns() - th->t_interrupt;
 			t->st.stops++;
+			spin_left--;
 		}
 		if (pending <= 0)
 			break;
-		uint64_t now = pt__now_ns();
-
+		now = pt__now_ns();
 		if (now >= deadline)
 			break;
+		if (spin_left > 0 && now < spin_end) {
+			spun = 1;
+			continue;
+		}
 		wait_wake(t->o.wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
 	}
+	/* The stops we polled for each raised a SIGCHLD: take it now rather
+	 * than wake the sampler loop for it (the loop polls every thread after
+	 * a tick anyway). */
+	if (spun && t->o.wake_fd >= 0)
+		while (read(t->o.wake_fd, &(struct signalfd_siginfo){ 0 }, sizeof(struct signalfd_siginfo)) > 0) {
+		}
 	for (int i = 0; i < nsel; i++)
 		if (sel[i] != SIZE_MAX && (t->th[sel[i]].flags & TH_WANTED)) {
 			t->th[sel[i]].flags &= ~TH_WANTED;
@@ -723,6 +770,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 		};
 
 		th->slot = -1;
+		learn_stack(t, th, &t->caps[k]);
 		t->st.thread_samples++;
 		t->st.unwind_ns_total += dt;
 		t->st.pause_ns_total += pause[slot_sel[k]];

@@ -13,10 +13,11 @@ struct pt_module;
 struct pt_tracee;
 
 struct pt_tracee_opts {
-	size_t stack_bytes;     /* stack copied per thread-sample */
+	size_t stack_bytes;     /* most stack copied per thread-sample */
 	int max_frames;
 	int max_threads;        /* threads tracked */
 	int max_per_tick;       /* threads stopped in one tick */
+	uint64_t spin_ns;       /* poll for a stop this long before sleeping (0: sleep) */
 	int wake_fd;            /* signalfd for SIGCHLD: readable when a tracee changes state */
 	const char *debug_dir;  /* NULL: /usr/lib/debug/.build-id */
 };
@@ -30,6 +31,7 @@ struct pt_tracee_stats {
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t snapshot_stops, snapshot_reused;
 	uint64_t maps_rereads;      /* maps read again because an unwind left them */
+	uint64_t short_copies;      /* unwinds that needed more stack than was copied */
 	uint64_t symtab_load_ns, symtab_loads;   /* symbol tables read (cold symbolization) */
 };
 

@@ -57,6 +57,8 @@ struct pt_unwinder {
 struct ctx {
 	struct pt_unwinder *u;
 	const struct pt_capture *cap;
+	size_t used;     /* end of the furthest word read from the copy */
+	int short_copy;  /* a read fell in the uncopied part of the stack */
 };
 
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
@@ -109,7 +111,13 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 		return -UNW_EINVAL;
 	if (addr >= sp && addr - sp + sizeof(*val) <= cap->stack_len) {
 		memcpy(val, cap->stack + (addr - sp), sizeof(*val));
+		if (addr - sp + sizeof(*val) > c->used)
+			c->used = addr - sp + sizeof(*val);
 		return 0;
+	}
+	if (addr >= sp && addr - sp < cap->stack_limit) {
+		c->short_copy = 1;
+		return -UNW_EINVAL;
 	}
 	return pt_mem_read(c->u->mem, addr, val, sizeof(*val)) ? -UNW_EINVAL : 0;
 }
@@ -295,10 +303,10 @@ static int walk(struct pt_unwinder *u, struct ctx *c, uint64_t *frames, int n, i
 	return n;
 }
 
-int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
+int pt_unwind(struct pt_unwinder *u, struct pt_capture *cap, uint64_t *frames, int max,
 	      int *complete)
 {
-	struct ctx c = { u, cap };
+	struct ctx c = { u, cap, 0, 0 };
 	int n;
 
 	*complete = 0;
@@ -308,5 +316,7 @@ int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *fra
 	unwinding = 1;
 	n = walk(u, &c, frames, 1, max, complete);
 	unwinding = 0;
+	cap->stack_used = c.used;
+	cap->stack_short = c.short_copy;
 	return n;
 }

@@ -20,6 +20,13 @@ struct pt_capture {
 	struct user_regs_struct regs;
 	uint8_t *stack;          /* copy of [regs.rsp, regs.rsp + stack_len) */
 	size_t stack_len;
+	/* [rsp + stack_len, rsp + stack_limit) is stack left uncopied: an
+	 * unwind that needs it stops there (stack_short) rather than read the
+	 * running thread's memory. stack_limit <= stack_len: none. */
+	size_t stack_limit;
+	/* set by pt_unwind */
+	size_t stack_used;       /* bytes of the copy the unwind read */
+	int stack_short;         /* it needed stack beyond the copy */
 };
 
 int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modules *mods);
@@ -37,7 +44,7 @@ void pt_unwinder_flush(struct pt_unwinder *u);
  * except a signal trampoline and the frame it interrupted, kept as they are. Returns the
  * number of frames (>= 1). *complete is set when the walk reached the
  * outermost frame rather than failing or hitting max. */
-int pt_unwind(struct pt_unwinder *u, const struct pt_capture *cap, uint64_t *frames, int max,
+int pt_unwind(struct pt_unwinder *u, struct pt_capture *cap, uint64_t *frames, int max,
 	      int *complete);
 
 #endif

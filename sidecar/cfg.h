@@ -29,6 +29,7 @@ struct sc_cfg {
 	int max_stacks;
 	int max_threads;
 	int max_stopped;
+	int spin_us;
 	int detach_grace_ms;
 };
 

@@ -913,6 +913,9 @@ static void handle_metrics(struct sc_server *srv, struct sc_conn *c)
 	       (double)st.snapshot_reused);
 	metric(&b, "maps_rereads_total", "counter",
 	       "Reads of the target's maps forced by an address outside them.", (double)st.maps_rereads);
+	metric(&b, "stack_copies_short_total", "counter",
+	       "Stacks cut short because the unwind needed more than was copied (the next copy is whole).",
+	       (double)st.short_copies);
 	metric(&b, "ticks_total", "counter", "Sampling ticks run.", (double)st.ticks);
 	metric(&b, "ticks_late_total", "counter",
 	       "Ticks that started a period or more late (the sampler fell behind; never queued).",
@@ -1055,6 +1058,7 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 		.max_frames = cfg->max_frames,
 		.max_threads = cfg->max_threads,
 		.max_per_tick = cfg->max_stopped,
+		.spin_ns = (uint64_t)cfg->spin_us * 1000u,
 		.max_sessions = cfg->max_sessions,
 		.max_stacks = cfg->max_stacks,
 		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,

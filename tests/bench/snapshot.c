@@ -68,7 +68,7 @@ static int cmp_d(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	struct pt_sampler_opts o = {
-		.stack_bytes = 65536, .max_frames = 256, .max_threads = 16384, .max_per_tick = 64,
+		.stack_bytes = 65536, .max_frames = 256, .max_threads = 16384, .max_per_tick = 64, .spin_ns = 50000,
 		.max_sessions = 4, .max_stacks = 200000, .detach_grace_ns = 0,
 	};
 	double cold[64], warm[64];

@@ -322,3 +322,30 @@ def sampler_lowers_its_rate_when_it_cannot_keep_up():
     print("  info: %s; divisor %d, %d ticks in 3 s" % (line.split("sampler: ")[1][:60], m["podprof_rate_divisor"],
                                                        m["podprof_ticks_total"]))
     pp.stop(), f.stop()
+
+
+@test
+def stacks_stay_whole_when_their_depth_changes():
+    """podprof copies as much stack at each stop as the thread's last unwind
+    needed, with room to spare. A thread that goes 97 frames (25 KiB) deeper
+    after 400 ms of shallow work may lose only the first deep sample of
+    each spell to a short copy (counted in /metrics); the rest of its deep
+    stacks reach the thread's root."""
+    f = Fixture(threads=1, extra=("-D", "1"))
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=4&hz=200"), "deep.pb.gz")
+    short = metrics(pp)["podprof_stack_copies_short_total"]
+    pp.stop(), f.stop()
+    deep = whole = 0.0
+    for v, fr in traces(path):
+        if "deep_leaf" not in fr:
+            continue
+        deep += v
+        if fr.count("deep_rec") == 97 and fr[-len(THREAD_TAIL) - 1:] == ["deep_worker"] + THREAD_TAIL:
+            whole += v
+    spells = 8   # 4 s of 600 ms spells, each counted where it starts: at most 8
+    print("  info: %.0f%% of deep samples whole, %d short copies" % (100 * whole / max(deep, 1), short))
+    check(deep > 0, "no sample in deep_leaf:\n%s" % pprof("-traces", path)[:3000])
+    check(whole >= 0.85 * deep, "only %.0f%% of the deep stacks are whole:\n%s" % (
+        100 * whole / deep, pprof("-traces", path)[:6000]))
+    check(short <= spells, "%d short copies for at most %d deep spells" % (short, spells))

@@ -33,6 +33,10 @@ ap.add_argument("build", nargs="?", default="build/release")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http")
+ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
+                "these ';'-separated strings, e.g. '1 busy, 1000;8 busy, 100 Hz'")
+ap.add_argument("--versus", default="", help="cpu: also profile with this other build (a build "
+                "directory), in the same repetitions: an A/B of two builds")
 args = ap.parse_args()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, args.build)
@@ -43,6 +47,9 @@ TMP = tempfile.mkdtemp(prefix="podprof-bench-")
 CONFIGS = [(l + ", %d Hz" % hz, t, s, hz) for hz in (100, 1000) for l, t, s in (  # (label, busy, idle, hz)
     ("1 busy", 1, 0), ("8 busy", 8, 0), ("64 busy", 64, 0),
     ("1 busy + 7 idle", 1, 7), ("8 busy + 56 idle", 8, 56))]
+if args.configs:
+    CONFIGS = [c for c in CONFIGS if any(f.strip() and f.strip() in c[0] for f in args.configs.split(";"))]
+VERSUS = os.path.join(ROOT, args.versus, "podprof") if args.versus else None
 
 
 def start_busy(threads, sleepers):
@@ -98,11 +105,11 @@ def run_perf(threads, sleepers, hz, seconds):
     return iters / (time.monotonic() - t0)
 
 
-def start_podprof(pid, *extra):
+def start_podprof(pid, *extra, binary=None):
     """podprof on an ephemeral port; its log is drained by a thread into
     pp.lines (a pipe nobody reads would fill)."""
     import threading
-    pp = subprocess.Popen([PODPROF, "--pid", str(pid), "--listen", "127.0.0.1:0"] + list(extra),
+    pp = subprocess.Popen([binary or PODPROF, "--pid", str(pid), "--listen", "127.0.0.1:0"] + list(extra),
                           stderr=subprocess.PIPE, text=True)
     while True:   # other start-up lines may come first
         line = pp.stderr.readline()
@@ -117,11 +124,11 @@ def start_podprof(pid, *extra):
     return pp, int(m.group(1))
 
 
-def run_profiled(threads, sleepers, hz, seconds):
+def run_profiled(threads, sleepers, hz, seconds, binary=None):
     import time
     p = start_busy(threads, sleepers)
     t0 = time.monotonic()
-    pp, port = start_podprof(p.pid)
+    pp, port = start_podprof(p.pid, binary=binary)
     out = os.path.join(TMP, "p.pb.gz")
     cpu0 = proc_cpu_s(pp.pid)
     subprocess.run(["curl", "-sf", "-o", out,
@@ -156,26 +163,35 @@ def run_profiled(threads, sleepers, hz, seconds):
                 frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
 
 
+def cpu_row(label, reps):
+    med = lambda k: statistics.median(r[k] for r in reps)
+    ratio = med("slowdown") / med("perf_slowdown") if med("perf_slowdown") > 0.05 else float("nan")
+    return (label, med("samples"), med("expected"), med("p50"), med("p99"), med("u50"), med("u99"),
+            med("frames"), med("u50") / med("frames") if med("frames") else 0,
+            med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
+            min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
+            med("perf_slowdown"), ratio,
+            med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps),
+            med("sym_us"), med("symtab_ms"), med("symtabs"))
+
+
 def section_cpu():
     rows = []
     for label, t, s, hz in CONFIGS:
-        reps = []
+        reps, vreps = [], []
         for _ in range(args.reps):
             alone = run_alone(t, s, args.seconds)
             prof = run_profiled(t, s, hz, args.seconds)
+            vprof = run_profiled(t, s, hz, args.seconds, VERSUS) if VERSUS else None
             perf = run_perf(t, s, hz, args.seconds)
-            prof["slowdown"] = 100 * (1 - prof["ips"] / alone)
-            prof["perf_slowdown"] = 100 * (1 - perf / alone)
-            reps.append(prof)
-        med = lambda k: statistics.median(r[k] for r in reps)
-        ratio = med("slowdown") / med("perf_slowdown") if med("perf_slowdown") > 0.05 else float("nan")
-        rows.append((label, med("samples"), med("expected"), med("p50"), med("p99"), med("u50"), med("u99"),
-                     med("frames"), med("u50") / med("frames") if med("frames") else 0,
-                     med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
-                     min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
-                     med("perf_slowdown"), ratio,
-                     med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps),
-                     med("sym_us"), med("symtab_ms"), med("symtabs")))
+            for r, rs in ((prof, reps), (vprof, vreps)):
+                if r:
+                    r["slowdown"] = 100 * (1 - r["ips"] / alone)
+                    r["perf_slowdown"] = 100 * (1 - perf / alone)
+                    rs.append(r)
+        rows.append(cpu_row(label, reps))
+        if vreps:
+            rows.append(cpu_row(label + " (versus %s)" % args.versus, vreps))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
     print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")

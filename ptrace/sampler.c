@@ -491,7 +491,7 @@ static void do_snapshot(struct pt_sampler *s, struct pt_request *req)
 	ss.tg = tg;
 	ss.start_ns = t0;
 	ss.start_wall = pt__wall_ns();
-	pt_tracee_poll(tg->t);
+	pt_tracee_poll();
 	n = pt_tracee_snapshot(tg->t, 20000000ull, on_snap_sample, &ss, &stopped);
 	if (n < 0)
 		req->err = n;
@@ -547,7 +547,7 @@ static void on_sample(void *arg, const struct pt_sample *smp)
 	struct pt_sampler *s = arg;
 
 	for (struct session *ss = s->sessions; ss; ss = ss->next) {
-		if (!ss->take || ss->tg->t == NULL)
+		if (!ss->take || pt_tracee_pid(ss->tg->t) != smp->pid)
 			continue;
 		ss->thread_samples++;
 		session_add(ss, smp, (int64_t)((double)smp->cpu_ns * ss->scale), s->o.max_stacks);
@@ -565,11 +565,11 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* When ticks take more than half of their period (threads slow to stop,
- * too many to unwind, a crowded machine), the sampler halves its rate
- * rather than fall behind or crowd the target off its cores; it doubles it
- * again once ticks take under a tenth. `duty` is an average over about ten
- * ticks of tick time / period. */
+/* When the sampler is busy for more than half of the tick period (too many
+ * threads to stop and unwind, a crowded machine), it halves its rate rather
+ * than fall behind or crowd the target off its cores; it doubles it again
+ * once under a tenth. `duty` is an average over about ten ticks of (tick
+ * time + time spent on the stops that came after their tick) / period. */
 static void adapt_rate(struct pt_sampler *s, uint64_t period, uint64_t took)
 {
 	s->duty = 0.9 * s->duty + 0.1 * ((double)took / (double)period);
@@ -610,8 +610,12 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		if (!tg->nsessions || !pt_tracee_attached(tg->t))
 			continue;
 		for (struct session *ss = s->sessions; ss; ss = ss->next) {
+			/* A session's flag holds until its target's next tick:
+			 * stops that come after the tick are its samples too. */
+			if (ss->tg != tg)
+				continue;
 			ss->take = 0;
-			if (ss->tg != tg || now + period / 2 < ss->next_due)
+			if (now + period / 2 < ss->next_due)
 				continue;
 			ss->take = 1;
 			/* The CPU a thread used since it was last looked at covers
@@ -623,10 +627,18 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			any = 1;
 		}
 		if (any)
-			pt_tracee_tick(tg->t, period < 20000000 ? period : 20000000, on_sample,
+			/* A quarter period for the stops: later ones are
+			 * captured when they come (pt_tracee_poll). */
+			pt_tracee_tick(tg->t, period / 4 < 5000000 ? period / 4 : 5000000, on_sample,
 				       on_timing, s);
 	}
-	adapt_rate(s, period, pt__now_ns() - now);
+	/* Stops captured after their tick (pt_tracee_poll) are the sampler's
+	 * work too; other events (signals, clones) are not the rate's doing. */
+	uint64_t late = 0;
+
+	for (int i = 0; i < s->ntg; i++)
+		late += pt_tracee_take_late_ns(s->tg[i].t);
+	adapt_rate(s, period, pt__now_ns() - now + late);
 	/* Ticks land at a random point of the middle half of each period: at
 	 * a fixed phase they lock onto periodic events in the target (a timer
 	 * signal at the same rate is then caught in its handler every time).
@@ -721,6 +733,7 @@ static void drain_fd(int fd)
 static void *run(void *arg)
 {
 	struct pt_sampler *s = arg;
+	int again = 0;
 
 	for (;;) {
 		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
@@ -743,6 +756,8 @@ static void *run(void *arg)
 			timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
 		if (timeout_ms > 1000)
 			timeout_ms = 1000;
+		if (again)
+			timeout_ms = 0;   /* events were left: back to them */
 		if (timeout_ms > 0) {
 			struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
 
@@ -794,9 +809,8 @@ static void *run(void *arg)
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
-		for (int i = 0; i < s->ntg; i++)
-			if (pt_tracee_attached(s->tg[i].t))
-				pt_tracee_poll(s->tg[i].t);
+		/* Every tracee's events, stops that came after their tick too. */
+		again = pt_tracee_poll();
 		now = pt__now_ns();
 		for (struct session **pp = &s->sessions; *pp;) {
 			struct session *ss = *pp;

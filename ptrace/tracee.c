@@ -27,6 +27,7 @@
 #define TH_GROUPSTOP    0x02u   /* in group-stop, restarted with PTRACE_LISTEN */
 #define TH_GONE         0x04u   /* exited or detached; dropped at the next compaction */
 #define TH_WANTED       0x08u   /* selected in this tick: capture at its stop */
+#define TH_LATE         0x10u   /* a tick's: if it stops after the tick, capture it then */
 
 struct thread {
 	pid_t tid;
@@ -46,6 +47,7 @@ struct thread {
 };
 
 struct pt_tracee {
+	struct pt_tracee *next;  /* this thread's tracees (see reap) */
 	pid_t pid;
 	struct pt_tracee_opts o;
 	int attached, detaching, gone, execed;
@@ -62,6 +64,14 @@ struct pt_tracee {
 	uint64_t *frames;        /* max_frames per slot */
 	int *nframes;
 	uint64_t *unwind_ns;     /* per slot */
+	size_t *slot_th;         /* per slot: the captured thread's index */
+	uint64_t *slot_pause;    /* per slot: interrupt sent .. resumed */
+	int nlate;               /* slots holding late captures, not yet reported */
+	int busy;                /* collecting: slots in use, no late captures */
+	uint64_t late_ns;        /* time spent on late captures (pt_tracee_take_late_ns) */
+	pt_sample_cb late_cb;    /* where late captures go: the last tick's */
+	pt_timing_cb late_tcb;
+	void *late_arg;
 	uint64_t maps_at_ns;     /* last /proc/<pid>/maps read */
 	uint64_t maps_backoff_ns;  /* least time between reads forced by a miss */
 	struct pt_tracee_stats st;
@@ -74,6 +84,12 @@ struct pt_tracee {
 };
 
 static uint64_t mm_fingerprint(struct pt_tracee *t);
+
+/* The tracees of the calling thread (the sampler thread: the tracer of their
+ * threads). waitpid(-1, __WNOTHREAD) reaps the events of all of them at
+ * once, one system call per event rather than one per thread; each event
+ * goes to the tracee that holds its thread. */
+static __thread struct pt_tracee *tracees;
 
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
 #define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
@@ -93,11 +109,13 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 	t->frames = calloc((size_t)opts->max_frames * (size_t)opts->max_per_tick, sizeof(*t->frames));
 	t->nframes = calloc((size_t)opts->max_per_tick, sizeof(*t->nframes));
 	t->unwind_ns = calloc((size_t)opts->max_per_tick, sizeof(*t->unwind_ns));
+	t->slot_th = calloc((size_t)opts->max_per_tick, sizeof(*t->slot_th));
+	t->slot_pause = calloc((size_t)opts->max_per_tick, sizeof(*t->slot_pause));
 	t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
 	t->spin_slots = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
 	if (t->spin_slots < 1)
 		t->spin_slots = 1;
-	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns)
+	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns || !t->slot_th || !t->slot_pause)
 		goto out;
 	for (int i = 0; i < opts->max_per_tick; i++)
 		if (!(t->caps[i].stack = malloc(opts->stack_bytes)))
@@ -107,6 +125,8 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 		goto out;
 	if (opts->debug_dir)
 		pt_modules_set_debug_dir(t->mods, opts->debug_dir);
+	t->next = tracees;
+	tracees = t;
 	*out = t;
 	t = NULL;
 	err = 0;
@@ -133,6 +153,11 @@ void pt_tracee_free(struct pt_tracee *t)
 		return;
 	if (t->attached)
 		pt_tracee_detach(t, 2000000000ull);
+	for (struct pt_tracee **pp = &tracees; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
 	for (size_t i = 0; i < t->n; i++)
 		close_thread(&t->th[i]);
 	free(t->th);
@@ -143,6 +168,8 @@ void pt_tracee_free(struct pt_tracee *t)
 	free(t->frames);
 	free(t->nframes);
 	free(t->unwind_ns);
+	free(t->slot_th);
+	free(t->slot_pause);
 	pt_unwinder_free(t->unw);
 	pt_modules_free(t->mods);
 	pt_mem_free(t->mem);
@@ -460,6 +487,9 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 	}
 }
 
+static void take_late(struct pt_tracee *t, struct thread *th);
+static void report_late(struct pt_tracee *t);
+
 /* Reaps one pending status of th without blocking. */
 static enum ev poll_thread(struct pt_tracee *t, struct thread *th)
 {
@@ -479,26 +509,94 @@ static enum ev poll_thread(struct pt_tracee *t, struct thread *th)
 	return on_status(t, th, status);
 }
 
-void pt_tracee_poll(struct pt_tracee *t)
+static struct pt_tracee *known(pid_t tid, struct thread **thp)
 {
-	/* New threads appended during the loop are polled too. */
-	for (size_t i = 0; i < t->n; i++) {
-		struct thread *th = &t->th[i];
+	for (struct pt_tracee *x = tracees; x; x = x->next)
+		if ((*thp = find_thread(x, tid)))
+			return x;
+	return NULL;
+}
 
-		for (int k = 0; k < 8 && !(th->flags & TH_GONE); k++) {
-			enum ev e = poll_thread(t, th);
+/* The tracee and thread of an event that no tracee knew while its batch was
+ * reaped: usually a new thread whose first stop came before its parent's
+ * clone event, registered since; else it joins its process's tracee here.
+ * NULL if no tracee holds it. */
+static struct pt_tracee *owner(pid_t tid, struct thread **thp)
+{
+	char path[64], buf[2048];
+	long long tgid;
+	struct pt_tracee *x = known(tid, thp);
 
-			th = &t->th[i];  /* add_thread may have moved the array */
-			if (e == EV_NONE)
-				break;
-			if (e == EV_OURS) {
-				/* Selected but reaped outside a tick: just resume. */
-				th->flags &= ~TH_WANTED;
-				ptrace(PTRACE_CONT, th->tid, 0, 0);
-			}
+	if (x)
+		return x;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_status_value(buf, "Tgid", &tgid))
+		return NULL;
+	for (x = tracees; x; x = x->next)
+		if (x->pid == (pid_t)tgid && x->attached && add_thread(x, tid) == 0 &&
+		    (*thp = find_thread(x, tid)))
+			return x;
+	return NULL;
+}
+
+/* Acts on a status wherever it was reaped: our stop of a thread that a tick
+ * selected but that stopped after the tick is captured now (it was not on a
+ * core meanwhile, so its registers are those it had when the tick came) and
+ * reported at the end of pt_tracee_poll; any other stop of ours is resumed. */
+static void on_status_any(struct pt_tracee *t, struct thread *th, int status)
+{
+	size_t idx = (size_t)(th - t->th);
+
+	if (on_status(t, th, status) != EV_OURS)
+		return;
+	th = &t->th[idx];   /* add_thread may have moved the array */
+	take_late(t, th);
+}
+
+#define REAP_MAX 4096   /* events per pt_tracee_poll: the sampler has more to do */
+
+int pt_tracee_poll(void)
+{
+	struct { pid_t tid; int status; } later[64];
+	int more = 1, nlater = 0;
+
+	for (int k = 0; k < REAP_MAX; k++) {
+		struct pt_tracee *x;
+		struct thread *th;
+		int status;
+		pid_t r = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD);
+
+		if (r <= 0) {
+			more = 0;
+			break;
+		}
+		if ((x = known(r, &th)))
+			on_status_any(x, th, status);
+		else if (nlater < 64)
+			later[nlater++].tid = r, later[nlater - 1].status = status;
+		else
+			break;   /* `more` stays set */
+	}
+	for (int k = 0; k < nlater; k++) {
+		struct pt_tracee *x;
+		struct thread *th;
+
+		if ((x = owner(later[k].tid, &th))) {
+			on_status_any(x, th, later[k].status);
+		} else if (WIFSTOPPED(later[k].status)) {
+			/* Traced by us, known to no tracee (its process was
+			 * forgotten): let it go, with its signal if it had one. */
+			int sig = (later[k].status >> 16) == 0 ? WSTOPSIG(later[k].status) : 0;
+
+			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
 		}
 	}
-	compact(t);
+	for (struct pt_tracee *x = tracees; x; x = x->next) {
+		if (x->nlate)
+			report_late(x);
+		compact(x);
+	}
+	return more;
 }
 
 static void wait_wake(int fd, uint64_t timeout_ns)
@@ -541,7 +639,7 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 	for (;;) {
 		size_t live = 0;
 
-		pt_tracee_poll(t);
+		pt_tracee_poll();
 		for (size_t i = 0; i < t->n; i++)
 			live += !(t->th[i].flags & TH_GONE);
 		if (!live || !t->attached)
@@ -652,17 +750,133 @@ static void unwind_batch(struct pt_tracee *t, int ncap)
 	}
 }
 
+/* Unwinds captures 0..ncap (slots: t->slot_th, t->slot_pause), after every
+ * thread runs again, and reports each. With `snap`, stacks are also kept in
+ * each thread's snapshot cache. Returns the number reported. */
+static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_timing_cb tcb,
+		  void *arg)
+{
+	uint64_t mm_now;
+
+	t->busy = 1;
+	unwind_batch(t, ncap);
+	/* An exec replaces the address space the captures point into, and it
+	 * may have completed while we unwound: the leader's exec event tells.
+	 * If it came, the stacks may be half old, half new: drop them. If it
+	 * completes after this check, the unwind read only old memory. */
+	for (size_t i = 0; i < t->n && !t->execed; i++)
+		if (t->th[i].tid == t->pid) {
+			int status;
+
+			if (waitpid(t->pid, &status, WNOHANG | __WALL) > 0)
+				on_status_any(t, &t->th[i], status);
+			break;
+		}
+	/* One read per batch: any change since the last check (an exec before
+	 * or during these captures) drops them. */
+	mm_now = mm_fingerprint(t);
+	if (t->execed || !mm_now || mm_now != t->mm_fp)
+		ncap = 0;
+	t->mm_fp = mm_now;
+	for (int k = 0; k < ncap; k++) {
+		struct thread *th = &t->th[t->slot_th[k]];
+		const struct pt_capture *cap = &t->caps[k];
+		uint64_t dt = t->unwind_ns[k];
+		const uint64_t *f = t->frames + (size_t)k * t->o.max_frames;
+		struct pt_sample smp = {
+			.pid = t->pid, .tid = th->tid, .comm = th->comm, .state = th->state,
+			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
+			.frames = f, .n = t->nframes[k], .cpu_ns = th->cpu_ns,
+		};
+
+		th->slot = -1;
+		learn_stack(t, th, &t->caps[k]);
+		t->st.thread_samples++;
+		t->st.unwind_ns_total += dt;
+		t->st.pause_ns_total += t->slot_pause[k];
+		t->st.frames_total += (uint64_t)smp.n;
+		if (snap) {
+			if (!th->snap && !(th->snap = malloc((size_t)t->o.max_frames * sizeof(*th->snap))))
+				continue;
+			memcpy(th->snap, f, (size_t)smp.n * sizeof(*f));
+			th->snap_n = smp.n;
+			th->snap_sp = cap->regs.rsp;
+			th->snap_pc = cap->regs.rip;
+			th->snap_syscall = smp.syscall;
+			th->snap_restart = 1;
+			t->st.snapshot_stops++;
+		}
+		if (tcb)
+			tcb(arg, t->slot_pause[k], dt);
+		if (cb)
+			cb(arg, &smp);
+	}
+	t->busy = 0;
+	return ncap;
+}
+
+/* Captures th, stopped by us, into the next slot and resumes it. */
+static int take(struct pt_tracee *t, struct thread *th, int slot)
+{
+	int ok = capture(t, th, &t->caps[slot]) == 0;
+
+	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	t->slot_pause[slot] = pt__now_ns() - th->t_interrupt;
+	t->slot_th[slot] = (size_t)(th - t->th);
+	t->st.stops++;
+	return ok;
+}
+
+static void take_late(struct pt_tracee *t, struct thread *th)
+{
+	int late = (th->flags & TH_LATE) && !t->busy && !t->detaching && !t->execed &&
+		   t->nlate < t->o.max_per_tick;
+	uint64_t t0 = pt__now_ns();
+
+	th->flags &= ~(TH_WANTED | TH_LATE);
+	if (!late) {
+		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		return;
+	}
+	if (take(t, th, t->nlate))
+		t->nlate++;
+	t->late_ns += pt__now_ns() - t0;
+}
+
+static void report_late(struct pt_tracee *t)
+{
+	uint64_t t0 = pt__now_ns();
+	int n = t->nlate;
+
+	t->nlate = 0;
+	finish(t, n, 0, t->late_cb, t->late_tcb, t->late_arg);
+	t->late_ns += pt__now_ns() - t0;
+}
+
+uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
+{
+	uint64_t ns = t->late_ns;
+
+	t->late_ns = 0;
+	return ns;
+}
+
 /* Interrupts the selected threads (indices into t->th), captures each as it
- * stops, resumes it at once, then unwinds offline and reports each. With
- * `snap`, stacks are also kept in each thread's snapshot cache. Threads
- * that do not stop within wait_ns are resumed later by pt_tracee_poll,
- * without a sample: never queued. Returns the number of captures. */
+ * stops, resumes it at once, then unwinds offline and reports each (see
+ * finish). A tick waits for stops only while it spins (see below); a
+ * snapshot waits up to wait_ns. A tick's thread that stops later is captured
+ * then (take_late); a snapshot's is resumed without a sample. Never queued:
+ * an interrupted thread is not selected again before its stop. Returns the
+ * number of captures reported now. */
 static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns, int snap,
 		   pt_sample_cb cb, pt_timing_cb tcb, void *arg)
 {
-	uint64_t now, deadline, spin_end, mm_now, pause[256];
-	int ncap = 0, pending = 0, spin_left, spun = 0, slot_sel[256];
+	uint64_t now, deadline, spin_end;
+	int ncap = 0, pending = 0, spin_left, spun = 0;
 
+	if (t->nlate)
+		report_late(t);
+	t->busy = 1;
 	/* 1. Interrupt them all first: a stop is only delivered when the thread
 	 *    runs, so waiting for each in turn would serialise their delays. */
 	for (int i = 0; i < nsel; i++) {
@@ -673,7 +887,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			sel[i] = SIZE_MAX;
 			continue;
 		}
-		th->flags |= TH_INTERRUPTING | TH_WANTED;
+		th->flags |= TH_INTERRUPTING | TH_WANTED | (snap ? 0 : TH_LATE);
 		th->slot = -1;
 		pending++;
 	}
@@ -682,7 +896,8 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 	 *    adds a wake-up of this thread to its pause, so poll for it instead,
 	 *    briefly. The other pending threads are off-core (preempted, maybe
 	 *    by us): they stop only when scheduled, so once as many stops came
-	 *    as there are other cores, sleep and leave them the core. */
+	 *    as there are other cores, a tick leaves them to pt_tracee_poll and
+	 *    a snapshot sleeps until they come. */
 	now = pt__now_ns();
 	deadline = now + wait_ns;
 	spin_end = now + t->o.spin_ns;
@@ -700,23 +915,17 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 				if (th->flags & TH_INTERRUPTING)
 					continue;
 				/* Group-stopped or otherwise consumed: no sample. */
-				th->flags &= ~TH_WANTED;
+				th->flags &= ~(TH_WANTED | TH_LATE);
 				pending--;
 				continue;
 			}
 			pending--;
-			th->flags &= ~TH_WANTED;
+			th->flags &= ~(TH_WANTED | TH_LATE);
 			if (e == EV_GONE)
 				continue;
 			/* e == EV_OURS */
-			if (capture(t, th, &t->caps[ncap]) == 0) {
-				th->slot = ncap;
-				slot_sel[ncap] = i;
-				ncap++;
-			}
-			ptrace(PTRACE_CONT, th->tid, 0, 0);
-			pause[i] = pt__now_ns() - th->t_interrupt;
-			t->st.stops++;
+			if (take(t, th, ncap))
+				th->slot = ncap++;
 			spin_left--;
 		}
 		if (pending <= 0)
@@ -731,67 +940,18 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 		wait_wake(t->o.wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
 	}
 	/* The stops we polled for each raised a SIGCHLD: take it now rather
-	 * than wake the sampler loop for it (the loop polls every thread after
-	 * a tick anyway). */
+	 * than wake the sampler loop for it (the loop polls after a tick
+	 * anyway). */
 	if (spun && t->o.wake_fd >= 0)
 		while (read(t->o.wake_fd, &(struct signalfd_siginfo){ 0 }, sizeof(struct signalfd_siginfo)) > 0) {
 		}
 	for (int i = 0; i < nsel; i++)
 		if (sel[i] != SIZE_MAX && (t->th[sel[i]].flags & TH_WANTED)) {
-			t->th[sel[i]].flags &= ~TH_WANTED;
+			if (snap)
+				t->th[sel[i]].flags &= ~TH_WANTED;
 			t->st.late_stops++;
 		}
-	/* 3. Unwind offline, after every thread runs again. */
-	unwind_batch(t, ncap);
-	/* An exec replaces the address space the captures point into, and it
-	 * may have completed while we unwound: the leader's exec event tells.
-	 * If it came, the stacks may be half old, half new: drop them. If it
-	 * completes after this check, the unwind read only old memory. */
-	for (size_t i = 0; i < t->n && !t->execed; i++)
-		if (t->th[i].tid == t->pid) {
-			poll_thread(t, &t->th[i]);
-			break;
-		}
-	/* One read per batch: any change since the last check (an exec before
-	 * or during these captures) drops them. */
-	mm_now = mm_fingerprint(t);
-	if (t->execed || !mm_now || mm_now != t->mm_fp)
-		ncap = 0;
-	t->mm_fp = mm_now;
-	for (int k = 0; k < ncap; k++) {
-		struct thread *th = &t->th[sel[slot_sel[k]]];
-		const struct pt_capture *cap = &t->caps[k];
-		uint64_t dt = t->unwind_ns[k];
-		const uint64_t *f = t->frames + (size_t)k * t->o.max_frames;
-		struct pt_sample smp = {
-			.tid = th->tid, .comm = th->comm, .state = th->state,
-			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
-			.frames = f, .n = t->nframes[k], .cpu_ns = th->cpu_ns,
-		};
-
-		th->slot = -1;
-		learn_stack(t, th, &t->caps[k]);
-		t->st.thread_samples++;
-		t->st.unwind_ns_total += dt;
-		t->st.pause_ns_total += pause[slot_sel[k]];
-		t->st.frames_total += (uint64_t)smp.n;
-		if (snap) {
-			if (!th->snap && !(th->snap = malloc((size_t)t->o.max_frames * sizeof(*th->snap))))
-				continue;
-			memcpy(th->snap, f, (size_t)smp.n * sizeof(*f));
-			th->snap_n = smp.n;
-			th->snap_sp = cap->regs.rsp;
-			th->snap_pc = cap->regs.rip;
-			th->snap_syscall = smp.syscall;
-			th->snap_restart = 1;
-			t->st.snapshot_stops++;
-		}
-		if (tcb)
-			tcb(arg, pause[slot_sel[k]], dt);
-		if (cb)
-			cb(arg, &smp);
-	}
-	return ncap;
+	return finish(t, ncap, snap, cb, tcb, arg);
 }
 
 /* Reads state and name from /proc/<tid>/stat. Returns 0 or -1. */
@@ -842,6 +1002,9 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 			continue;
 		sel[nsel++] = i;
 	}
+	t->late_cb = cb;
+	t->late_tcb = tcb;
+	t->late_arg = arg;
 	ncap = collect(t, sel, nsel, wait_ns, 0, cb, tcb, arg);
 	compact(t);
 	return ncap;
@@ -875,10 +1038,10 @@ static int snap_still_valid(struct pt_tracee *t, struct thread *th, uint64_t run
 	return 1;
 }
 
-static void report_cached(const struct thread *th, char state, int syscall, pt_sample_cb cb,
-			  void *arg)
+static void report_cached(const struct pt_tracee *t, const struct thread *th, char state,
+			  int syscall, pt_sample_cb cb, void *arg)
 {
-	struct pt_sample smp = { .tid = th->tid, .comm = th->comm, .state = state,
+	struct pt_sample smp = { .pid = t->pid, .tid = th->tid, .comm = th->comm, .state = state,
 				 .syscall = syscall, .frames = th->snap,
 				 .n = th->snap ? th->snap_n : 0, .cached = 1 };
 
@@ -916,14 +1079,14 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
 			/* Group-stopped, or blocked since its last snapshot: its
 			 * last stack, without a stop. */
 			if (th->flags & TH_GROUPSTOP) {
-				report_cached(th, 'T', -1, cb, arg);
+				report_cached(t, th, 'T', -1, cb, arg);
 				reported++;
 				continue;
 			}
 			if (read_run_ns(th, &run))
 				continue;
 			if (snap_still_valid(t, th, run)) {
-				report_cached(th, th->state, th->snap_syscall, cb, arg);
+				report_cached(t, th, th->state, th->snap_syscall, cb, arg);
 				t->st.snapshot_reused++;
 				reported++;
 				continue;

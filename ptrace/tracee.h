@@ -25,7 +25,7 @@ struct pt_tracee_opts {
 /* Counters, cumulative since creation. */
 struct pt_tracee_stats {
 	uint64_t thread_samples, stops, pause_ns_total, unwind_ns_total, frames_total;
-	uint64_t late_stops;        /* interrupted but not stopped within the tick */
+	uint64_t late_stops;        /* stopped after their tick (a tick's: captured then) */
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
@@ -37,6 +37,7 @@ struct pt_tracee_stats {
 
 /* One thread's stack, handed to a callback after the thread was resumed. */
 struct pt_sample {
+	pid_t pid;              /* the process (pt_tracee_pid) */
 	pid_t tid;
 	const char *comm;       /* the thread's name */
 	char state;             /* from /proc/<tid>/stat: R S D T t Z ... */
@@ -75,17 +76,28 @@ int pt_tracee_attach(struct pt_tracee *t);
  * still pending are detached when their stop arrives (pt_tracee_poll).
  * Returns 0 when fully detached, -EINPROGRESS otherwise. */
 int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns);
-/* Handles every pending state change: re-injects signals, honours group-stop
- * with PTRACE_LISTEN, registers new threads, notices exec and exit. */
-void pt_tracee_poll(struct pt_tracee *t);
+/* Handles every pending state change of every tracee of the calling thread
+ * (one system call per event): re-injects signals, honours group-stop with
+ * PTRACE_LISTEN, registers new threads, notices exec and exit, and captures
+ * the stops that came after their tick (reported through that tick's
+ * callbacks). Returns 1 if it stopped with events left (call again soon),
+ * else 0. */
+int pt_tracee_poll(void);
 
 /* One CPU tick: finds the threads that are running and have used CPU since
  * the last tick (one /proc read per idle thread, no stop), interrupts them
  * all, captures registers and stack of each as it stops and resumes it at
- * once, then unwinds offline and calls cb for each. Waits for stops at most
- * wait_ns. Returns the number of thread-samples or a negative errno. */
+ * once, then unwinds offline and calls cb for each. Waits for stops while
+ * spin_ns lasts and at most wait_ns; a thread that stops later (one that was
+ * runnable but not on a core) is captured and reported by pt_tracee_poll,
+ * with the same callbacks. A thread has at most one interrupt pending: it is
+ * not selected again until its stop came. Returns the number of
+ * thread-samples taken now or a negative errno. */
 int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
 		   void *arg);
+/* Time spent capturing and reporting stops that came after their tick,
+ * since the last call. */
+uint64_t pt_tracee_take_late_ns(struct pt_tracee *t);
 
 /* Every thread's stack now (the thread dump). Threads are stopped one batch
  * of max_per_tick at a time, each resumed at once after its capture. A

@@ -899,7 +899,8 @@ static void handle_metrics(struct sc_server *srv, struct sc_conn *c)
 	metric(&b, "stops_total", "counter", "Threads stopped (one at a time) to capture a stack.",
 	       (double)st.stops);
 	metric(&b, "late_stops_total", "counter",
-	       "Threads interrupted that did not stop within the tick (resumed later, no sample).",
+	       "Threads that stopped after their tick (runnable but not on a core): a CPU tick's are "
+	       "captured when they stop, a thread dump's resumed without a stack.",
 	       (double)st.late_stops);
 	metric(&b, "incomplete_stacks_total", "counter",
 	       "Stacks whose unwind ended before the outermost frame.", (double)st.incomplete_stacks);

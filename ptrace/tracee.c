@@ -47,7 +47,8 @@ struct thread {
 };
 
 struct pt_tracee {
-	struct pt_tracee *next;  /* this thread's tracees (see reap) */
+	struct pt_tracee *next;  /* this thread's tracees (see `tracees`) */
+	pid_t tracer;            /* the thread that attached: the only one that can wait */
 	pid_t pid;
 	struct pt_tracee_opts o;
 	int attached, detaching, gone, execed;
@@ -325,6 +326,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 		return err;
 	pt_mem_flush(t->mem);
 	t->attached = 1;
+	t->tracer = gettid();
 	/* Threads created while we list and seize are caught either by the
 	 * clone event of an already seized parent or by the next listing. */
 	/* The leader first: permission is per process, so once it is seized
@@ -560,6 +562,11 @@ int pt_tracee_poll(void)
 	struct { pid_t tid; int status; } later[64];
 	int more = 1, nlater = 0;
 
+	/* Not the tracer (no tracee of this thread): reap nothing, not even
+	 * the thread's own children's exits, which are not ours to take. */
+	if (!tracees)
+		return 0;
+
 	for (int k = 0; k < REAP_MAX; k++) {
 		struct pt_tracee *x;
 		struct thread *th;
@@ -572,10 +579,12 @@ int pt_tracee_poll(void)
 		}
 		if ((x = known(r, &th)))
 			on_status_any(x, th, status);
-		else if (nlater < 64)
-			later[nlater++].tid = r, later[nlater - 1].status = status;
-		else
+		else if (nlater < 64) {
+			later[nlater].tid = r;
+			later[nlater++].status = status;
+		} else {
 			break;   /* `more` stays set */
+		}
 	}
 	for (int k = 0; k < nlater; k++) {
 		struct pt_tracee *x;
@@ -622,6 +631,15 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 
 	if (!t->attached)
 		return 0;
+	if (t->tracer != gettid()) {
+		/* Called after the tracer thread ended (the sampler's shutdown):
+		 * the kernel detached every thread when it exited. */
+		for (size_t i = 0; i < t->n; i++)
+			t->th[i].flags |= TH_GONE;
+		compact(t);
+		t->attached = 0;
+		return 0;
+	}
 	t->detaching = 1;
 	for (size_t i = 0; i < t->n; i++) {
 		struct thread *th = &t->th[i];

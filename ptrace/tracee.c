@@ -36,7 +36,6 @@ struct thread {
 	uint64_t last_run_ns;
 	uint64_t t_interrupt;
 	uint64_t cpu_ns;         /* CPU used since the previous tick (selected threads) */
-	int slot;                /* capture slot while TH_WANTED */
 	char comm[16];           /* thread name, as of its last selection */
 	char state;              /* R S D ... as of its last selection */
 	size_t stack_want;       /* stack to copy at its next stop; 0: stack_bytes */
@@ -608,6 +607,15 @@ int pt_tracee_poll(void)
 	return more;
 }
 
+/* Empties the (non-blocking) SIGCHLD signalfd. */
+static void drain_wake(int fd)
+{
+	struct signalfd_siginfo si[16];
+
+	while (read(fd, si, sizeof(si)) > 0) {
+	}
+}
+
 static void wait_wake(int fd, uint64_t timeout_ns)
 {
 	struct pollfd p = { fd, POLLIN, 0 };
@@ -617,12 +625,8 @@ static void wait_wake(int fd, uint64_t timeout_ns)
 		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
 		return;
 	}
-	if (ppoll(&p, 1, &ts, NULL) > 0) {
-		struct signalfd_siginfo si[16];
-
-		while (read(fd, si, sizeof(si)) > 0) {
-		}
-	}
+	if (ppoll(&p, 1, &ts, NULL) > 0)
+		drain_wake(fd);
 }
 
 int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
@@ -807,7 +811,6 @@ static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_t
 			.frames = f, .n = t->nframes[k], .cpu_ns = th->cpu_ns,
 		};
 
-		th->slot = -1;
 		learn_stack(t, th, &t->caps[k]);
 		t->st.thread_samples++;
 		t->st.unwind_ns_total += dt;
@@ -906,7 +909,6 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			continue;
 		}
 		th->flags |= TH_INTERRUPTING | TH_WANTED | (snap ? 0 : TH_LATE);
-		th->slot = -1;
 		pending++;
 	}
 	/* 2. Collect each stop, capture, resume at once. A thread running on
@@ -925,7 +927,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			struct thread *th;
 			enum ev e;
 
-			if (sel[i] == SIZE_MAX || !(t->th[sel[i]].flags & TH_WANTED) || t->th[sel[i]].slot >= 0)
+			if (sel[i] == SIZE_MAX || !(t->th[sel[i]].flags & TH_WANTED))
 				continue;
 			e = poll_thread(t, &t->th[sel[i]]);
 			th = &t->th[sel[i]];
@@ -943,7 +945,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 				continue;
 			/* e == EV_OURS */
 			if (take(t, th, ncap))
-				th->slot = ncap++;
+				ncap++;
 			spin_left--;
 		}
 		if (pending <= 0)
@@ -961,8 +963,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 	 * than wake the sampler loop for it (the loop polls after a tick
 	 * anyway). */
 	if (spun && t->o.wake_fd >= 0)
-		while (read(t->o.wake_fd, &(struct signalfd_siginfo){ 0 }, sizeof(struct signalfd_siginfo)) > 0) {
-		}
+		drain_wake(t->o.wake_fd);
 	for (int i = 0; i < nsel; i++)
 		if (sel[i] != SIZE_MAX && (t->th[sel[i]].flags & TH_WANTED)) {
 			if (snap)

@@ -609,6 +609,8 @@ static void tick(struct pt_sampler *s, uint64_t now)
 
 		if (!tg->nsessions || !pt_tracee_attached(tg->t))
 			continue;
+		/* The last tick's late stops, under that tick's flags. */
+		pt_tracee_report_late(tg->t);
 		for (struct session *ss = s->sessions; ss; ss = ss->next) {
 			/* A session's flag holds until its target's next tick:
 			 * stops that come after the tick are its samples too. */
@@ -629,8 +631,8 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		if (any)
 			/* A quarter period for the stops: later ones are
 			 * captured when they come (pt_tracee_poll). */
-			pt_tracee_tick(tg->t, period / 4 < 5000000 ? period / 4 : 5000000, on_sample,
-				       on_timing, s);
+			pt_tracee_tick(tg->t, period, period / 4 < 5000000 ? period / 4 : 5000000,
+				       on_sample, on_timing, s);
 	}
 	/* Stops captured after their tick (pt_tracee_poll) are the sampler's
 	 * work too; other events (signals, clones) are not the rate's doing. */
@@ -819,6 +821,8 @@ static void *run(void *arg)
 
 			if (stopping || now >= ss->end_ns || atomic_load(&ss->req->cancel) || gone ||
 			    execd) {
+				/* Its last tick's late stops are its samples. */
+				pt_tracee_report_late(ss->tg->t);
 				*pp = ss->next;
 				if (gone)
 					logf_(s, 2, "profile: pid=%d exited during the profile",

@@ -32,11 +32,14 @@
 struct thread {
 	pid_t tid;
 	unsigned int flags;
-	int stat_fd, sched_fd;
+	int sys_fd, sched_fd;    /* /proc/<pid>/task/<tid>/syscall, schedstat */
 	uint64_t last_run_ns;
 	uint64_t t_interrupt;
-	uint64_t cpu_ns;         /* CPU used since the previous tick (selected threads) */
-	char comm[16];           /* thread name, as of its last selection */
+	uint64_t cpu_ns;         /* the weight of its pending sample: CPU since its last one */
+	uint64_t acc_ns;         /* CPU used since its last tick-sample */
+	uint64_t credit_ns;      /* CPU not yet paid for by a sample (see pt_tracee_tick) */
+	char comm[16];           /* thread name, read at most once a second */
+	uint64_t comm_ns;        /* when comm was read */
 	char state;              /* R S D ... as of its last selection */
 	size_t stack_want;       /* stack to copy at its next stop; 0: stack_bytes */
 	/* snapshot cache: the stack at the last snapshot stop */
@@ -56,6 +59,7 @@ struct pt_tracee {
 	size_t rr;               /* round-robin start of the next tick's selection */
 	int spin_slots;          /* stops that may come from other cores: spin for these */
 	uint64_t mm_fp;          /* address-space fingerprint at the last check */
+	int stat_fd;             /* the leader's /proc stat, for mm_fp */
 	struct pt_maps *maps;
 	struct pt_mem *mem;
 	struct pt_modules *mods;
@@ -83,13 +87,18 @@ struct pt_tracee {
 	struct stat pm_st;
 };
 
-static uint64_t mm_fingerprint(struct pt_tracee *t);
+static uint64_t mm_fingerprint(struct pt_tracee *t, pid_t alt);
+static void open_leader_stat(struct pt_tracee *t);
 
 /* The tracees of the calling thread (the sampler thread: the tracer of their
  * threads). waitpid(-1, __WNOTHREAD) reaps the events of all of them at
  * once, one system call per event rather than one per thread; each event
  * goes to the tracee that holds its thread. */
 static __thread struct pt_tracee *tracees;
+/* When this thread's current pt_tracee_poll began: a stop that came after
+ * its tick happened when its thread got a core, which we learn only when we
+ * look (the wake-up); its pause is counted from then. */
+static __thread uint64_t poll_ns;
 
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
 #define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
@@ -105,6 +114,7 @@ int pt_tracee_new(struct pt_tracee **out, pid_t pid, const struct pt_tracee_opts
 		return -ENOMEM;
 	t->pid = pid;
 	t->o = *opts;
+	t->stat_fd = -1;
 	t->caps = calloc((size_t)opts->max_per_tick, sizeof(*t->caps));
 	t->frames = calloc((size_t)opts->max_frames * (size_t)opts->max_per_tick, sizeof(*t->frames));
 	t->nframes = calloc((size_t)opts->max_per_tick, sizeof(*t->nframes));
@@ -139,11 +149,11 @@ static void close_thread(struct thread *th)
 {
 	free(th->snap);
 	th->snap = NULL;
-	if (th->stat_fd >= 0)
-		close(th->stat_fd);
+	if (th->sys_fd >= 0)
+		close(th->sys_fd);
 	if (th->sched_fd >= 0)
 		close(th->sched_fd);
-	th->stat_fd = th->sched_fd = -1;
+	th->sys_fd = th->sched_fd = -1;
 	th->flags |= TH_GONE;
 }
 
@@ -160,6 +170,8 @@ void pt_tracee_free(struct pt_tracee *t)
 		}
 	for (size_t i = 0; i < t->n; i++)
 		close_thread(&t->th[i]);
+	if (t->stat_fd >= 0)
+		close(t->stat_fd);
 	free(t->th);
 	if (t->caps)
 		for (int i = 0; i < t->o.max_per_tick; i++)
@@ -203,6 +215,12 @@ static struct thread *find_thread(struct pt_tracee *t, pid_t tid)
 	return NULL;
 }
 
+/* A thread not yet looked at by a tick: sampled at its first look if it is
+ * running then, whatever its CPU (so a thread living for less than a period,
+ * a churned worker, is sampled when caught running); else it starts from
+ * no credit. */
+#define NEW_CREDIT UINT64_MAX
+
 static int read_run_ns(struct thread *th, uint64_t *run_ns)
 {
 	char buf[128];
@@ -218,15 +236,16 @@ static void reopen_thread(struct pt_tracee *t, struct thread *th)
 {
 	char path[96];
 
-	if (th->stat_fd >= 0)
-		close(th->stat_fd);
+	if (th->sys_fd >= 0)
+		close(th->sys_fd);
 	if (th->sched_fd >= 0)
 		close(th->sched_fd);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)th->tid);
-	th->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)t->pid, (int)th->tid);
+	th->sys_fd = open(path, O_RDONLY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)th->tid);
 	th->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
-	th->last_run_ns = 0;
+	th->last_run_ns = th->acc_ns = th->comm_ns = 0;
+	th->credit_ns = NEW_CREDIT;
 	free(th->snap);          /* a new program (exec): old stacks mean nothing */
 	th->snap = NULL;
 	if (th->sched_fd >= 0)
@@ -253,7 +272,7 @@ static int add_thread(struct pt_tracee *t, pid_t tid)
 	th = &t->th[t->n];
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
-	th->stat_fd = th->sched_fd = -1;
+	th->sys_fd = th->sched_fd = -1;
 	reopen_thread(t, th);
 	t->n++;
 	return 0;
@@ -263,6 +282,9 @@ static int add_thread(struct pt_tracee *t, pid_t tid)
 static void compact(struct pt_tracee *t)
 {
 	size_t w = 0;
+
+	if (t->nlate)
+		return;   /* late captures name their threads by index: later */
 
 	for (size_t r = 0; r < t->n; r++) {
 		if (t->th[r].flags & TH_GONE) {
@@ -311,7 +333,7 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	memset(&t->pm_st, 0, sizeof(t->pm_st));
 	pt_unwinder_flush(t->unw);
 	pt_tracee_refresh_maps(t);
-	t->mm_fp = mm_fingerprint(t);   /* the new program's */
+	t->mm_fp = mm_fingerprint(t, 0);   /* the new program's */
 }
 
 int pt_tracee_attach(struct pt_tracee *t)
@@ -369,7 +391,8 @@ int pt_tracee_attach(struct pt_tracee *t)
 		err = -ESRCH;
 		goto fail;
 	}
-	t->mm_fp = mm_fingerprint(t);
+	open_leader_stat(t);
+	t->mm_fp = mm_fingerprint(t, 0);
 	return 0;
 fail:
 	pt_tracee_detach(t, 1000000000ull);
@@ -469,6 +492,7 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 		 * new one arrives later as a stray EVENT_STOP and is resumed. */
 		th->flags &= ~(TH_INTERRUPTING | TH_WANTED | TH_GROUPSTOP);
 		reopen_thread(t, th);
+		open_leader_stat(t);
 		if (t->detaching) {
 			detach_thread(t, th, 0);
 			return EV_GONE;
@@ -565,6 +589,7 @@ int pt_tracee_poll(void)
 	 * the thread's own children's exits, which are not ours to take. */
 	if (!tracees)
 		return 0;
+	poll_ns = pt__now_ns();
 
 	for (int k = 0; k < REAP_MAX; k++) {
 		struct pt_tracee *x;
@@ -599,11 +624,8 @@ int pt_tracee_poll(void)
 			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
 		}
 	}
-	for (struct pt_tracee *x = tracees; x; x = x->next) {
-		if (x->nlate)
-			report_late(x);
+	for (struct pt_tracee *x = tracees; x; x = x->next)
 		compact(x);
-	}
 	return more;
 }
 
@@ -645,6 +667,7 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 		return 0;
 	}
 	t->detaching = 1;
+	t->nlate = 0;   /* late captures nobody is left to take */
 	for (size_t i = 0; i < t->n; i++) {
 		struct thread *th = &t->th[i];
 
@@ -714,26 +737,43 @@ static void learn_stack(struct pt_tracee *t, struct thread *th, const struct pt_
 	th->stack_want = need >= t->o.stack_bytes ? 0 : need;
 }
 
-/* A fingerprint of the address space (code and stack placement from the
- * leader's stat), 0 if unreadable: it changes with every exec. */
-static uint64_t mm_fingerprint(struct pt_tracee *t)
+static uint64_t parse_fingerprint(char *buf, ssize_t n)
 {
 	struct pt_stat st;
-	char buf[1024];
-	ssize_t n;
 
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->th[i].tid != t->pid || t->th[i].stat_fd < 0)
-			continue;
-		n = pread(t->th[i].stat_fd, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			return 0;
-		buf[n] = '\0';
-		if (pt_proc_parse_stat(buf, &st) || !st.startcode)
-			return 0;
-		return st.startcode ^ (st.endcode << 1) ^ (st.startstack * 0x9e3779b97f4a7c15ull);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (pt_proc_parse_stat(buf, &st) || !st.startcode)
+		return 0;
+	return st.startcode ^ (st.endcode << 1) ^ (st.startstack * 0x9e3779b97f4a7c15ull);
+}
+
+/* A fingerprint of the address space (code and stack placement from the
+ * leader's stat), 0 if unreadable: it changes with every exec. A leader that
+ * ended (pthread_exit) has no address space: then thread `alt`'s (> 0). */
+static uint64_t mm_fingerprint(struct pt_tracee *t, pid_t alt)
+{
+	char buf[1024], path[96];
+	uint64_t fp = 0;
+
+	if (t->stat_fd >= 0)
+		fp = parse_fingerprint(buf, pread(t->stat_fd, buf, sizeof(buf) - 1, 0));
+	if (!fp && alt > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)alt);
+		fp = parse_fingerprint(buf, pt_proc_slurp(path, buf, sizeof(buf) - 1));
 	}
-	return 0;
+	return fp;
+}
+
+static void open_leader_stat(struct pt_tracee *t)
+{
+	char path[64];
+
+	if (t->stat_fd >= 0)
+		close(t->stat_fd);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)t->pid);
+	t->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* Unwinds captures 0..ncap. An address outside every mapping means the maps
@@ -796,7 +836,7 @@ static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_t
 		}
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */
-	mm_now = mm_fingerprint(t);
+	mm_now = mm_fingerprint(t, ncap ? t->th[t->slot_th[0]].tid : 0);
 	if (t->execed || !mm_now || mm_now != t->mm_fp)
 		ncap = 0;
 	t->mm_fp = mm_now;
@@ -842,7 +882,7 @@ static int take(struct pt_tracee *t, struct thread *th, int slot)
 	int ok = capture(t, th, &t->caps[slot]) == 0;
 
 	ptrace(PTRACE_CONT, th->tid, 0, 0);
-	t->slot_pause[slot] = pt__now_ns() - th->t_interrupt;
+	t->slot_pause[slot] = pt__now_ns() - (th->t_interrupt > poll_ns ? th->t_interrupt : poll_ns);
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
 	return ok;
@@ -864,14 +904,22 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 	t->late_ns += pt__now_ns() - t0;
 }
 
+/* Late captures wait in their slots for the next tick (or a snapshot, or
+ * pt_tracee_report_late): unwound and checked against an exec as one batch
+ * rather than one at a time, as they come. A thread has at most one capture
+ * pending and a tick selects at most max_per_tick threads, so they fit. */
 static void report_late(struct pt_tracee *t)
 {
-	uint64_t t0 = pt__now_ns();
 	int n = t->nlate;
 
 	t->nlate = 0;
 	finish(t, n, 0, t->late_cb, t->late_tcb, t->late_arg);
-	t->late_ns += pt__now_ns() - t0;
+}
+
+void pt_tracee_report_late(struct pt_tracee *t)
+{
+	if (t->nlate && !t->busy)
+		report_late(t);
 }
 
 uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
@@ -974,24 +1022,42 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 }
 
 /* Reads state and name from /proc/<tid>/stat. Returns 0 or -1. */
-static int read_state(struct thread *th)
+static int read_state(struct pt_tracee *t, struct thread *th)
 {
 	struct pt_stat st;
-	char buf[512];
-	ssize_t n = pread(th->stat_fd, buf, sizeof(buf) - 1, 0);
+	char path[96], buf[512];
 
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if (pt_proc_parse_stat(buf, &st))
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)th->tid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
 		return -1;
 	th->state = st.state;
 	snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */
+	th->comm_ns = pt__now_ns();
 	return 0;
 }
 
-int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
-		   void *arg)
+/* 1 if th is runnable (state R) now. /proc/<tid>/syscall says "running"
+ * for exactly that, for a third of the cost of /proc/<tid>/stat. The name
+ * comes from stat, at most once a second (threads rename themselves rarely,
+ * and mostly right after they start). */
+static int is_running(struct pt_tracee *t, struct thread *th)
+{
+	char buf[16];
+	ssize_t n = pread(th->sys_fd, buf, sizeof(buf), 0);
+
+	if (n < 7 || memcmp(buf, "running", 7))
+		return 0;
+	if (!th->comm[0] || pt__now_ns() - th->comm_ns > 1000000000ull) {
+		char state = th->state;
+
+		read_state(t, th);
+		th->state = state;
+	}
+	return 1;
+}
+
+int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, uint64_t wait_ns, pt_sample_cb cb,
+		   pt_timing_cb tcb, void *arg)
 {
 	size_t sel[256];   /* indices: t->th may move when a clone is seen */
 	int nsel = 0, ncap, max = t->o.max_per_tick;
@@ -1000,25 +1066,49 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 		max = 256;
 	if (!t->attached || t->detaching || t->execed)
 		return 0;
-	/* Select: a thread is sampled when it used CPU since the last tick and
-	 * is running now. Idle threads cost one pread, no stop. With more
-	 * running threads than `max`, the start rotates so that every thread
-	 * gets its turn (its CPU since it was last looked at is kept for then). */
+	/* Late captures belong to the previous tick's sessions and weights. */
+	if (t->nlate)
+		report_late(t);
+	/* Select: like Go's profiler (a SIGPROF per period of CPU), a thread
+	 * is due for a sample once it has used a period of CPU since it was
+	 * last sampled; it is sampled at the first tick that finds it due and
+	 * running, weighted by all the CPU it used since its last sample.
+	 * Threads sharing cores are so sampled in proportion to the CPU they
+	 * get, not once per tick each; a thread that runs in short bursts is
+	 * sampled when a tick catches it running, its CPU in between counted.
+	 * Idle threads cost one pread, no stop. With more due threads than
+	 * `max`, the start rotates so that every thread gets its turn (the CPU
+	 * of the threads not looked at is counted at their next look). */
 	size_t first = t->n ? t->rr++ % t->n : 0;
 
 	for (size_t k = 0; k < t->n && nsel < max; k++) {
 		size_t i = (first + k) % t->n;
 		struct thread *th = &t->th[i];
-		uint64_t run;
+		uint64_t run, need;
 
 		if (th->flags & (TH_GONE | TH_GROUPSTOP | TH_INTERRUPTING) || read_run_ns(th, &run))
 			continue;
 		if (run == th->last_run_ns)
 			continue;
-		th->cpu_ns = run - th->last_run_ns;
+		need = cpu_period_ns;
+		if (th->credit_ns == NEW_CREDIT)
+			th->credit_ns = need = 0;
+		th->acc_ns += run - th->last_run_ns;
+		th->credit_ns += run - th->last_run_ns;
 		th->last_run_ns = run;
-		if (read_state(th) || th->state != 'R')
+		if (th->credit_ns < need || !is_running(t, th))
 			continue;
+		/* schedstat moves only at scheduler ticks and switches (every
+		 * 4 ms at HZ=250) for a thread that keeps its core, so credit
+		 * comes in lumps: keep up to four periods of it, no more (a
+		 * thread found running after a long wait is not sampled at
+		 * every tick after). */
+		th->credit_ns -= th->credit_ns < cpu_period_ns ? th->credit_ns : cpu_period_ns;
+		if (th->credit_ns > 4 * cpu_period_ns)
+			th->credit_ns = 4 * cpu_period_ns;
+		th->cpu_ns = th->acc_ns;
+		th->acc_ns = 0;
+		th->state = 'R';
 		sel[nsel++] = i;
 	}
 	t->late_cb = cb;
@@ -1036,10 +1126,11 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_ti
 /* 1 if th's cached stack still holds: it has not run since (run_ns is what
  * it was at the capture), or ran only to go back into the same system call
  * at the same stack and instruction pointers after our stop woke it. */
-static int snap_still_valid(struct pt_tracee *t, struct thread *th, uint64_t run)
+static int snap_still_valid(struct thread *th, uint64_t run)
 {
-	char path[96], buf[256];
+	char buf[256];
 	uint64_t sp, pc;
+	ssize_t n;
 	long nr;
 
 	if (!th->snap || run < th->snap_run_ns)
@@ -1049,9 +1140,11 @@ static int snap_still_valid(struct pt_tracee *t, struct thread *th, uint64_t run
 	if (!th->snap_restart || run - th->snap_run_ns > RESTART_SLACK_NS || th->snap_syscall < 0)
 		return 0;
 	th->snap_restart = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)t->pid, (int)th->tid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_syscall(buf, &nr, &sp, &pc) ||
-	    sp != th->snap_sp || pc != th->snap_pc)
+	n = pread(th->sys_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (pt_proc_parse_syscall(buf, &nr, &sp, &pc) || sp != th->snap_sp || pc != th->snap_pc)
 		return 0;
 	th->snap_run_ns = run;   /* the restart is absorbed once */
 	return 1;
@@ -1104,13 +1197,13 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
 			}
 			if (read_run_ns(th, &run))
 				continue;
-			if (snap_still_valid(t, th, run)) {
+			if (snap_still_valid(th, run)) {
 				report_cached(t, th, th->state, th->snap_syscall, cb, arg);
 				t->st.snapshot_reused++;
 				reported++;
 				continue;
 			}
-			if (read_state(th))
+			if (read_state(t, th))
 				continue;
 			th->snap_run_ns = run;
 			th->cpu_ns = 0;

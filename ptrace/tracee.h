@@ -44,7 +44,7 @@ struct pt_sample {
 	int syscall;            /* the system call it was in when stopped, or -1 */
 	const uint64_t *frames; /* leaf first (see pt_unwind) */
 	int n;
-	uint64_t cpu_ns;        /* tick: CPU used since the thread was last looked at */
+	uint64_t cpu_ns;        /* tick: CPU the thread used since its previous sample */
 	int cached;             /* snapshot: not stopped, its last stack still holds */
 };
 typedef void (*pt_sample_cb)(void *arg, const struct pt_sample *s);
@@ -79,22 +79,27 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns);
 /* Handles every pending state change of every tracee of the calling thread
  * (one system call per event): re-injects signals, honours group-stop with
  * PTRACE_LISTEN, registers new threads, notices exec and exit, and captures
- * the stops that came after their tick (reported through that tick's
- * callbacks). Returns 1 if it stopped with events left (call again soon),
- * else 0. */
+ * the stops that came after their tick (kept for pt_tracee_report_late).
+ * Returns 1 if it stopped with events left (call again soon), else 0. */
 int pt_tracee_poll(void);
+/* Unwinds and reports the stops captured after their tick, through that
+ * tick's callbacks. The next tick or snapshot does it first thing; call it
+ * before the sessions those callbacks serve change. */
+void pt_tracee_report_late(struct pt_tracee *t);
 
-/* One CPU tick: finds the threads that are running and have used CPU since
- * the last tick (one /proc read per idle thread, no stop), interrupts them
- * all, captures registers and stack of each as it stops and resumes it at
- * once, then unwinds offline and calls cb for each. Waits for stops while
- * spin_ns lasts and at most wait_ns; a thread that stops later (one that was
- * runnable but not on a core) is captured and reported by pt_tracee_poll,
- * with the same callbacks. A thread has at most one interrupt pending: it is
- * not selected again until its stop came. Returns the number of
- * thread-samples taken now or a negative errno. */
-int pt_tracee_tick(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, pt_timing_cb tcb,
-		   void *arg);
+/* One CPU tick. A thread is due for a sample once it has used cpu_period_ns
+ * of CPU since its last sample (one /proc read per thread that did not run,
+ * no stop); the due threads that are running now are interrupted together,
+ * each captured (registers and stack) as it stops and resumed at once, then
+ * unwound offline and passed to cb with the CPU it used since its last
+ * sample as weight. Waits for stops while spin_ns lasts and at most wait_ns;
+ * a thread that stops later (one that was runnable but not on a core) is
+ * captured by pt_tracee_poll and reported by the next tick, with this tick's
+ * callbacks. A thread has at most one interrupt pending: it is not selected
+ * again until its stop came. Returns the number of thread-samples taken now
+ * or a negative errno. */
+int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, uint64_t wait_ns, pt_sample_cb cb,
+		   pt_timing_cb tcb, void *arg);
 /* Time spent capturing and reporting stops that came after their tick,
  * since the last call. */
 uint64_t pt_tracee_take_late_ns(struct pt_tracee *t);

@@ -349,3 +349,49 @@ def stacks_stay_whole_when_their_depth_changes():
     check(whole >= 0.85 * deep, "only %.0f%% of the deep stacks are whole:\n%s" % (
         100 * whole / deep, pprof("-traces", path)[:6000]))
     check(short <= spells, "%d short copies for at most %d deep spells" % (short, spells))
+
+
+def task_cpu_ns(pid):
+    """{tid: (name, CPU ns)} of every thread of pid, as the kernel counts it."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                out[int(tid)] = (name, int(f.read().split()[0]))
+        except OSError:
+            pass
+    return out
+
+
+@test
+def threads_get_the_cpu_they_used_even_in_short_bursts():
+    """cpu/nanoseconds gives each thread the CPU it used, bursty threads too:
+    two threads spin 1 ms of CPU every 5 ms (bursts shorter than a 100 Hz
+    tick) beside three busy threads on this machine's cores. Their share of
+    the profile is their share of the CPU the kernel counted, within 5
+    points, and the profile holds about one sample per period of CPU used
+    (Go's rule), not one per thread per tick."""
+    f = Fixture(threads=3, extra=("-P", "2"))
+    pp = Podprof("--pid", str(f.pid))
+    before = task_cpu_ns(f.pid)
+    body = get_profile(pp, "seconds=4&hz=100")
+    after = task_cpu_ns(f.pid)
+    path = save(body, "bursty.pb.gz")
+    pp.stop(), f.stop()
+    used = {tid: after[tid][1] - before[tid][1] for tid in after if tid in before}
+    total_ns = sum(used.values())
+    truth = 100.0 * sum(v for tid, v in used.items() if after[tid][0] == "bursty") / total_ns
+    tr = traces(path)
+    share = 100.0 * sum(v for v, fr in tr if "bursty_worker" in fr) / sum(v for v, fr in tr)
+    check(any(fr[0] == "burst_spin" or "burst_spin" in fr for v, fr in tr), "no burst_spin stack")
+    raw = pprof("-raw", path)
+    samples = sum(int(m) for m in re.findall(r"^\s+(\d+)\s+\d+: ", raw.split("Locations")[0], re.M))
+    expected = total_ns / 1e7   # one per 10 ms of CPU
+    print("  info: bursty threads %.1f%% of the profile, %.1f%% of the CPU; %d samples for %.0f periods "
+          "of CPU" % (share, truth, samples, expected))
+    check(abs(share - truth) <= 5, "bursty threads have %.1f%% of the profile's CPU, %.1f%% of the "
+          "real CPU" % (share, truth))
+    check(0.6 * expected <= samples <= 1.15 * expected,
+          "%d samples for %.0f periods of CPU" % (samples, expected))

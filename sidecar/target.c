@@ -37,7 +37,7 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 	pid_t self = getpid();
 	struct dirent *de;
 	DIR *d;
-	int err;
+	int err, orphaned = 0;
 
 	*pid = 0;
 	d = opendir(proc_root);
@@ -60,8 +60,13 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 		snprintf(path, sizeof(path), "%s/%ld/stat", proc_root, v);
 		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
 			continue;
-		if ((st.flags & PT_PF_KTHREAD) || st.state == 'Z')
+		if ((st.flags & PT_PF_KTHREAD) || st.state == 'Z') {
+			/* A main thread that called pthread_exit stays a zombie
+			 * while the others run; its /proc entries (maps, memory,
+			 * root) are gone with its address space. */
+			orphaned |= cfg->pid && st.state == 'Z' && st.num_threads > 1;
 			continue;
+		}
 		if (!cfg->pid && v == 1 && sc_target_is_pause(st.comm))
 			continue;
 		if (cfg->comm && strcmp(st.comm, cfg->comm))
@@ -100,6 +105,10 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 	err = n ? -EEXIST : -ESRCH;
 	if (cfg->pid && cfg->pid == self)
 		sc_buf_printf(msg, "--pid %d is podprof itself", cfg->pid);
+	else if (orphaned)
+		sc_buf_printf(msg, "pid %d's main thread has exited (pthread_exit) while its other threads "
+			      "run on: podprof reads a process through its main thread and cannot profile it",
+			      cfg->pid);
 	else if (cfg->pid)
 		sc_buf_printf(msg, "no process with pid %d in this PID namespace", cfg->pid);
 	else if (!n)

@@ -161,6 +161,22 @@ def refuses_to_profile_itself():
 
 
 @test
+def says_why_a_process_whose_main_thread_exited_is_refused():
+    """A main thread that called pthread_exit leaves a zombie leader while the
+    other threads run on; its /proc entries have no address space, so podprof
+    refuses it, saying so rather than "no such process"."""
+    f = Fixture(threads=2, extra=("-L",))
+    deadline = time.monotonic() + 5
+    while "Z" not in open("/proc/%d/stat" % f.pid).read().split(")")[-1].split()[0]:
+        check(time.monotonic() < deadline, "the fixture's main thread did not exit")
+        time.sleep(0.01)
+    r = subprocess.run([PODPROF, "--pid", str(f.pid), "--listen", "127.0.0.1:0"], capture_output=True,
+                       text=True, timeout=10)
+    check(r.returncode == 1 and "main thread has exited" in r.stderr, "exit %d: %r" % (r.returncode, r.stderr))
+    f.stop()
+
+
+@test
 def bearer_token_protects_everything_but_healthz():
     token = "s3cr3t-t0ken-%d" % os.getpid()
     tf = os.path.join(tempfile.mkdtemp(dir=lib.TMP), "token")

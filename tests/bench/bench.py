@@ -130,11 +130,12 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None):
     t0 = time.monotonic()
     pp, port = start_podprof(p.pid, binary=binary)
     out = os.path.join(TMP, "p.pb.gz")
-    cpu0 = proc_cpu_s(pp.pid)
+    cpu0, tcpu0 = proc_cpu_s(pp.pid), proc_cpu_s(p.pid)
     subprocess.run(["curl", "-sf", "-o", out,
                     "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d" % (port, seconds, hz)],
                    check=True)
     own_cpu = proc_cpu_s(pp.pid) - cpu0
+    target_cpu = proc_cpu_s(p.pid) - tcpu0
     hwm = vm_kb(pp.pid, "VmHWM")
     truth, iters = stop_busy(p, t0)
     ips = iters / (time.monotonic() - t0)
@@ -159,14 +160,14 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None):
                 own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
                 hwm_mb=hwm / 1024.0, sym_us=float(sym.group(1)), symtab_ms=float(sym.group(4)),
                 symtabs=int(sym.group(3)),
-                expected=threads * hz * seconds,
+                expected=threads * hz * seconds, go_expected=target_cpu * hz,
                 frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
 
 
 def cpu_row(label, reps):
     med = lambda k: statistics.median(r[k] for r in reps)
     ratio = med("slowdown") / med("perf_slowdown") if med("perf_slowdown") > 0.05 else float("nan")
-    return (label, med("samples"), med("expected"), med("p50"), med("p99"), med("u50"), med("u99"),
+    return (label, med("samples"), med("expected"), med("go_expected"), med("p50"), med("p99"), med("u50"), med("u99"),
             med("frames"), med("u50") / med("frames") if med("frames") else 0,
             med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
             min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
@@ -194,10 +195,10 @@ def section_cpu():
             rows.append(cpu_row(label + " (versus %s)" % args.versus, vreps))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
+        print("| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
     print()
 
 

@@ -200,9 +200,11 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out)
 	return 0;
 }
 
-int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns)
+int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns)
 {
-	return next_u64(&text, run_ns);
+	int err = next_u64(&text, run_ns);
+
+	return err || !wait_ns ? err : next_u64(&text, wait_ns);
 }
 
 static int next_hex(const char **cur, uint64_t *out)

@@ -35,8 +35,9 @@ struct pt_stat {
  *   "1234 (my (app)) S 1 1234 1234 0 -1 4194560 ..." (comm may hold ") ").
  * Fields are read after the last ')'. Returns 0 or -EBADMSG. */
 int pt_proc_parse_stat(const char *text, struct pt_stat *out);
-/* Parses /proc/<tid>/schedstat "123456 789 10\n": the first field, ns on CPU. */
-int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns);
+/* Parses /proc/<tid>/schedstat "123456 789 10\n": ns on CPU and, if wait_ns
+ * is not NULL, ns spent runnable waiting for a CPU. */
+int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns);
 /* Innermost NSpid from /proc/<pid>/status ("NSpid:\t4321\t7"), or the Pid: line. */
 int pt_proc_parse_nspid(const char *text, pid_t *out);
 /* Value of "Key:" in status text (e.g. "VmRSS", "TracerPid") as an integer

@@ -629,10 +629,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			any = 1;
 		}
 		if (any)
-			/* A quarter period for the stops: later ones are
-			 * captured when they come (pt_tracee_poll). */
-			pt_tracee_tick(tg->t, period, period / 4 < 5000000 ? period / 4 : 5000000,
-				       on_sample, on_timing, s);
+			pt_tracee_tick(tg->t, period, on_sample, on_timing, s);
 	}
 	/* Stops captured after their tick (pt_tracee_poll) are the sampler's
 	 * work too; other events (signals, clones) are not the rate's doing. */
@@ -767,6 +764,7 @@ static void *run(void *arg)
 			if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
 				ts = (struct timespec){ 0, (long)(wake - now) };
 			polled = ppoll(pfd, 2, &ts, NULL) >= 0;
+			pt_tracee_woke();
 		}
 		/* Each drain is a read(); skip the ones ppoll says would find nothing. */
 		if (!polled || pfd[0].revents)

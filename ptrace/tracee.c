@@ -42,6 +42,7 @@ struct thread {
 	uint64_t comm_ns;        /* when comm was read */
 	char state;              /* R S D ... as of its last selection */
 	size_t stack_want;       /* stack to copy at its next stop; 0: stack_bytes */
+	uint64_t last_sp;        /* its stack pointer at its last stop */
 	/* snapshot cache: the stack at the last snapshot stop */
 	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
 	int snap_n, snap_syscall, snap_restart;
@@ -95,10 +96,30 @@ static void open_leader_stat(struct pt_tracee *t);
  * once, one system call per event rather than one per thread; each event
  * goes to the tracee that holds its thread. */
 static __thread struct pt_tracee *tracees;
-/* When this thread's current pt_tracee_poll began: a stop that came after
- * its tick happened when its thread got a core, which we learn only when we
- * look (the wake-up); its pause is counted from then. */
-static __thread uint64_t poll_ns;
+/* A stop that came after its tick happened when its thread got a core and
+ * woke us; its pause counts from then: from our wake-up (pt_tracee_woke, or
+ * when this pt_tracee_poll began: poll_ns), less the time we spent runnable
+ * before we ran. That is the
+ * growth of our own run_delay (/proc/thread-self/schedstat) since we last
+ * went to sleep with late stops to come (rq_base), read once per wake-up
+ * that takes a late stop (late_from, 0 until then). */
+static __thread uint64_t poll_ns, late_from, rq_base, woke_ns;
+static __thread int self_sched_fd = -1;
+
+static uint64_t own_rq_wait_ns(void)
+{
+	char buf[128];
+	uint64_t run, wait = 0;
+	ssize_t n;
+
+	if (self_sched_fd < 0)
+		self_sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	n = self_sched_fd >= 0 ? pread(self_sched_fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return pt_proc_parse_schedstat(buf, &run, &wait) ? 0 : wait;
+}
 
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
 #define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
@@ -229,7 +250,7 @@ static int read_run_ns(struct thread *th, uint64_t *run_ns)
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = '\0';
-	return pt_proc_parse_schedstat(buf, run_ns) ? -EBADMSG : 0;
+	return pt_proc_parse_schedstat(buf, run_ns, NULL) ? -EBADMSG : 0;
 }
 
 static void reopen_thread(struct pt_tracee *t, struct thread *th)
@@ -583,13 +604,14 @@ static void on_status_any(struct pt_tracee *t, struct thread *th, int status)
 int pt_tracee_poll(void)
 {
 	struct { pid_t tid; int status; } later[64];
-	int more = 1, nlater = 0;
+	int more = 1, nlater = 0, pending = 0;
 
 	/* Not the tracer (no tracee of this thread): reap nothing, not even
 	 * the thread's own children's exits, which are not ours to take. */
 	if (!tracees)
 		return 0;
-	poll_ns = pt__now_ns();
+	poll_ns = woke_ns ? woke_ns : pt__now_ns();
+	woke_ns = late_from = 0;
 
 	for (int k = 0; k < REAP_MAX; k++) {
 		struct pt_tracee *x;
@@ -624,8 +646,13 @@ int pt_tracee_poll(void)
 			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
 		}
 	}
-	for (struct pt_tracee *x = tracees; x; x = x->next)
+	for (struct pt_tracee *x = tracees; x; x = x->next) {
 		compact(x);
+		for (size_t i = 0; i < x->n && !pending; i++)
+			pending = (x->th[i].flags & TH_LATE) != 0;
+	}
+	if (pending)
+		rq_base = own_rq_wait_ns();   /* see poll_ns */
 	return more;
 }
 
@@ -711,6 +738,7 @@ static int capture(struct pt_tracee *t, struct thread *th, struct pt_capture *ca
 
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
 		return -errno;
+	th->last_sp = cap->regs.rsp;
 	n = pt_mem_read_partial(t->pid, cap->regs.rsp, cap->stack, want);
 	cap->stack_len = n > 0 ? (size_t)n : 0;
 	cap->stack_limit = cap->stack_len == want ? t->o.stack_bytes : 0;
@@ -882,7 +910,7 @@ static int take(struct pt_tracee *t, struct thread *th, int slot)
 	int ok = capture(t, th, &t->caps[slot]) == 0;
 
 	ptrace(PTRACE_CONT, th->tid, 0, 0);
-	t->slot_pause[slot] = pt__now_ns() - (th->t_interrupt > poll_ns ? th->t_interrupt : poll_ns);
+	t->slot_pause[slot] = pt__now_ns() - (th->t_interrupt > poll_ns ? th->t_interrupt : late_from);
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
 	return ok;
@@ -898,6 +926,11 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 	if (!late) {
 		ptrace(PTRACE_CONT, th->tid, 0, 0);
 		return;
+	}
+	if (!late_from) {
+		uint64_t waited = own_rq_wait_ns() - rq_base;
+
+		late_from = poll_ns - (waited < poll_ns ? waited : 0);
 	}
 	if (take(t, th, t->nlate))
 		t->nlate++;
@@ -922,6 +955,11 @@ void pt_tracee_report_late(struct pt_tracee *t)
 		report_late(t);
 }
 
+void pt_tracee_woke(void)
+{
+	woke_ns = pt__now_ns();
+}
+
 uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
 {
 	uint64_t ns = t->late_ns;
@@ -937,6 +975,29 @@ uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
  * then (take_late); a snapshot's is resumed without a sample. Never queued:
  * an interrupted thread is not selected again before its stop. Returns the
  * number of captures reported now. */
+/* Reads a word at each selected thread's stack pointer of its last stop, all
+ * in one system call, before they are interrupted. The stack copy during the
+ * stop then finds the page tables and pages warm: with ticks 10 ms apart it
+ * took 7-8 us of the pause instead of 2.5 (a stop cycle measured alone). A
+ * thread that moved its stack costs nothing more than a short read. */
+static void warm_stacks(struct pt_tracee *t, const size_t *sel, int nsel)
+{
+	struct iovec rem[64], loc;
+	uint64_t words[64];
+	int n = 0;
+
+	for (int i = 0; i < nsel && n < 64; i++) {
+		const struct thread *th = &t->th[sel[i]];
+
+		if (th->last_sp)
+			rem[n++] = (struct iovec){ (void *)(uintptr_t)(th->last_sp & ~7ull), 8 };
+	}
+	if (!n)
+		return;
+	loc = (struct iovec){ words, (size_t)n * 8 };
+	(void)!process_vm_readv(t->pid, &loc, 1, rem, (unsigned long)n, 0);
+}
+
 static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns, int snap,
 		   pt_sample_cb cb, pt_timing_cb tcb, void *arg)
 {
@@ -946,6 +1007,7 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 	if (t->nlate)
 		report_late(t);
 	t->busy = 1;
+	warm_stacks(t, sel, nsel);
 	/* 1. Interrupt them all first: a stop is only delivered when the thread
 	 *    runs, so waiting for each in turn would serialise their delays. */
 	for (int i = 0; i < nsel; i++) {
@@ -1005,6 +1067,11 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 			spun = 1;
 			continue;
 		}
+		/* A tick does not sleep on the rest: they are captured as they
+		 * come (pt_tracee_poll), and a tick's length is the sampler's
+		 * work, which sets its rate (see adapt_rate). */
+		if (!snap)
+			break;
 		wait_wake(t->o.wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
 	}
 	/* The stops we polled for each raised a SIGCHLD: take it now rather
@@ -1056,8 +1123,8 @@ static int is_running(struct pt_tracee *t, struct thread *th)
 	return 1;
 }
 
-int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, uint64_t wait_ns, pt_sample_cb cb,
-		   pt_timing_cb tcb, void *arg)
+int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, pt_sample_cb cb, pt_timing_cb tcb,
+		   void *arg)
 {
 	size_t sel[256];   /* indices: t->th may move when a clone is seen */
 	int nsel = 0, ncap, max = t->o.max_per_tick;
@@ -1114,7 +1181,7 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, uint64_t wait_ns
 	t->late_cb = cb;
 	t->late_tcb = tcb;
 	t->late_arg = arg;
-	ncap = collect(t, sel, nsel, wait_ns, 0, cb, tcb, arg);
+	ncap = collect(t, sel, nsel, t->o.spin_ns, 0, cb, tcb, arg);
 	compact(t);
 	return ncap;
 }

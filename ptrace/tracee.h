@@ -86,20 +86,23 @@ int pt_tracee_poll(void);
  * tick's callbacks. The next tick or snapshot does it first thing; call it
  * before the sessions those callbacks serve change. */
 void pt_tracee_report_late(struct pt_tracee *t);
+/* Marks the calling thread's wake-up from a sleep: the pause of a stop that
+ * the next pt_tracee_poll takes counts from then (else from that call). */
+void pt_tracee_woke(void);
 
 /* One CPU tick. A thread is due for a sample once it has used cpu_period_ns
  * of CPU since its last sample (one /proc read per thread that did not run,
  * no stop); the due threads that are running now are interrupted together,
  * each captured (registers and stack) as it stops and resumed at once, then
  * unwound offline and passed to cb with the CPU it used since its last
- * sample as weight. Waits for stops while spin_ns lasts and at most wait_ns;
- * a thread that stops later (one that was runnable but not on a core) is
+ * sample as weight. Polls for stops while spin_ns lasts, never sleeps: a
+ * thread that stops later (one that was runnable but not on a core) is
  * captured by pt_tracee_poll and reported by the next tick, with this tick's
  * callbacks. A thread has at most one interrupt pending: it is not selected
  * again until its stop came. Returns the number of thread-samples taken now
  * or a negative errno. */
-int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, uint64_t wait_ns, pt_sample_cb cb,
-		   pt_timing_cb tcb, void *arg);
+int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, pt_sample_cb cb, pt_timing_cb tcb,
+		   void *arg);
 /* Time spent capturing and reporting stops that came after their tick,
  * since the last call. */
 uint64_t pt_tracee_take_late_ns(struct pt_tracee *t);

@@ -30,6 +30,7 @@ struct sc_cfg {
 	int max_threads;
 	int max_stopped;
 	int spin_us;
+	int sampler_nice;
 	int detach_grace_ms;
 };
 

@@ -154,6 +154,40 @@ def keeps_only_cap_sys_ptrace():
     pp.stop(), f.stop()
 
 
+def nice_of_threads(pid):
+    """{tid: nice} of every thread of pid (field 19 of stat)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
+            out[int(tid)] = int(fh.read().rsplit(")", 1)[1].split()[16])
+    return out
+
+
+@test
+def sampler_thread_alone_runs_at_a_higher_priority():
+    """With CAP_SYS_NICE at start, the sampler thread (and only it) runs at
+    nice -10, so a thread stopped between ticks is taken at once even when
+    the target's threads hold every core; without it, podprof says so and
+    samples at nice 0."""
+    if os.geteuid() != 0:
+        raise Skip("needs CAP_SYS_NICE (root)")
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid))
+    pp.wait_log(r"serving http", 5)
+    nice = nice_of_threads(podprof_pid(pp))
+    check(sorted(nice.values()).count(-10) == 1 and nice[podprof_pid(pp)] == 0,
+          "nice values of podprof's threads: %r" % nice)
+    check_busy_profile(save(get_profile(pp, "seconds=1"), "nice.pb.gz"))
+    pp.stop()
+    if not shutil.which("capsh"):
+        raise Skip("capsh (libcap2-bin) not installed")
+    pp = Podprof("--pid", str(f.pid), prefix=["capsh", "--drop=cap_sys_nice", "--", "-c", 'exec "$0" "$@"'])
+    pp.wait_log(r"the sampler runs at nice 0, not -10", 5)
+    check(set(nice_of_threads(podprof_pid(pp)).values()) == {0}, "nice without CAP_SYS_NICE")
+    check_busy_profile(save(get_profile(pp, "seconds=1"), "nice0.pb.gz"))
+    pp.stop(), f.stop()
+
+
 @test
 def refuses_to_profile_itself():
     r = subprocess.run(["sh", "-c", 'exec "$0" --pid $$', PODPROF], capture_output=True, text=True)

@@ -295,10 +295,11 @@ def metrics(pp):
 
 @test
 def sampler_lowers_its_rate_when_it_cannot_keep_up():
-    """64 busy threads at 1000 Hz on this 2-core machine: a tick cannot stop
-    and unwind them all within its period. The sampler lowers its rate,
-    says so in the log and in /metrics, still answers a correct profile,
-    and never queues ticks; a single busy thread keeps the full rate."""
+    """8 busy threads and 1000 blocked ones at 1000 Hz on this 2-core
+    machine: a tick cannot look at a thousand threads within its period.
+    The sampler lowers its rate, says so in the log and in /metrics, still
+    answers a correct profile, and never queues ticks; a single busy thread
+    keeps the full rate."""
     f = Fixture(threads=1)
     pp = Podprof("--pid", str(f.pid))
     get_profile(pp, "seconds=1&hz=1000")
@@ -309,12 +310,14 @@ def sampler_lowers_its_rate_when_it_cannot_keep_up():
     check(m["podprof_rate_divisor"] <= 2, "one busy thread at 1 kHz lowered the rate: %s" % m)
     check(m["podprof_ticks_total"] >= 500, "ticks %s" % m["podprof_ticks_total"])
     pp.stop(), f.stop()
-    f = Fixture(threads=64)
+    f = Fixture(threads=8, extra=("-b", "1000"))
     pp = Podprof("--pid", str(f.pid))
     path = save(get_profile(pp, "seconds=3&hz=1000"), "crowded.pb.gz")
     line = pp.wait_log(r"sampler: cannot keep up", 1)
     m = metrics(pp)
-    check(m["podprof_rate_divisor"] >= 2 and m["podprof_rate_changes_total"] >= 1, "metrics %s" % m)
+    # The divisor may be back to 1 by the end (the first ticks, which find
+    # every thread new, are the heaviest); the changes stay counted.
+    check(m["podprof_rate_changes_total"] >= 1, "metrics %s" % m)
     check(m["podprof_ticks_total"] < 3000 * 0.75, "ticks not lowered: %s" % m)
     check(m["podprof_thread_samples_total"] > 100, "samples %s" % m)
     top = pprof("-top", path)

@@ -66,15 +66,19 @@ TEST(stat_long_comm_truncated)
 
 TEST(schedstat_and_status)
 {
-	uint64_t ns;
+	uint64_t ns, wait;
 	long long v;
 	pid_t p;
 	const char *status = "Name:\tbusy\nPid:\t4242\nNSpid:\t4242\t17\nTracerPid:\t0\n"
 			     "VmRSS:\t  1234 kB\n";
 
-	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns));
+	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, NULL));
 	ASSERT_U64_EQ(ns, 123456789);
-	ASSERT_EQ(pt_proc_parse_schedstat("x", &ns), -EBADMSG);
+	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, &wait));
+	ASSERT_U64_EQ(ns, 123456789);
+	ASSERT_U64_EQ(wait, 42);
+	ASSERT_EQ(pt_proc_parse_schedstat("x", &ns, NULL), -EBADMSG);
+	ASSERT_EQ(pt_proc_parse_schedstat("5", &ns, &wait), -EBADMSG);
 	ASSERT_OK(pt_proc_parse_nspid(status, &p));
 	ASSERT_EQ(p, 17);
 	ASSERT_OK(pt_proc_status_value(status, "VmRSS", &v));

@@ -851,6 +851,7 @@ static void *run(void *arg)
 		if (stopping)
 			break;
 	}
+	pt_tracee_thread_end();
 	return NULL;
 }
 

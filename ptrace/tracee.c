@@ -960,6 +960,13 @@ void pt_tracee_woke(void)
 	woke_ns = pt__now_ns();
 }
 
+void pt_tracee_thread_end(void)
+{
+	if (self_sched_fd >= 0)
+		close(self_sched_fd);
+	self_sched_fd = -1;
+}
+
 uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
 {
 	uint64_t ns = t->late_ns;

@@ -89,6 +89,9 @@ void pt_tracee_report_late(struct pt_tracee *t);
 /* Marks the calling thread's wake-up from a sleep: the pause of a stop that
  * the next pt_tracee_poll takes counts from then (else from that call). */
 void pt_tracee_woke(void);
+/* Releases what the calling (tracer) thread holds for the above, before it
+ * ends. */
+void pt_tracee_thread_end(void);
 
 /* One CPU tick. A thread is due for a sample once it has used cpu_period_ns
  * of CPU since its last sample (one /proc read per thread that did not run,

@@ -73,6 +73,8 @@ struct pt_sampler {
 	struct pt_sampler_stats retired;   /* counters of targets forgotten */
 	int rate_div;              /* ticks run at 1/rate_div of the rate asked (adapt_rate) */
 	double duty;
+	uint64_t duty_cpu, duty_wall;  /* the sampler thread's CPU and the time at the last tick */
+	uint64_t cpu_aside;        /* CPU spent on requests (dumps, profiles built), not ticks */
 	uint64_t rate_changes;
 	/* stats */
 	uint64_t pauses[RING], unwinds[RING], sorted[RING];
@@ -565,22 +567,42 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* When the sampler is busy for more than half of the tick period (too many
- * threads to stop and unwind, a crowded machine), it halves its rate rather
- * than fall behind or crowd the target off its cores; it doubles it again
- * once under a tenth. `duty` is an average over about ten ticks of (tick
- * time + time spent on the stops that came after their tick) / period. */
-static void adapt_rate(struct pt_sampler *s, uint64_t period, uint64_t took)
+static uint64_t thread_cpu_ns(void)
 {
-	s->duty = 0.9 * s->duty + 0.1 * ((double)took / (double)period);
-	if (s->duty > 0.5 && s->rate_div < MAX_RATE_DIV) {
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When sampling costs the sampler thread more than its budget of a core
+ * (--max-cpu-percent: too many threads to stop and unwind, too many stops
+ * between ticks, a crowded machine), it halves its rate rather than fall
+ * behind or crowd the target off its cores; it doubles it again once under
+ * a quarter of the budget. `duty` is an average over about ten ticks of the
+ * sampler thread's CPU per second since the previous tick: the ticks, the
+ * stops taken between them, the wake-ups; not requests (thread dumps,
+ * profiles built at their end), which come and go. */
+static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period)
+{
+	uint64_t cpu = thread_cpu_ns(), used = cpu - s->duty_cpu;
+
+	used = used > s->cpu_aside ? used - s->cpu_aside : 0;
+	if (s->duty_wall && now > s->duty_wall)
+		s->duty = 0.9 * s->duty + 0.1 * ((double)used / (double)(now - s->duty_wall));
+	s->duty_cpu = cpu;
+	s->duty_wall = now;
+	s->cpu_aside = 0;
+	if (s->duty > s->o.max_cpu && s->rate_div < MAX_RATE_DIV) {
 		s->rate_div *= 2;
 		s->duty /= 2;
 		s->rate_changes++;
-		logf_(s, 2, "sampler: cannot keep up (a tick takes %.0f%% of its %.2f ms period): "
-		      "sampling at 1/%d of the requested rate", 200 * s->duty, (double)period / 1e6,
-		      s->rate_div);
-	} else if (s->duty < 0.1 && s->rate_div > 1) {
+		logf_(s, 2, "sampler: cannot keep up (sampling takes %.1f%% of a core, over its "
+		      "budget of %.0f%%): sampling at 1/%d of the requested rate, a tick every %.2f ms",
+		      200 * s->duty, 100 * s->o.max_cpu, s->rate_div,
+		      (double)period * s->rate_div / 1e6);
+	} else if (s->duty < s->o.max_cpu / 4 && s->rate_div > 1) {
 		s->rate_div /= 2;
 		s->duty *= 2;
 		s->rate_changes++;
@@ -631,13 +653,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		if (any)
 			pt_tracee_tick(tg->t, period, on_sample, on_timing, s);
 	}
-	/* Stops captured after their tick (pt_tracee_poll) are the sampler's
-	 * work too; other events (signals, clones) are not the rate's doing. */
-	uint64_t late = 0;
-
-	for (int i = 0; i < s->ntg; i++)
-		late += pt_tracee_take_late_ns(s->tg[i].t);
-	adapt_rate(s, period, pt__now_ns() - now + late);
+	adapt_rate(s, pt__now_ns(), period / (uint64_t)s->rate_div);
 	/* Ticks land at a random point of the middle half of each period: at
 	 * a fixed phase they lock onto periodic events in the target (a timer
 	 * signal at the same rate is then caught in its handler every time).
@@ -786,6 +802,7 @@ static void *run(void *arg)
 		}
 		while (rev) {
 			struct pt_request *req = rev;
+			uint64_t c0 = thread_cpu_ns();
 
 			rev = rev->next;
 			if (stopping) {
@@ -798,8 +815,9 @@ static void *run(void *arg)
 				do_snapshot(s, req);
 				complete(s, req);
 			} else {
-				start_cpu(s, req);
+				start_cpu(s, req);   /* the attach, maybe */
 			}
+			s->cpu_aside += thread_cpu_ns() - c0;   /* see adapt_rate */
 		}
 		if (!polled || pfd[1].revents)
 			drain_fd(s->sigfd);
@@ -828,7 +846,10 @@ static void *run(void *arg)
 				else if (execd)
 					logf_(s, 2, "profile: pid=%d exec'd a new program; this profile "
 					      "ends with what the old one ran", (int)ss->req->pid);
+				uint64_t c0 = thread_cpu_ns();
+
 				finish(s, ss, stopping ? -ECANCELED : 0);
+				s->cpu_aside += thread_cpu_ns() - c0;
 				continue;
 			}
 			pp = &ss->next;
@@ -867,6 +888,8 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	if (!s)
 		return -ENOMEM;
 	s->o = *opts;
+	if (!(s->o.max_cpu > 0))
+		s->o.max_cpu = 0.15;
 	s->rng = pt__now_ns() | 1;
 	s->rate_div = 1;
 	s->done = done;

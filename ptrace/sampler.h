@@ -80,6 +80,7 @@ struct pt_sampler_opts {
 	int max_stacks;          /* distinct stacks per session */
 	uint64_t detach_grace_ns;
 	const char *debug_dir;   /* NULL: /usr/lib/debug/.build-id */
+	double max_cpu;          /* CPU budget, a fraction of a core (see adapt_rate); 0: 0.15 */
 };
 
 struct pt_sampler;
@@ -107,7 +108,7 @@ struct pt_sampler_stats {
 	uint64_t snapshot_stops, snapshot_reused, maps_rereads, short_copies, group_stops, clones, execs;
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;
-	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (cannot keep up) */
+	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (over budget) */
 	uint64_t rate_changes;
 };
 /* Any thread: a snapshot of the counters and recent pause/unwind medians. */

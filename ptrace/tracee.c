@@ -73,7 +73,6 @@ struct pt_tracee {
 	uint64_t *slot_pause;    /* per slot: interrupt sent .. resumed */
 	int nlate;               /* slots holding late captures, not yet reported */
 	int busy;                /* collecting: slots in use, no late captures */
-	uint64_t late_ns;        /* time spent on late captures (pt_tracee_take_late_ns) */
 	pt_sample_cb late_cb;    /* where late captures go: the last tick's */
 	pt_timing_cb late_tcb;
 	void *late_arg;
@@ -920,7 +919,6 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 {
 	int late = (th->flags & TH_LATE) && !t->busy && !t->detaching && !t->execed &&
 		   t->nlate < t->o.max_per_tick;
-	uint64_t t0 = pt__now_ns();
 
 	th->flags &= ~(TH_WANTED | TH_LATE);
 	if (!late) {
@@ -934,7 +932,6 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 	}
 	if (take(t, th, t->nlate))
 		t->nlate++;
-	t->late_ns += pt__now_ns() - t0;
 }
 
 /* Late captures wait in their slots for the next tick (or a snapshot, or
@@ -965,14 +962,6 @@ void pt_tracee_thread_end(void)
 	if (self_sched_fd >= 0)
 		close(self_sched_fd);
 	self_sched_fd = -1;
-}
-
-uint64_t pt_tracee_take_late_ns(struct pt_tracee *t)
-{
-	uint64_t ns = t->late_ns;
-
-	t->late_ns = 0;
-	return ns;
 }
 
 /* Interrupts the selected threads (indices into t->th), captures each as it

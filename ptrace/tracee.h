@@ -106,9 +106,6 @@ void pt_tracee_thread_end(void);
  * or a negative errno. */
 int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, pt_sample_cb cb, pt_timing_cb tcb,
 		   void *arg);
-/* Time spent capturing and reporting stops that came after their tick,
- * since the last call. */
-uint64_t pt_tracee_take_late_ns(struct pt_tracee *t);
 
 /* Every thread's stack now (the thread dump). Threads are stopped one batch
  * of max_per_tick at a time, each resumed at once after its capture. A

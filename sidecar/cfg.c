@@ -45,6 +45,8 @@ static const struct cfg_def cfg_table[] = {
 	INT("max-stopped", "MAX_STOPPED", 1, 256, 64, max_stopped, "running threads snapshotted in one tick"),
 	INT("spin-us", "SPIN_US", 0, 1000, 50, spin_us,
 	    "poll this long for an interrupted thread to stop before sleeping (shorter pauses)"),
+	INT("max-cpu-percent", "MAX_CPU_PERCENT", 1, 100, 15, max_cpu_percent,
+	    "CPU the sampler may use, in % of a core; over it, it lowers its rate"),
 	INT("sampler-nice", "SAMPLER_NICE", -20, 0, -10, sampler_nice,
 	    "nice value of the sampler thread where allowed (CAP_SYS_NICE), else 0 (shorter waits for threads stopped between ticks)"),
 	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends"),

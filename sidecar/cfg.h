@@ -31,6 +31,7 @@ struct sc_cfg {
 	int max_stopped;
 	int spin_us;
 	int sampler_nice;
+	int max_cpu_percent;
 	int detach_grace_ms;
 };
 

@@ -932,7 +932,7 @@ static void handle_metrics(struct sc_server *srv, struct sc_conn *c)
 		      "podprof_pause_seconds{quantile=\"0.99\"} %.9g\n",
 		      (double)st.pause_p50_ns / 1e9, (double)st.pause_p99_ns / 1e9);
 	metric(&b, "rate_divisor", "gauge",
-	       "1, or the factor the sampling rate is lowered by while the sampler cannot keep up.",
+	       "1, or the factor the sampling rate is lowered by while the sampler is over its CPU budget.",
 	       (double)st.rate_div);
 	metric(&b, "rate_changes_total", "counter",
 	       "Times the sampler lowered or restored its rate.", (double)st.rate_changes);
@@ -1060,6 +1060,7 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 		.max_threads = cfg->max_threads,
 		.max_per_tick = cfg->max_stopped,
 		.spin_ns = (uint64_t)cfg->spin_us * 1000u,
+		.max_cpu = cfg->max_cpu_percent / 100.0,
 		.max_sessions = cfg->max_sessions,
 		.max_stacks = cfg->max_stacks,
 		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,

@@ -296,10 +296,11 @@ def metrics(pp):
 @test
 def sampler_lowers_its_rate_when_it_cannot_keep_up():
     """8 busy threads and 1000 blocked ones at 1000 Hz on this 2-core
-    machine: a tick cannot look at a thousand threads within its period.
-    The sampler lowers its rate, says so in the log and in /metrics, still
-    answers a correct profile, and never queues ticks; a single busy thread
-    keeps the full rate."""
+    machine: looking at a thousand threads every millisecond costs the
+    sampler more than its CPU budget (--max-cpu-percent, 15). It lowers its
+    rate, says so in the log and in /metrics, still answers a correct
+    profile, and never queues ticks; a single busy thread keeps the full
+    rate."""
     f = Fixture(threads=1)
     pp = Podprof("--pid", str(f.pid))
     get_profile(pp, "seconds=1&hz=1000")

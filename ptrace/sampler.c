@@ -73,8 +73,7 @@ struct pt_sampler {
 	struct pt_sampler_stats retired;   /* counters of targets forgotten */
 	int rate_div;              /* ticks run at 1/rate_div of the rate asked (adapt_rate) */
 	double duty;
-	uint64_t duty_cpu, duty_wall;  /* the sampler thread's CPU and the time at the last tick */
-	uint64_t cpu_aside;        /* CPU spent on requests (dumps, profiles built), not ticks */
+	uint64_t duty_wall;        /* when the last tick ended */
 	uint64_t rate_changes;
 	/* stats */
 	uint64_t pauses[RING], unwinds[RING], sorted[RING];
@@ -576,24 +575,20 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* When sampling costs the sampler thread more than its budget of a core
- * (--max-cpu-percent: too many threads to stop and unwind, too many stops
- * between ticks, a crowded machine), it halves its rate rather than fall
- * behind or crowd the target off its cores; it doubles it again once under
- * a quarter of the budget. `duty` is an average over about ten ticks of the
- * sampler thread's CPU per second since the previous tick: the ticks, the
- * stops taken between them, the wake-ups; not requests (thread dumps,
- * profiles built at their end), which come and go. */
-static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period)
+/* When sampling costs more than its budget of a core (--max-cpu-percent: too
+ * many threads to look at, stop and unwind, a crowded machine), the sampler
+ * halves its rate rather than fall behind or crowd the target off its
+ * cores; it doubles it again once under a quarter of the budget. `duty` is
+ * an average over about ten ticks of the sampler thread's CPU in its ticks
+ * plus the time it spent taking the stops that came after them, per second
+ * since the previous tick: the work a lower rate saves. Not counted: the
+ * wake-ups for those stops, requests, and the target's other events (a
+ * churning target's clones and exits cost the same at any rate). */
+static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period, uint64_t used)
 {
-	uint64_t cpu = thread_cpu_ns(), used = cpu - s->duty_cpu;
-
-	used = used > s->cpu_aside ? used - s->cpu_aside : 0;
 	if (s->duty_wall && now > s->duty_wall)
 		s->duty = 0.9 * s->duty + 0.1 * ((double)used / (double)(now - s->duty_wall));
-	s->duty_cpu = cpu;
 	s->duty_wall = now;
-	s->cpu_aside = 0;
 	if (s->duty > s->o.max_cpu && s->rate_div < MAX_RATE_DIV) {
 		s->rate_div *= 2;
 		s->duty /= 2;
@@ -613,7 +608,7 @@ static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period)
 
 static void tick(struct pt_sampler *s, uint64_t now)
 {
-	uint64_t period = UINT64_MAX;
+	uint64_t period = UINT64_MAX, cpu0 = thread_cpu_ns();
 
 	for (struct session *ss = s->sessions; ss; ss = ss->next)
 		if (ss->period_ns < period)
@@ -653,7 +648,8 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		if (any)
 			pt_tracee_tick(tg->t, period, on_sample, on_timing, s);
 	}
-	adapt_rate(s, pt__now_ns(), period / (uint64_t)s->rate_div);
+	adapt_rate(s, pt__now_ns(), period / (uint64_t)s->rate_div,
+		   thread_cpu_ns() - cpu0 + pt_tracee_take_late_ns());
 	/* Ticks land at a random point of the middle half of each period: at
 	 * a fixed phase they lock onto periodic events in the target (a timer
 	 * signal at the same rate is then caught in its handler every time).
@@ -802,7 +798,6 @@ static void *run(void *arg)
 		}
 		while (rev) {
 			struct pt_request *req = rev;
-			uint64_t c0 = thread_cpu_ns();
 
 			rev = rev->next;
 			if (stopping) {
@@ -817,7 +812,6 @@ static void *run(void *arg)
 			} else {
 				start_cpu(s, req);   /* the attach, maybe */
 			}
-			s->cpu_aside += thread_cpu_ns() - c0;   /* see adapt_rate */
 		}
 		if (!polled || pfd[1].revents)
 			drain_fd(s->sigfd);
@@ -846,10 +840,7 @@ static void *run(void *arg)
 				else if (execd)
 					logf_(s, 2, "profile: pid=%d exec'd a new program; this profile "
 					      "ends with what the old one ran", (int)ss->req->pid);
-				uint64_t c0 = thread_cpu_ns();
-
 				finish(s, ss, stopping ? -ECANCELED : 0);
-				s->cpu_aside += thread_cpu_ns() - c0;
 				continue;
 			}
 			pp = &ss->next;

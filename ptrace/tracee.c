@@ -103,6 +103,9 @@ static __thread struct pt_tracee *tracees;
  * went to sleep with late stops to come (rq_base), read once per wake-up
  * that takes a late stop (late_from, 0 until then). */
 static __thread uint64_t poll_ns, late_from, rq_base, woke_ns;
+/* Time this thread spent taking stops after their tick: see
+ * pt_tracee_take_late_ns. */
+static __thread uint64_t late_ns;
 static __thread int self_sched_fd = -1;
 
 static uint64_t own_rq_wait_ns(void)
@@ -919,6 +922,7 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 {
 	int late = (th->flags & TH_LATE) && !t->busy && !t->detaching && !t->execed &&
 		   t->nlate < t->o.max_per_tick;
+	uint64_t t0 = pt__now_ns();
 
 	th->flags &= ~(TH_WANTED | TH_LATE);
 	if (!late) {
@@ -932,6 +936,7 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 	}
 	if (take(t, th, t->nlate))
 		t->nlate++;
+	late_ns += pt__now_ns() - t0;
 }
 
 /* Late captures wait in their slots for the next tick (or a snapshot, or
@@ -950,6 +955,14 @@ void pt_tracee_report_late(struct pt_tracee *t)
 {
 	if (t->nlate && !t->busy)
 		report_late(t);
+}
+
+uint64_t pt_tracee_take_late_ns(void)
+{
+	uint64_t ns = late_ns;
+
+	late_ns = 0;
+	return ns;
 }
 
 void pt_tracee_woke(void)

@@ -89,6 +89,9 @@ void pt_tracee_report_late(struct pt_tracee *t);
 /* Marks the calling thread's wake-up from a sleep: the pause of a stop that
  * the next pt_tracee_poll takes counts from then (else from that call). */
 void pt_tracee_woke(void);
+/* Time the calling thread's pt_tracee_poll spent taking stops that came
+ * after their tick, since the last call. */
+uint64_t pt_tracee_take_late_ns(void);
 /* Releases what the calling (tracer) thread holds for the above, before it
  * ends. */
 void pt_tracee_thread_end(void);

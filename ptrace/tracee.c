@@ -98,10 +98,10 @@ static __thread struct pt_tracee *tracees;
 /* A stop that came after its tick happened when its thread got a core and
  * woke us; its pause counts from then: from our wake-up (pt_tracee_woke, or
  * when this pt_tracee_poll began: poll_ns), less the time we spent runnable
- * before we ran. That is the
- * growth of our own run_delay (/proc/thread-self/schedstat) since we last
- * went to sleep with late stops to come (rq_base), read once per wake-up
- * that takes a late stop (late_from, 0 until then). */
+ * before we ran. That is the growth of our own run_delay
+ * (/proc/thread-self/schedstat) since we last went to sleep with late stops
+ * to come (rq_base), read once per wake-up that takes a late stop
+ * (late_from, 0 until then). */
 static __thread uint64_t poll_ns, late_from, rq_base, woke_ns;
 /* Time this thread spent taking stops after their tick: see
  * pt_tracee_take_late_ns. */
@@ -590,7 +590,7 @@ static struct pt_tracee *owner(pid_t tid, struct thread **thp)
 /* Acts on a status wherever it was reaped: our stop of a thread that a tick
  * selected but that stopped after the tick is captured now (it was not on a
  * core meanwhile, so its registers are those it had when the tick came) and
- * reported at the end of pt_tracee_poll; any other stop of ours is resumed. */
+ * reported by the next tick (report_late); any other stop of ours is resumed. */
 static void on_status_any(struct pt_tracee *t, struct thread *th, int status)
 {
 	size_t idx = (size_t)(th - t->th);
@@ -848,7 +848,9 @@ static void unwind_batch(struct pt_tracee *t, int ncap)
 static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_timing_cb tcb,
 		  void *arg)
 {
+	struct thread *leader;
 	uint64_t mm_now;
+	int status;
 
 	t->busy = 1;
 	unwind_batch(t, ncap);
@@ -856,14 +858,9 @@ static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_t
 	 * may have completed while we unwound: the leader's exec event tells.
 	 * If it came, the stacks may be half old, half new: drop them. If it
 	 * completes after this check, the unwind read only old memory. */
-	for (size_t i = 0; i < t->n && !t->execed; i++)
-		if (t->th[i].tid == t->pid) {
-			int status;
-
-			if (waitpid(t->pid, &status, WNOHANG | __WALL) > 0)
-				on_status_any(t, &t->th[i], status);
-			break;
-		}
+	if (!t->execed && (leader = find_thread(t, t->pid)) &&
+	    waitpid(t->pid, &status, WNOHANG | __WALL) > 0)
+		on_status_any(t, leader, status);
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */
 	mm_now = mm_fingerprint(t, ncap ? t->th[t->slot_th[0]].tid : 0);
@@ -977,13 +974,6 @@ void pt_tracee_thread_end(void)
 	self_sched_fd = -1;
 }
 
-/* Interrupts the selected threads (indices into t->th), captures each as it
- * stops, resumes it at once, then unwinds offline and reports each (see
- * finish). A tick waits for stops only while it spins (see below); a
- * snapshot waits up to wait_ns. A tick's thread that stops later is captured
- * then (take_late); a snapshot's is resumed without a sample. Never queued:
- * an interrupted thread is not selected again before its stop. Returns the
- * number of captures reported now. */
 /* Reads a word at each selected thread's stack pointer of its last stop, all
  * in one system call, before they are interrupted. The stack copy during the
  * stop then finds the page tables and pages warm: with ticks 10 ms apart it
@@ -1007,6 +997,13 @@ static void warm_stacks(struct pt_tracee *t, const size_t *sel, int nsel)
 	(void)!process_vm_readv(t->pid, &loc, 1, rem, (unsigned long)n, 0);
 }
 
+/* Interrupts the selected threads (indices into t->th), captures each as it
+ * stops, resumes it at once, then unwinds offline and reports each (see
+ * finish). A tick waits for stops only while it spins (see below); a
+ * snapshot waits up to wait_ns. A tick's thread that stops later is captured
+ * then (take_late); a snapshot's is resumed without a sample. Never queued:
+ * an interrupted thread is not selected again before its stop. Returns the
+ * number of captures reported now. */
 static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns, int snap,
 		   pt_sample_cb cb, pt_timing_cb tcb, void *arg)
 {
@@ -1123,12 +1120,8 @@ static int is_running(struct pt_tracee *t, struct thread *th)
 
 	if (n < 7 || memcmp(buf, "running", 7))
 		return 0;
-	if (!th->comm[0] || pt__now_ns() - th->comm_ns > 1000000000ull) {
-		char state = th->state;
-
-		read_state(t, th);
-		th->state = state;
-	}
+	if (!th->comm[0] || pt__now_ns() - th->comm_ns > 1000000000ull)
+		read_state(t, th);   /* the caller sets the state it saw: R */
 	return 1;
 }
 

@@ -192,11 +192,6 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out)
 	if (skip_fields(&s, 1) || next_i64(&s, &v))  /* 23 vsize, 24 rss */
 		return -EBADMSG;
 	out->rss_pages = (long)v;
-	/* 26 startcode, 27 endcode, 28 startstack: the address space's layout,
-	 * new after every exec. Older or hidden (0) values are not an error. */
-	if (skip_fields(&s, 1) || next_u64(&s, &out->startcode) || next_u64(&s, &out->endcode) ||
-	    next_u64(&s, &out->startstack))
-		out->startcode = out->endcode = out->startstack = 0;
 	return 0;
 }
 
@@ -205,6 +200,21 @@ int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_n
 	int err = next_u64(&text, run_ns);
 
 	return err || !wait_ns ? err : next_u64(&text, wait_ns);
+}
+
+int pt_proc_parse_loadavg(const char *text, uint64_t *running)
+{
+	const char *s = text;
+
+	for (int i = 0; i < 3; i++) {   /* the three load averages */
+		while (*s == ' ')
+			s++;
+		if (!*s || *s == ' ')
+			return -EBADMSG;
+		while (*s && *s != ' ')
+			s++;
+	}
+	return next_u64(&s, running) || *s != '/' ? -EBADMSG : 0;
 }
 
 static int next_hex(const char **cur, uint64_t *out)

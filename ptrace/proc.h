@@ -27,7 +27,6 @@ struct pt_stat {
 	long num_threads;
 	uint64_t starttime;
 	long rss_pages;
-	uint64_t startcode, endcode, startstack;   /* 0 when absent (zombie) */
 };
 #define PT_PF_KTHREAD 0x00200000UL
 
@@ -38,6 +37,9 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out);
 /* Parses /proc/<tid>/schedstat "123456 789 10\n": ns on CPU and, if wait_ns
  * is not NULL, ns spent runnable waiting for a CPU. */
 int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns);
+/* Parses /proc/loadavg "0.52 0.58 0.59 3/345 12345\n": the number of threads
+ * runnable in the whole system now (3), the reader included. */
+int pt_proc_parse_loadavg(const char *text, uint64_t *running);
 /* Innermost NSpid from /proc/<pid>/status ("NSpid:\t4321\t7"), or the Pid: line. */
 int pt_proc_parse_nspid(const char *text, pid_t *out);
 /* Value of "Key:" in status text (e.g. "VmRSS", "TracerPid") as an integer

@@ -44,7 +44,7 @@ static const struct cfg_def cfg_table[] = {
 	INT("max-threads", "MAX_THREADS", 1, 1000000, 16384, max_threads, "target threads tracked (more are left untraced)"),
 	INT("max-stopped", "MAX_STOPPED", 1, 256, 64, max_stopped, "running threads snapshotted in one tick"),
 	INT("spin-us", "SPIN_US", 0, 1000, 50, spin_us,
-	    "poll this long for an interrupted thread to stop before sleeping (shorter pauses)"),
+	    "poll this long for an interrupted thread to stop before sleeping when the system has a core to spare (shorter pauses)"),
 	INT("max-cpu-percent", "MAX_CPU_PERCENT", 1, 100, 15, max_cpu_percent,
 	    "CPU the sampler may use, in % of a core; over it, it lowers its rate"),
 	INT("sampler-nice", "SAMPLER_NICE", -20, 0, -10, sampler_nice,
@@ -93,10 +93,11 @@ static void usage(FILE *out)
 		"\n"
 		"Attaches with ptrace to a neighbour process in the same PID namespace and serves\n"
 		"Go's net/http/pprof endpoints for it: /debug/pprof/ (index), profile (CPU),\n"
-		"cmdline and symbol. With no selector, podprof picks the only process that is\n"
-		"neither the pod's pause process nor podprof itself, and fails listing the\n"
-		"candidates when there are several. Every endpoint takes ?pid=N to look at\n"
-		"another process of the pod; /healthz answers ok.\n"
+		"goroutine (every thread's stack), cmdline and symbol. With no selector,\n"
+		"podprof picks the only process that is neither the pod's pause process nor\n"
+		"podprof itself, and fails listing the candidates when there are several.\n"
+		"Every endpoint takes ?pid=N to look at another process of the pod; /healthz\n"
+		"answers ok; /metrics serves podprof's own counters (Prometheus text).\n"
 		"\n"
 		"Options (each also read from the environment variable shown):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {

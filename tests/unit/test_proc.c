@@ -13,9 +13,7 @@ TEST(stat_plain)
 				     "314 15 0 0 20 0 3 0 987654 10000000 321 18446744073709551615 "
 				     "94000000000000 94000000004000 140720000000000 0",
 				     &st));
-	ASSERT_U64_EQ(st.startcode, 94000000000000ull);
-	ASSERT_U64_EQ(st.endcode, 94000000004000ull);
-	ASSERT_U64_EQ(st.startstack, 140720000000000ull);
+	ASSERT_EQ(st.rss_pages, 321);
 	ASSERT_STR_EQ(st.comm, "busy");
 	ASSERT_EQ(st.state, 'R');
 	ASSERT_EQ(st.ppid, 1);
@@ -79,6 +77,11 @@ TEST(schedstat_and_status)
 	ASSERT_U64_EQ(wait, 42);
 	ASSERT_EQ(pt_proc_parse_schedstat("x", &ns, NULL), -EBADMSG);
 	ASSERT_EQ(pt_proc_parse_schedstat("5", &ns, &wait), -EBADMSG);
+	ASSERT_OK(pt_proc_parse_loadavg("3.26 2.08 1.78 12/801 10938\n", &ns));
+	ASSERT_U64_EQ(ns, 12);
+	ASSERT_EQ(pt_proc_parse_loadavg("3.26 2.08 12/801 10938\n", &ns), -EBADMSG);
+	ASSERT_EQ(pt_proc_parse_loadavg("3.26 2.08 1.78 12\n", &ns), -EBADMSG);
+	ASSERT_EQ(pt_proc_parse_loadavg("", &ns), -EBADMSG);
 	ASSERT_OK(pt_proc_parse_nspid(status, &p));
 	ASSERT_EQ(p, 17);
 	ASSERT_OK(pt_proc_status_value(status, "VmRSS", &v));

@@ -167,7 +167,8 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None):
 def cpu_row(label, reps):
     med = lambda k: statistics.median(r[k] for r in reps)
     ratio = med("slowdown") / med("perf_slowdown") if med("perf_slowdown") > 0.05 else float("nan")
-    return (label, med("samples"), med("expected"), med("go_expected"), med("p50"), med("p99"), med("u50"), med("u99"),
+    return (label, med("samples"), med("expected"), med("go_expected"), med("p50"), med("p99"), med("loss_us"),
+            med("u50"), med("u99"),
             med("frames"), med("u50") / med("frames") if med("frames") else 0,
             med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
             min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
@@ -189,16 +190,21 @@ def section_cpu():
                 if r:
                     r["slowdown"] = 100 * (1 - r["ips"] / alone)
                     r["perf_slowdown"] = 100 * (1 - perf / alone)
+                    # The target's loss per sample as the target sees it: its
+                    # lost throughput in CPU time (busy threads use at most
+                    # every core) over the samples taken.
+                    r["loss_us"] = (r["slowdown"] / 100 * min(t, os.cpu_count()) * args.seconds * 1e6
+                                    / max(r["samples"], 1))
                     rs.append(r)
         rows.append(cpu_row(label, reps))
         if vreps:
             rows.append(cpu_row(label + " (versus %s)" % args.versus, vreps))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | target loss us/sample | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
+        print("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
     print()
 
 

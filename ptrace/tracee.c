@@ -99,11 +99,10 @@ static __thread struct pt_tracee *tracees;
 /* A stop that came after its tick happened when its thread got a core and
  * woke us; its pause counts from then: from our wake-up (pt_tracee_woke, or
  * when this pt_tracee_poll began: poll_ns), less the time we spent runnable
- * before we ran (late_from, 0 until a wake-up takes a late stop). That is
- * the growth of our own run_delay (/proc/thread-self/schedstat) since the
- * last wake-up that took one (rq_base): it also holds any wait for a core
- * while we worked in between, so it may start a pause early, never late,
- * and never before its interrupt. One read per such wake-up. */
+ * before we ran. That is the growth of our own run_delay
+ * (/proc/thread-self/schedstat) since we last went to sleep with late stops
+ * to come (rq_base), read once per wake-up that takes a late stop
+ * (late_from, 0 until then). */
 static __thread uint64_t poll_ns, late_from, rq_base, woke_ns;
 /* Time this thread spent taking stops after their tick: see
  * pt_tracee_take_late_ns. */
@@ -608,7 +607,7 @@ static void on_status_any(struct pt_tracee *t, struct thread *th, int status)
 int pt_tracee_poll(void)
 {
 	struct { pid_t tid; int status; } later[64];
-	int more = 1, nlater = 0;
+	int more = 1, nlater = 0, pending = 0;
 
 	/* Not the tracer (no tracee of this thread): reap nothing, not even
 	 * the thread's own children's exits, which are not ours to take. */
@@ -650,8 +649,13 @@ int pt_tracee_poll(void)
 			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
 		}
 	}
-	for (struct pt_tracee *x = tracees; x; x = x->next)
+	for (struct pt_tracee *x = tracees; x; x = x->next) {
 		compact(x);
+		for (size_t i = 0; i < x->n && !pending; i++)
+			pending = (x->th[i].flags & TH_LATE) != 0;
+	}
+	if (pending)
+		rq_base = own_rq_wait_ns();   /* see poll_ns */
 	return more;
 }
 
@@ -908,10 +912,9 @@ static int finish(struct pt_tracee *t, int ncap, int snap, pt_sample_cb cb, pt_t
 static int take(struct pt_tracee *t, struct thread *th, int slot)
 {
 	int ok = capture(t, th, &t->caps[slot]) == 0;
-	uint64_t from = th->t_interrupt > late_from ? th->t_interrupt : late_from;  /* see poll_ns */
 
 	ptrace(PTRACE_CONT, th->tid, 0, 0);
-	t->slot_pause[slot] = pt__now_ns() - from;
+	t->slot_pause[slot] = pt__now_ns() - (th->t_interrupt > poll_ns ? th->t_interrupt : late_from);
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
 	return ok;
@@ -929,11 +932,9 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 		return;
 	}
 	if (!late_from) {
-		uint64_t rq = own_rq_wait_ns();
-		uint64_t waited = rq > rq_base ? rq - rq_base : 0;
+		uint64_t waited = own_rq_wait_ns() - rq_base;
 
-		rq_base = rq;
-		late_from = poll_ns - (waited < poll_ns ? waited : poll_ns - 1);
+		late_from = poll_ns - (waited < poll_ns ? waited : 0);
 	}
 	if (take(t, th, t->nlate))
 		t->nlate++;

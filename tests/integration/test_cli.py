@@ -1,5 +1,6 @@
 """Command line, target selection, privileges, logs."""
 import os
+import platform
 import re
 import select
 import shutil
@@ -163,21 +164,62 @@ def nice_of_threads(pid):
     return out
 
 
+def sampler_tid(pid):
+    """The tid of podprof's thread named "sampler"."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as fh:
+            if fh.read().strip() == "sampler":
+                return int(tid)
+    raise AssertionError("no thread named sampler in podprof %d" % pid)
+
+
+def slices_of_threads(pid):
+    """{tid: scheduler slice in ns} of every thread of pid (se.slice in
+    /proc/<pid>/task/<tid>/sched, EEVDF kernels)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/sched" % (pid, tid)) as fh:
+            m = re.search(r"^se\.slice\s*:\s*(\d+)", fh.read(), re.M)
+        if m:
+            out[int(tid)] = int(m.group(1))
+    return out
+
+
+def custom_slices():
+    """Linux 6.12 and later honour a SCHED_OTHER thread's slice request."""
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    return m and (int(m.group(1)), int(m.group(2))) >= (6, 12)
+
+
+def check_sampler_slice(pid):
+    """The sampler alone asks for 100 us slices: a waking thread with a
+    shorter slice than the running one may preempt it (EEVDF), so the
+    sampler's ticks and its takes of stopped threads do not wait for a busy
+    target thread's slice to end."""
+    slices, tid = slices_of_threads(pid), sampler_tid(pid)
+    if not custom_slices():
+        print("  info: kernel %s has no custom slices (6.12+); slices %r" % (platform.release(), slices))
+        return
+    check(slices.get(tid) == 100000 and all(v != 100000 for t, v in slices.items() if t != tid),
+          "slices of podprof's threads (sampler %d): %r" % (tid, slices))
+
+
 @test
 def sampler_thread_alone_runs_at_a_higher_priority():
     """With CAP_SYS_NICE at start, the sampler thread (and only it) runs at
     nice -10, so a thread stopped between ticks is taken at once even when
     the target's threads hold every core; without it, podprof says so and
-    samples at nice 0."""
+    samples at nice 0. Either way the sampler alone asks for short slices."""
     if os.geteuid() != 0:
         raise Skip("needs CAP_SYS_NICE (root)")
     f = Fixture(threads=2)
     pp = Podprof("--pid", str(f.pid))
     pp.wait_log(r"serving http", 5)
     nice = nice_of_threads(podprof_pid(pp))
-    check(sorted(nice.values()).count(-10) == 1 and nice[podprof_pid(pp)] == 0,
+    check(nice[sampler_tid(podprof_pid(pp))] == -10 and sorted(nice.values()).count(-10) == 1,
           "nice values of podprof's threads: %r" % nice)
     check_busy_profile(save(get_profile(pp, "seconds=1"), "nice.pb.gz"))
+    check_sampler_slice(podprof_pid(pp))   # set as its loop began: it has served since
     pp.stop()
     if not shutil.which("capsh"):
         raise Skip("capsh (libcap2-bin) not installed")
@@ -185,6 +227,7 @@ def sampler_thread_alone_runs_at_a_higher_priority():
     pp.wait_log(r"the sampler runs at nice 0, not -10", 5)
     check(set(nice_of_threads(podprof_pid(pp)).values()) == {0}, "nice without CAP_SYS_NICE")
     check_busy_profile(save(get_profile(pp, "seconds=1"), "nice0.pb.gz"))
+    check_sampler_slice(podprof_pid(pp))
     pp.stop(), f.stop()
 
 

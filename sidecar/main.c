@@ -167,7 +167,8 @@ int main(int argc, char **argv)
 	 * back once the sampler runs. A thread stopped between ticks waits for
 	 * the sampler to wake and get a core: among more runnable target threads
 	 * than cores, at nice 0 that wait is a scheduler tick or more (median
-	 * 5 ms with 64 busy threads on 2 cores, about 0.1 ms at nice -10). Its CPU is
+	 * 7-9 ms with 64 busy threads on 2 cores; 28 us at nice -10, with the
+	 * short slices the sampler then asks for: see short_slice). Its CPU is
 	 * bounded by the rate it lowers (see adapt_rate), whatever its priority. */
 	sampler_nice = setpriority(PRIO_PROCESS, 0, cfg.sampler_nice) ? 0 : cfg.sampler_nice;
 	rc = drop_capabilities(&cfg);

@@ -794,9 +794,11 @@ static int short_slice(uint64_t ns)
 static void *run(void *arg)
 {
 	struct pt_sampler *s = arg;
-	int again = 0;
+	int again = 0, err;
 
-	short_slice(100000);
+	if ((err = short_slice(100000)))
+		logf_(s, 1, "sampler: cannot ask for short scheduler slices (%s): threads stopped "
+		      "between ticks may wait longer for it", strerror(-err));
 
 	for (;;) {
 		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };

@@ -1065,10 +1065,11 @@ static int collect(struct pt_tracee *t, size_t *sel, int nsel, uint64_t wait_ns,
 	/* 2. Collect each stop, capture, resume at once. A thread running on
 	 *    another core stops within microseconds; waiting for it in ppoll
 	 *    adds a wake-up of this thread to its pause, so poll for it instead,
-	 *    briefly, when that costs nobody a core (spare_core). The other pending threads are off-core (preempted, maybe
-	 *    by us): they stop only when scheduled, so once as many stops came
-	 *    as there are other cores, a tick leaves them to pt_tracee_poll and
-	 *    a snapshot sleeps until they come. */
+	 *    briefly, when that costs nobody a core (spare_core). The other
+	 *    pending threads are off-core (preempted, maybe by us): they stop
+	 *    only when scheduled, so once as many stops came as there are other
+	 *    cores, a tick leaves them to pt_tracee_poll and a snapshot sleeps
+	 *    until they come. */
 	now = pt__now_ns();
 	deadline = now + wait_ns;
 	spin_end = now + spin_ns;

@@ -1240,19 +1240,23 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, pt_sample_cb cb,
 	 * 8 % of a core. So the threads whose CPU moved in the last QUIET_NS
 	 * come first (pass 0: schedstat moves in lumps, every 4 ms for a thread
 	 * that keeps its core), then the process's CPU clock tells whether
-	 * anything else ran: if it moved no more than they did, the quiet ones
-	 * are not read (pass 1 skipped). Each thread's reading is taken before the
+	 * anything else ran: the quiet ones (pass 1) are read only until the
+	 * CPU found moving adds up to the clock's (none if the busy ones
+	 * account for it). A pass-0 thread's reading is taken before the
 	 * clock's, so a scheduler update landing in between can only make the
-	 * clock look ahead (a needless pass 1), except for one that landed
-	 * between a thread's look and the clock's reading at the last tick; so
-	 * every thread is looked at every FULL_LOOK_NS all the same. */
+	 * clock look ahead (a needless read), except for one that landed
+	 * between a thread's look and the clock's reading at the last tick,
+	 * and a quiet thread read after the clock may count CPU the clock has
+	 * not seen yet; so every thread is looked at every FULL_LOOK_NS all
+	 * the same (what a thread used is never lost, only counted later). */
 	size_t first = t->n ? t->rr++ % t->n : 0;
 
 	for (int pass = 0; pass < 2 && nsel < max; pass++) {
+		int partial = 0;
+
 		if (pass == 1) {
 			pcpu = process_cpu_ns(t);
-			if (!full && pcpu && t->pcpu_last && pcpu - t->pcpu_last <= moved)
-				break;
+			partial = !full && pcpu && t->pcpu_last;
 			if (full)
 				t->full_at = now;
 		}
@@ -1260,6 +1264,8 @@ int pt_tracee_tick(struct pt_tracee *t, uint64_t cpu_period_ns, pt_sample_cb cb,
 			size_t i = (first + k) % t->n;
 			struct thread *th = &t->th[i];
 
+			if (partial && pcpu - t->pcpu_last <= moved)
+				break;   /* the threads that ran are all found */
 			if ((th->moved_at + QUIET_NS <= now) != pass)
 				continue;
 			if (look(t, th, cpu_period_ns, now, &moved))

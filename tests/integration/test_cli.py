@@ -192,10 +192,10 @@ def custom_slices():
 
 
 def check_sampler_slice(pid):
-    """The sampler alone asks for 100 us slices (at nice -10): a waking thread with a
-    shorter slice than the running one may preempt it (EEVDF), so the
+    """At nice -10 the sampler alone asks for 100 us slices: a waking thread
+    with a shorter slice than the running one may preempt it (EEVDF), so the
     sampler's ticks and its takes of stopped threads do not wait for a busy
-    target thread's slice to end."""
+    target thread's slice to end. Older kernels: said, not checked."""
     slices, tid = slices_of_threads(pid), sampler_tid(pid)
     if not custom_slices():
         print("  info: kernel %s has no custom slices (6.12+); slices %r" % (platform.release(), slices))

@@ -5,11 +5,13 @@
 #include <stdint.h>
 #include <time.h>
 
+/* Clock `id` in ns; 0 if it cannot be read (a CPU clock of a process gone). */
 static inline uint64_t pt__clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(id, &ts);
+	if (clock_gettime(id, &ts))
+		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

@@ -568,15 +568,6 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #define DUTY_WINDOW_NS 500000000ull   /* the budget is checked twice a second */
 
 /* When sampling costs more than its budget of a core (--max-cpu-percent: too
@@ -626,7 +617,7 @@ static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period, uint
 
 static void tick(struct pt_sampler *s, uint64_t now)
 {
-	uint64_t period = UINT64_MAX, cpu0 = thread_cpu_ns();
+	uint64_t period = UINT64_MAX, cpu0 = pt__clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	for (struct session *ss = s->sessions; ss; ss = ss->next)
 		if (ss->period_ns < period)
@@ -667,7 +658,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			pt_tracee_tick(tg->t, period, on_sample, on_timing, s);
 	}
 	adapt_rate(s, pt__now_ns(), period / (uint64_t)s->rate_div,
-		   thread_cpu_ns() - cpu0 + pt_tracee_take_late_ns());
+		   pt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 + pt_tracee_take_late_ns());
 	/* Ticks land at a random point of the middle half of each period: at
 	 * a fixed phase they lock onto periodic events in the target (a timer
 	 * signal at the same rate is then caught in its handler every time).

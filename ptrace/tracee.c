@@ -1165,12 +1165,7 @@ static int is_running(struct pt_tracee *t, struct thread *th)
  * sums as each thread's schedstat), 0 if unreadable. */
 static uint64_t process_cpu_ns(const struct pt_tracee *t)
 {
-	struct timespec ts;
-	clockid_t clk = (clockid_t)((~(unsigned int)t->pid << 3) | 2);   /* CPUCLOCK_SCHED */
-
-	if (clock_gettime(clk, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return pt__clock_ns((clockid_t)((~(unsigned int)t->pid << 3) | 2));   /* CPUCLOCK_SCHED */
 }
 
 /* Looks at one thread for a tick: adds the CPU it used since its last look

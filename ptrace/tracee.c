@@ -113,18 +113,33 @@ static __thread uint64_t late_ns;
 static __thread int self_sched_fd = -1;
 static __thread int loadavg_fd = -1;
 
+/* Reads an open /proc text file from its start, NUL-terminated (one pread:
+ * /proc answers a small file whole). Returns its length, or <= 0. */
+static ssize_t pread_text(int fd, char *buf, size_t len)
+{
+	ssize_t n = fd >= 0 ? pread(fd, buf, len - 1, 0) : -1;
+
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* pread_text of a file the calling thread opens at its first read (*fd is
+ * -1 until then; see pt_tracee_thread_end). */
+static ssize_t pread_own(int *fd, const char *path, char *buf, size_t len)
+{
+	if (*fd < 0)
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+	return pread_text(*fd, buf, len);
+}
+
 static uint64_t own_rq_wait_ns(void)
 {
 	char buf[128];
-	uint64_t run, wait = 0;
-	ssize_t n;
+	uint64_t run, wait;
 
-	if (self_sched_fd < 0)
-		self_sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-	n = self_sched_fd >= 0 ? pread(self_sched_fd, buf, sizeof(buf) - 1, 0) : -1;
-	if (n <= 0)
+	if (pread_own(&self_sched_fd, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = '\0';
 	return pt_proc_parse_schedstat(buf, &run, &wait) ? 0 : wait;
 }
 
@@ -251,11 +266,9 @@ static struct thread *find_thread(struct pt_tracee *t, pid_t tid)
 static int read_run_ns(struct thread *th, uint64_t *run_ns)
 {
 	char buf[128];
-	ssize_t n = pread(th->sched_fd, buf, sizeof(buf) - 1, 0);
 
-	if (n <= 0)
+	if (pread_text(th->sched_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
-	buf[n] = '\0';
 	return pt_proc_parse_schedstat(buf, run_ns, NULL) ? -EBADMSG : 0;
 }
 
@@ -997,14 +1010,9 @@ static int spare_core(const struct pt_tracee *t)
 {
 	char buf[128];
 	uint64_t running;
-	ssize_t n;
 
-	if (loadavg_fd < 0)
-		loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-	n = loadavg_fd >= 0 ? pread(loadavg_fd, buf, sizeof(buf) - 1, 0) : -1;
-	if (n <= 0)
+	if (pread_own(&loadavg_fd, "/proc/loadavg", buf, sizeof(buf)) <= 0)
 		return 1;
-	buf[n] = '\0';
 	return pt_proc_parse_loadavg(buf, &running) || running <= (uint64_t)t->ncpu;
 }
 
@@ -1288,7 +1296,6 @@ static int snap_still_valid(struct thread *th, uint64_t run)
 {
 	char buf[256];
 	uint64_t sp, pc;
-	ssize_t n;
 	long nr;
 
 	if (!th->snap || run < th->snap_run_ns)
@@ -1298,10 +1305,8 @@ static int snap_still_valid(struct thread *th, uint64_t run)
 	if (!th->snap_restart || run - th->snap_run_ns > RESTART_SLACK_NS || th->snap_syscall < 0)
 		return 0;
 	th->snap_restart = 0;
-	n = pread(th->sys_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
+	if (pread_text(th->sys_fd, buf, sizeof(buf)) <= 0)
 		return 0;
-	buf[n] = '\0';
 	if (pt_proc_parse_syscall(buf, &nr, &sp, &pc) || sp != th->snap_sp || pc != th->snap_pc)
 		return 0;
 	th->snap_run_ns = run;   /* the restart is absorbed once */

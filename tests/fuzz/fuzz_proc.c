@@ -43,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		pt_proc_parse_schedstat(text, &ns, &ns);
+		pt_proc_parse_loadavg(text, &ns);
 		pt_proc_parse_syscall(text, &nr, &sp, &pc);
 		break;
 	}

@@ -227,6 +227,19 @@ def read_response(s, head=False):
     return status, hdrs, rest
 
 
+def per_thread(pid, name):
+    """{tid: text of /proc/<pid>/task/<tid>/<name>} of every thread of pid
+    (threads that end meanwhile are left out)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/%s" % (pid, tid, name)) as fh:
+                out[int(tid)] = fh.read()
+        except OSError:
+            pass
+    return out
+
+
 def tracer_pid(pid):
     with open("/proc/%d/status" % pid) as f:
         return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))

@@ -157,19 +157,14 @@ def keeps_only_cap_sys_ptrace():
 
 def nice_of_threads(pid):
     """{tid: nice} of every thread of pid (field 19 of stat)."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/stat" % (pid, tid)) as fh:
-            out[int(tid)] = int(fh.read().rsplit(")", 1)[1].split()[16])
-    return out
+    return {tid: int(text.rsplit(")", 1)[1].split()[16]) for tid, text in per_thread(pid, "stat").items()}
 
 
 def sampler_tid(pid):
     """The tid of podprof's thread named "sampler"."""
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/comm" % (pid, tid)) as fh:
-            if fh.read().strip() == "sampler":
-                return int(tid)
+    for tid, comm in per_thread(pid, "comm").items():
+        if comm.strip() == "sampler":
+            return tid
     raise AssertionError("no thread named sampler in podprof %d" % pid)
 
 
@@ -177,11 +172,10 @@ def slices_of_threads(pid):
     """{tid: scheduler slice in ns} of every thread of pid (se.slice in
     /proc/<pid>/task/<tid>/sched, EEVDF kernels)."""
     out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/sched" % (pid, tid)) as fh:
-            m = re.search(r"^se\.slice\s*:\s*(\d+)", fh.read(), re.M)
+    for tid, text in per_thread(pid, "sched").items():
+        m = re.search(r"^se\.slice\s*:\s*(\d+)", text, re.M)
         if m:
-            out[int(tid)] = int(m.group(1))
+            out[tid] = int(m.group(1))
     return out
 
 

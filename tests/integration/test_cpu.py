@@ -356,16 +356,8 @@ def stacks_stay_whole_when_their_depth_changes():
 
 def task_cpu_ns(pid):
     """{tid: (name, CPU ns)} of every thread of pid, as the kernel counts it."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                name = f.read().strip()
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                out[int(tid)] = (name, int(f.read().split()[0]))
-        except OSError:
-            pass
-    return out
+    names, stats = per_thread(pid, "comm"), per_thread(pid, "schedstat")
+    return {tid: (names[tid].strip(), int(stats[tid].split()[0])) for tid in stats if tid in names}
 
 
 @test

@@ -393,3 +393,22 @@ def threads_get_the_cpu_they_used_even_in_short_bursts():
     print("  info: %d samples for %.0f periods of CPU" % (samples, expected))
     check(0.6 * expected <= samples <= 1.15 * expected,
           "%d samples for %.0f periods of CPU" % (samples, expected))
+
+
+@test
+def idle_threads_are_never_stopped():
+    """One busy thread beside 50 blocked in read() and 4 napping: a CPU
+    profile stops only the thread that runs (a thread that did not run costs
+    a /proc read, no stop), so the stops stay near one per period of its CPU
+    and every sample go tool pprof shows carries the busy thread's tid."""
+    f = Fixture(threads=1, sleepers=4, extra=("-b", "50"))
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2&hz=200"), "idle.pb.gz")
+    stops = metrics(pp)["podprof_stops_total"]
+    pp.stop(), f.stop()
+    tags = pprof("-tags", path)
+    tids = {int(t) for p, t in re.findall(r"\(\s*([\d.]+)%\): (\d+)$", tags, re.M)}
+    print("  info: %d stops in 2 s at 200 Hz; sampled tids %s (busy %d)" % (stops, sorted(tids), f.pid))
+    check(stops <= 1.2 * 400, "%d stops for one busy thread at 200 Hz for 2 s" % stops)
+    # A napping thread caught running between naps may be sampled, as Go would.
+    check(f.pid in tids and len(tids) <= 5, "sampled tids %s:\n%s" % (sorted(tids), tags))

@@ -31,7 +31,7 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 ALL_CFLAGS = $(CFLAGS) $(SAN) $(WARN) -MMD -MP -D_GNU_SOURCE -I. -I$(BUILD)/gen \
              -I$(LLHTTP_INC) $(PKG_CFLAGS) -DPODPROF_VERSION='"$(VERSION) ($(GIT_REV))"' $(EXTRA_CFLAGS)
 
-SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c))
+SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)) $(wildcard sidecar/profiles/*.c)
 PTRACE_SRC  := $(wildcard ptrace/*.c)
 ENCODER_SRC := $(wildcard encoder/*.c)
 LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCODER_SRC:.c=.o)) \
@@ -40,7 +40,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers soak
+.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers soak e2e
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
@@ -74,10 +74,28 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# CPython's layouts from each release's own headers, printed by a program
+# built with them: the unit test python_layout_matches_headers holds
+# ptrace/python.c's table to them. 3.11: Debian's python3.11-dev; 3.12:
+# any install's headers (pyenv's here; PY312_INC= to point elsewhere). A
+# release whose headers are missing is not built (its check skips).
+PY311_INC ?= /usr/include/python3.11
+PY312_INC ?= $(firstword $(wildcard /root/.pyenv/versions/3.12.*/include/python3.12))
+PY_OFFSETS := $(if $(wildcard $(PY311_INC)/internal/pycore_frame.h),$(BUILD)/py311-offsets) \
+              $(if $(wildcard $(PY312_INC)/internal/pycore_frame.h),$(BUILD)/py312-offsets)
+
 # Unit tests: one binary, each test forked by the harness.
-$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ)
+$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ) | $(PY_OFFSETS)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(BUILD)/py311-offsets: tests/unit/py/py_offsets.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O0 -w -I$(PY311_INC) -o $@ $<
+
+$(BUILD)/py312-offsets: tests/unit/py/py_offsets.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O0 -w -I$(PY312_INC) -o $@ $<
 
 # Fixture targets are built the way the issue describes real targets: -O2, no frame pointers.
 $(BUILD)/fixtures/%: tests/fixtures/%.c
@@ -89,7 +107,28 @@ $(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebu
 	@echo "  MINIDBG $@"
 	$(Q)tests/fixtures/minidebug.sh $< $@
 
-fixtures: $(FIXTURES) $(BUILD)/fixtures/busy-minidebug
+# Go fixtures, built by Debian's Go (golang-go) without the network: GOPATH
+# mode, no modules, caches under the build directory, no VCS or paths
+# stamped in. gohot-stripped has no .symtab: its names come from .gopclntab.
+GO ?= go
+GO_ENV := GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath GOCACHE=$(abspath $(BUILD))/gocache
+GO_BUILD := $(GO_ENV) $(GO) build -trimpath -buildvcs=false
+GO_FIXTURES := $(if $(shell command -v $(GO) 2>/dev/null),\
+	$(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo)
+
+$(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/gohot
+
+$(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
+	@echo "  STRIP   $@"
+	$(Q)strip -o $@ $<
+
+$(BUILD)/fixtures/gocgo: tests/fixtures/gocgo/main.go
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/gocgo
+
+fixtures: $(FIXTURES) $(BUILD)/fixtures/busy-minidebug $(GO_FIXTURES)
 
 $(BUILD)/fuzz-%: $(BUILD)/tests/fuzz/fuzz_%.o $(LIB_OBJ)
 	@echo "  LD      $@"
@@ -115,8 +154,10 @@ demo: all fixtures
 	scripts/demo.sh
 
 lint:
-	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c ptrace/*.c encoder/*.c || \
+	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c ptrace/*.c encoder/*.c || \
 		{ echo "lint: banned function (STYLE H15)"; exit 1; }
+	@! grep -nE '^#include "(ptrace|sidecar)/' encoder/*.c encoder/*.h || \
+		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (DESIGN.md, Folders)"; exit 1; }
 
 clean:
 	rm -rf build
@@ -139,3 +180,9 @@ soak: all fixtures
 		build/$(FLAVOUR) sigkill_at_random_moments_never_harms_the_target \
 		flood_of_bad_requests_then_a_correct_profile thread_churn_while_profiled \
 		signals_delivered_exactly_once_while_profiled timer_signals_all_accounted_for_while_profiled
+
+# The pod end-to-end test: the image, the chart and a real pod with podman
+# (tests/e2e/run.sh; a few minutes, the first run longer: it makes the base image).
+e2e:
+	scripts/deps.sh
+	tests/e2e/run.sh

@@ -34,10 +34,19 @@ struct str_slot {
 
 struct func_slot {
 	int64_t name;      /* string index, 0 = empty */
+	int64_t file;      /* string index, 0 = none */
+	int64_t start;     /* first line, 0 = unknown */
 	int64_t id;
 };
 
+/* One Line of a location: its function and line number (0: unknown). */
+struct line_ref {
+	uint64_t fn;
+	int64_t line;
+};
+
 struct enc_pprof {
+	int64_t default_type;  /* string id, 0: none */
 	struct vec strs;       /* char * */
 	struct str_slot *sh;
 	size_t shcap;
@@ -46,7 +55,8 @@ struct enc_pprof {
 	struct vec types;      /* Perftools__Profiles__ValueType */
 	struct vec maps;       /* Perftools__Profiles__Mapping */
 	struct vec locs;       /* Perftools__Profiles__Location, line set at encode */
-	struct vec loc_fn;     /* uint64_t: each location's function id, 0 for none */
+	struct vec loc_lines;  /* struct loc_lines: each location's run of line_fn */
+	struct vec line_fn;    /* struct line_ref: every location's Lines */
 	struct vec funcs;      /* Perftools__Profiles__Function */
 	struct vec samples;    /* struct sample */
 	struct vec ids;        /* uint64_t: all samples' location ids */
@@ -59,6 +69,10 @@ struct enc_pprof {
 
 struct sample {
 	size_t first_id, n_ids, first_val, first_label, n_labels;
+};
+
+struct loc_lines {
+	size_t first, n;
 };
 
 static uint64_t hash_str(const char *s)
@@ -83,7 +97,8 @@ int enc_pprof_new(struct enc_pprof **out)
 	p->types.size = sizeof(Perftools__Profiles__ValueType);
 	p->maps.size = sizeof(Perftools__Profiles__Mapping);
 	p->locs.size = sizeof(Perftools__Profiles__Location);
-	p->loc_fn.size = sizeof(uint64_t);
+	p->loc_lines.size = sizeof(struct loc_lines);
+	p->line_fn.size = sizeof(struct line_ref);
 	p->funcs.size = sizeof(Perftools__Profiles__Function);
 	p->samples.size = sizeof(struct sample);
 	p->ids.size = sizeof(uint64_t);
@@ -114,7 +129,8 @@ void enc_pprof_free(struct enc_pprof *p)
 	free(p->types.v);
 	free(p->maps.v);
 	free(p->locs.v);
-	free(p->loc_fn.v);
+	free(p->loc_lines.v);
+	free(p->line_fn.v);
 	free(p->funcs.v);
 	free(p->samples.v);
 	free(p->ids.v);
@@ -192,6 +208,16 @@ int enc_pprof_period(struct enc_pprof *p, const char *type, const char *unit, in
 	return value_type(p, &p->period_type, type, unit);
 }
 
+int enc_pprof_default_type(struct enc_pprof *p, const char *type)
+{
+	int64_t id = intern(p, type);
+
+	if (id < 0)
+		return (int)id;
+	p->default_type = id;
+	return 0;
+}
+
 void enc_pprof_time(struct enc_pprof *p, int64_t time_ns, int64_t duration_ns)
 {
 	p->time_ns = time_ns;
@@ -227,13 +253,20 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 	return (int64_t)m->id;
 }
 
-int64_t enc_pprof_function(struct enc_pprof *p, const char *name)
+static uint64_t func_hash(int64_t name, int64_t file, int64_t start)
 {
-	int64_t s = intern(p, name);
+	return ((uint64_t)name * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)file * 0xc2b2ae3d27d4eb4full) ^
+	       ((uint64_t)start * 0x165667b19e3779f9ull);
+}
+
+int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
+			       int64_t start_line)
+{
+	int64_t s = intern(p, name), f = file ? intern(p, file) : 0;
 	Perftools__Profiles__Function *fn;
 	size_t j;
 
-	if (s < 0)
+	if (s < 0 || f < 0)
 		return -ENOMEM;
 	if ((p->funcs.n + 1) * 2 > p->fhcap) {
 		size_t cap = p->fhcap ? p->fhcap * 2 : 256;
@@ -242,49 +275,87 @@ int64_t enc_pprof_function(struct enc_pprof *p, const char *name)
 		if (!t)
 			return -ENOMEM;
 		for (size_t i = 0; i < p->fhcap; i++) {
-			if (!p->fh[i].name)
+			const struct func_slot *o = &p->fh[i];
+
+			if (!o->name)
 				continue;
-			for (j = (uint64_t)p->fh[i].name * 0x9e3779b97f4a7c15ull & (cap - 1); t[j].name;
+			for (j = func_hash(o->name, o->file, o->start) & (cap - 1); t[j].name;
 			     j = (j + 1) & (cap - 1)) {
 			}
-			t[j] = p->fh[i];
+			t[j] = *o;
 		}
 		free(p->fh);
 		p->fh = t;
 		p->fhcap = cap;
 	}
-	for (j = (uint64_t)s * 0x9e3779b97f4a7c15ull & (p->fhcap - 1); p->fh[j].name;
-	     j = (j + 1) & (p->fhcap - 1))
-		if (p->fh[j].name == s)
+	for (j = func_hash(s, f, start_line) & (p->fhcap - 1); p->fh[j].name; j = (j + 1) & (p->fhcap - 1))
+		if (p->fh[j].name == s && p->fh[j].file == f && p->fh[j].start == start_line)
 			return p->fh[j].id;
 	if (!(fn = vec_push(&p->funcs)))
 		return -ENOMEM;
 	perftools__profiles__function__init(fn);
 	fn->id = p->funcs.n;
 	fn->name = s;
-	fn->system_name = s;
-	p->fh[j].name = s;
-	p->fh[j].id = (int64_t)fn->id;
+	/* Source functions (file set: interpreted code) have no system
+	 * name: pprof demangles a function whose name equals its system name,
+	 * and the C++ rule that drops template arguments would blank out
+	 * Python's "<module>" (go tool pprof showed "<unknown>"). */
+	fn->system_name = f ? 0 : s;
+	fn->filename = f;
+	fn->start_line = start_line;
+	p->fh[j] = (struct func_slot){ s, f, start_line, (int64_t)fn->id };
 	return (int64_t)fn->id;
+}
+
+int64_t enc_pprof_function(struct enc_pprof *p, const char *name)
+{
+	return enc_pprof_function_src(p, name, NULL, 0);
 }
 
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id)
 {
-	Perftools__Profiles__Location *l = vec_push(&p->locs);
-	uint64_t *fn;
+	return enc_pprof_location_lines(p, mapping_id, address, &function_id, function_id ? 1 : 0);
+}
 
-	if (!l)
-		return -ENOMEM;
-	if (!(fn = vec_push(&p->loc_fn))) {
-		p->locs.n--;
+int64_t enc_pprof_location_lines(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
+				 const uint64_t *function_ids, size_t n)
+{
+	return enc_pprof_location_src(p, mapping_id, address, function_ids, NULL, n);
+}
+
+int64_t enc_pprof_location_src(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
+			       const uint64_t *function_ids, const int64_t *lines, size_t n)
+{
+	Perftools__Profiles__Location *l;
+	struct loc_lines *ll;
+	size_t first = p->line_fn.n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct line_ref *r = vec_push(&p->line_fn);
+
+		if (!r) {
+			p->line_fn.n = first;
+			return -ENOMEM;
+		}
+		r->fn = function_ids[i];
+		r->line = lines ? lines[i] : 0;
+	}
+	if (!(l = vec_push(&p->locs))) {
+		p->line_fn.n = first;
 		return -ENOMEM;
 	}
+	if (!(ll = vec_push(&p->loc_lines))) {
+		p->locs.n--;
+		p->line_fn.n = first;
+		return -ENOMEM;
+	}
+	ll->first = first;
+	ll->n = n;
 	perftools__profiles__location__init(l);
 	l->id = p->locs.n;
 	l->mapping_id = mapping_id;
 	l->address = address;
-	*fn = function_id;
 	return (int64_t)l->id;
 }
 
@@ -357,39 +428,30 @@ static void **ptrs(struct vec *a)
 	return v;
 }
 
-int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len)
+/* Each location's Lines (several where code was inlined, innermost first):
+ * lines and linep have a slot per function id of line_fn. */
+static void link_lines(struct enc_pprof *p, Perftools__Profiles__Line *lines,
+		       Perftools__Profiles__Line **linep)
 {
-	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
-	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
-	void **tp = NULL, **mp = NULL, **lp = NULL, **fp = NULL, **labp = NULL;
-	uint8_t *raw = NULL;
-	size_t rawlen;
-	int err = -ENOMEM;
-
-	*out = NULL;
-	tp = ptrs(&p->types);
-	mp = ptrs(&p->maps);
-	lp = ptrs(&p->locs);
-	fp = ptrs(&p->funcs);
-	labp = ptrs(&p->labels);
-	lines = calloc(p->locs.n ? p->locs.n : 1, sizeof(*lines));
-	linep = malloc((p->locs.n ? p->locs.n : 1) * sizeof(*linep));
-	smp = calloc(p->samples.n ? p->samples.n : 1, sizeof(*smp));
-	smpp = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*smpp));
-	if (!tp || !mp || !lp || !fp || !labp || !lines || !linep || !smp || !smpp)
-		goto out;
-	/* One Line per location that has a function (no inlining info). */
+	for (size_t i = 0; i < p->line_fn.n; i++) {
+		perftools__profiles__line__init(&lines[i]);
+		lines[i].function_id = ((const struct line_ref *)p->line_fn.v)[i].fn;
+		lines[i].line = ((const struct line_ref *)p->line_fn.v)[i].line;
+		linep[i] = &lines[i];
+	}
 	for (size_t i = 0; i < p->locs.n; i++) {
 		Perftools__Profiles__Location *l = (Perftools__Profiles__Location *)p->locs.v + i;
-		uint64_t fn = ((uint64_t *)p->loc_fn.v)[i];
+		const struct loc_lines *ll = (const struct loc_lines *)p->loc_lines.v + i;
 
-		perftools__profiles__line__init(&lines[i]);
-		lines[i].function_id = fn;
-		linep[i] = &lines[i];
-		l->n_line = fn ? 1 : 0;
-		l->line = fn ? &linep[i] : NULL;
+		l->n_line = ll->n;
+		l->line = ll->n ? &linep[ll->first] : NULL;
 	}
+}
+
+/* The samples as protobuf-c messages pointing into the builder's arrays. */
+static void link_samples(struct enc_pprof *p, Perftools__Profiles__Sample *smp,
+			 Perftools__Profiles__Sample **smpp, void **labp)
+{
 	for (size_t i = 0; i < p->samples.n; i++) {
 		const struct sample *s = (const struct sample *)p->samples.v + i;
 
@@ -402,6 +464,41 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 		smp[i].label = (Perftools__Profiles__Label **)labp + s->first_label;
 		smpp[i] = &smp[i];
 	}
+}
+
+/* Packs prof and gzips it (see enc_pprof_encode). */
+static int pack(const Perftools__Profiles__Profile *prof, size_t max, uint8_t **out, size_t *len)
+{
+	size_t rawlen = perftools__profiles__profile__get_packed_size(prof);
+	uint8_t *raw = malloc(rawlen ? rawlen : 1);
+	int err;
+
+	if (!raw)
+		return -ENOMEM;
+	perftools__profiles__profile__pack(prof, raw);
+	err = enc_gz_compress(raw, rawlen, max, out, len);
+	free(raw);
+	return err;
+}
+
+int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len)
+{
+	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
+	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
+	void **tp = ptrs(&p->types), **mp = ptrs(&p->maps), **lp = ptrs(&p->locs);
+	void **fp = ptrs(&p->funcs), **labp = ptrs(&p->labels);
+	int err = -ENOMEM;
+
+	*out = NULL;
+	lines = calloc(p->line_fn.n ? p->line_fn.n : 1, sizeof(*lines));
+	linep = malloc((p->line_fn.n ? p->line_fn.n : 1) * sizeof(*linep));
+	smp = calloc(p->samples.n ? p->samples.n : 1, sizeof(*smp));
+	smpp = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*smpp));
+	if (!tp || !mp || !lp || !fp || !labp || !lines || !linep || !smp || !smpp)
+		goto out;
+	link_lines(p, lines, linep);
+	link_samples(p, smp, smpp, labp);
 	prof.n_sample_type = p->types.n;
 	prof.sample_type = (Perftools__Profiles__ValueType **)tp;
 	prof.n_sample = p->samples.n;
@@ -414,23 +511,18 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	prof.function = (Perftools__Profiles__Function **)fp;
 	prof.n_string_table = p->strs.n;
 	prof.string_table = (char **)p->strs.v;
+	prof.default_sample_type = p->default_type;
 	prof.time_nanos = p->time_ns;
 	prof.duration_nanos = p->duration_ns;
 	prof.period_type = &p->period_type;
 	prof.period = p->period;
 	prof.n_comment = p->comments.n;
 	prof.comment = (int64_t *)p->comments.v;
-	rawlen = perftools__profiles__profile__get_packed_size(&prof);
-	raw = malloc(rawlen ? rawlen : 1);
-	if (!raw)
-		goto out;
-	perftools__profiles__profile__pack(&prof, raw);
-	err = enc_gz_compress(raw, rawlen, max, out, len);
+	err = pack(&prof, max, out, len);
 out:
 	/* Leave no pointer into the arrays freed below. */
 	for (size_t i = 0; i < p->locs.n; i++)
 		((Perftools__Profiles__Location *)p->locs.v)[i].line = NULL;
-	free(raw);
 	free(tp);
 	free(mp);
 	free(lp);

@@ -18,13 +18,32 @@ void enc_pprof_free(struct enc_pprof *p);
 int enc_pprof_sample_type(struct enc_pprof *p, const char *type, const char *unit);
 int enc_pprof_period(struct enc_pprof *p, const char *type, const char *unit, int64_t period);
 void enc_pprof_time(struct enc_pprof *p, int64_t time_ns, int64_t duration_ns);
+/* The sample type pprof shows by default (a type already declared).
+ * Returns 0 or -ENOMEM. */
+int enc_pprof_default_type(struct enc_pprof *p, const char *type);
 int enc_pprof_comment(struct enc_pprof *p, const char *text);
 int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
 			  const char *file, const char *build_id, int has_functions);
 /* Functions are deduplicated by name. */
 int64_t enc_pprof_function(struct enc_pprof *p, const char *name);
+/* A function of source code: deduplicated by name, file and first line
+ * (file NULL: none, start_line 0: unknown). With a file, its system name
+ * is left empty, so that pprof does not demangle the name (it would blank
+ * out Python's "<module>"). Returns its ID or -ENOMEM. */
+int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
+			       int64_t start_line);
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id);
+/* A location whose code several functions share, inlined one into the
+ * next: one Line per function_ids[0..n), the innermost (the function whose
+ * code is at address) first, as Go's own profiles give them. The function
+ * ids must exist. Returns the location's ID or -ENOMEM. */
+int64_t enc_pprof_location_lines(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
+				 const uint64_t *function_ids, size_t n);
+/* The same with a line number per Line (lines NULL: all 0, unknown), for
+ * `go tool pprof -lines` and -list. */
+int64_t enc_pprof_location_src(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
+			       const uint64_t *function_ids, const int64_t *lines, size_t n);
 /* A sample label: a string (str non-NULL) or a number. */
 struct enc_label {
 	const char *key;

@@ -83,6 +83,40 @@ static const Elf64_Shdr *find_section(const struct pt_elf *e, const char *name, 
 	return NULL;
 }
 
+int pt_elf_section(const struct pt_elf *e, const char *name, uint64_t *addr, uint64_t *off,
+		   uint64_t *size)
+{
+	const Elf64_Shdr *sh = find_section(e, name, 0);
+
+	if (!sh || sh->sh_type == SHT_NOBITS || !in_bounds(e->len, sh->sh_offset, sh->sh_size))
+		return -ENOENT;
+	*addr = sh->sh_addr;
+	*off = sh->sh_offset;
+	*size = sh->sh_size;
+	return 0;
+}
+
+int pt_elf_segments(const struct pt_elf *e, struct pt_elf_seg *segs, int max)
+{
+	int n = 0;
+
+	for (unsigned int i = 0; i < ehdr(e)->e_phnum && n < max; i++) {
+		const Elf64_Phdr *ph = phdr(e, i);
+
+		if (!ph)
+			break;
+		if (ph->p_type != PT_LOAD || ph->p_offset > e->len)
+			continue;
+		segs[n] = (struct pt_elf_seg){ .vaddr = ph->p_vaddr, .off = ph->p_offset,
+					       .filesz = ph->p_filesz, .memsz = ph->p_memsz,
+					       .flags = ph->p_flags };
+		if (segs[n].filesz > e->len - ph->p_offset)
+			segs[n].filesz = e->len - ph->p_offset;
+		n++;
+	}
+	return n;
+}
+
 /* Walks the notes in [p, p+len) for NT_GNU_BUILD_ID. */
 int pt_elf_scan_notes(const void *notes, size_t len, char *hex, size_t hexlen)
 {
@@ -295,6 +329,41 @@ int pt_elf_add_symbols(const struct pt_elf *e, struct pt_symtab *st)
 	if (more < 0 && more != -ENOEXEC)
 		return more;
 	return rc + (more > 0 ? more : 0);
+}
+
+/* The symbol `name` in one symbol table section, checked as add_table does. */
+static int table_symbol(const struct pt_elf *e, const Elf64_Shdr *sh, const char *name,
+			uint64_t *vaddr, uint64_t *size)
+{
+	const Elf64_Shdr *strs = sh ? shdr(e, sh->sh_link) : NULL;
+	size_t want = strlen(name) + 1;
+	const Elf64_Sym *syms;
+	const char *str;
+
+	if (!strs || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    !in_bounds(e->len, sh->sh_offset, sh->sh_size) ||
+	    !in_bounds(e->len, strs->sh_offset, strs->sh_size) || (sh->sh_offset & 7))
+		return -ENOENT;
+	syms = (const Elf64_Sym *)(e->img + sh->sh_offset);
+	str = (const char *)e->img + strs->sh_offset;
+	for (size_t i = 0; i < sh->sh_size / sizeof(Elf64_Sym); i++) {
+		const Elf64_Sym *s = &syms[i];
+
+		if (s->st_shndx == SHN_UNDEF || !s->st_name || s->st_name >= strs->sh_size ||
+		    strs->sh_size - s->st_name < want || memcmp(str + s->st_name, name, want))
+			continue;
+		*vaddr = s->st_value;
+		*size = s->st_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int pt_elf_symbol(const struct pt_elf *e, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+	if (!table_symbol(e, find_section(e, ".dynsym", SHT_DYNSYM), name, vaddr, size))
+		return 0;
+	return table_symbol(e, find_section(e, ".symtab", SHT_SYMTAB), name, vaddr, size);
 }
 
 int pt_elf_add_dynamic_symbols(const void *img, size_t len, uint64_t rt_base,

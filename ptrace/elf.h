@@ -33,6 +33,21 @@ struct pt_elf {
 };
 int pt_elf_open(struct pt_elf *e, const void *img, size_t len);
 
+/* A section's place: ELF vaddr, file offset and size, the bytes inside
+ * the image. Returns 0, or -ENOENT when there is no such section (or no
+ * section headers, or it lies outside the image). */
+int pt_elf_section(const struct pt_elf *e, const char *name, uint64_t *addr, uint64_t *off,
+		   uint64_t *size);
+
+/* A loadable segment (PT_LOAD) whose file bytes lie inside the image. */
+struct pt_elf_seg {
+	uint64_t vaddr, off, filesz, memsz;
+	uint32_t flags;          /* PF_R | PF_W | PF_X */
+};
+/* Up to max PT_LOAD segments of the image, in program header order; the
+ * file part of each is clipped to the image. Returns how many. */
+int pt_elf_segments(const struct pt_elf *e, struct pt_elf_seg *segs, int max);
+
 /* Lowercase hex GNU build-id into hex[0..hexlen), from section headers or
  * PT_NOTE. Returns the number of hex digits, or -ENOENT. */
 int pt_elf_build_id(const struct pt_elf *e, char *hex, size_t hexlen);
@@ -43,6 +58,10 @@ int pt_elf_scan_notes(const void *notes, size_t len, char *hex, size_t hexlen);
  * .dynsym, plus .symtab inside .gnu_debugdata (MiniDebugInfo) when present.
  * Returns the number of symbols added, -ENOEXEC, -E2BIG or -ENOMEM. */
 int pt_elf_add_symbols(const struct pt_elf *e, struct pt_symtab *st);
+
+/* The defined symbol called `name` (any type: functions and data), from
+ * .dynsym, else .symtab: its ELF vaddr and size. Returns 0 or -ENOENT. */
+int pt_elf_symbol(const struct pt_elf *e, const char *name, uint64_t *vaddr, uint64_t *size);
 
 /* For an image copied from the target's memory (loaded segments only, no
  * section headers): finds .dynsym through PT_DYNAMIC. `img` holds the bytes

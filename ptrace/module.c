@@ -11,13 +11,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ptrace/gopclntab.h"
 #include "ptrace/mem.h"
 #include "ptrace/proc.h"
 
 #define MAX_ELF_FILE (4ull << 30)
 #define MAX_MEM_IMAGE (64u << 20)
+/* A Go table found in target memory is copied: at most this much of one
+ * read-only mapping (the largest Go programs' tables are tens of MB). */
+#define MAX_GO_MEM_IMAGE (256u << 20)
+#define MAX_GO_MEM_DATA (64u << 20)
+#define MAX_SEGS 32
 
 static void load_symbols(struct pt_modules *mods, struct pt_module *mod);
+static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct pt_maps *maps,
+		    size_t lo_idx, size_t hi_idx);
 
 struct pt_modules {
 	pid_t pid;
@@ -25,6 +33,7 @@ struct pt_modules {
 	struct pt_module **v;
 	size_t n, cap;
 	int frozen;
+	int ngo;                   /* modules with a Go table */
 	char debug_dir[256];
 	uint64_t load_ns, loads;   /* symbol tables read (cold symbolization) */
 };
@@ -53,6 +62,11 @@ static void module_free(struct pt_module *mod)
 		return;
 	free(mod->path);
 	pt_symtab_free(&mod->syms);
+	pt_gotab_free(mod->go);
+	if (mod->go_img_mapped)
+		munmap(mod->go_img, mod->go_img_len);
+	else
+		free(mod->go_img);
 	free(mod);
 }
 
@@ -66,6 +80,7 @@ void pt_modules_reset(struct pt_modules *mods)
 	for (size_t i = 0; i < mods->n; i++)
 		module_free(mods->v[i]);
 	mods->n = 0;
+	mods->ngo = 0;
 }
 
 void pt_modules_free(struct pt_modules *mods)
@@ -185,6 +200,7 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 	mod->base = first->start - first->offset;
 	read_layout(mods, mod);
 	mods->v[mods->n++] = mod;
+	load_go(mods, mod, maps, lo_idx, hi_idx);
 	/* Load the symbols now, while the process and its files are there: a
 	 * profile is symbolized when it ends, possibly after the target has
 	 * exited and /proc/<pid>/root with it. */
@@ -370,8 +386,220 @@ out:
 		mod->sym_state = 1;
 }
 
+/* ---- Go: .gopclntab -------------------------------------------------- */
+
+/* Opens the module's file as the target sees it, checked to be the mapped
+ * one (its inode), else the main executable through /proc/<pid>/exe.
+ * Returns an fd or a negative errno. */
+static int open_module_file(struct pt_modules *mods, struct pt_module *mod)
+{
+	char path[PT_PROC_MAX_PATH + 64];
+	int fd = -ENOENT;
+
+	if (!mod->deleted && mod->path[0] == '/') {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)mods->pid, mod->path);
+		fd = open_checked(path, mod->inode);
+	}
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)mods->pid);
+		fd = open_checked(path, mod->inode);
+	}
+	return fd;
+}
+
+/* The .gopclntab of the ELF file image img[0..len): by its section (named
+ * .data.rel.ro.gopclntab by some external linkers), else by its magic in a
+ * read-only segment; go:func.* from the moduledata in a writable segment.
+ * Returns 0 (mod->go set), -ENOENT or another negative errno. */
+static int go_from_file(struct pt_module *mod, const uint8_t *img, size_t len)
+{
+	struct pt_elf_seg segs[MAX_SEGS];
+	uint64_t addr, off, size, text = 0, text_lo = 0, text_hi = 0, tsz;
+	struct pt_elf e;
+	int nseg, rc = -ENOENT;
+
+	if (pt_elf_open(&e, img, len))
+		return -ENOEXEC;
+	nseg = pt_elf_segments(&e, segs, MAX_SEGS);
+	for (int i = 0; i < nseg; i++)
+		if ((segs[i].flags & PF_X) && !text_hi) {
+			text_lo = segs[i].vaddr;
+			text_hi = segs[i].vaddr + segs[i].memsz;
+		}
+	pt_elf_section(&e, ".text", &text, &off, &tsz);
+	if (!pt_elf_section(&e, ".gopclntab", &addr, &off, &size) ||
+	    !pt_elf_section(&e, ".data.rel.ro.gopclntab", &addr, &off, &size)) {
+		for (int i = 0; i < nseg && rc; i++)
+			if (addr >= segs[i].vaddr && addr - segs[i].vaddr < segs[i].filesz &&
+			    off - segs[i].off == addr - segs[i].vaddr)
+				rc = pt_gotab_new(&mod->go, img + segs[i].off, segs[i].filesz,
+						  segs[i].vaddr, addr - segs[i].vaddr, size, text);
+		mod->go_source = "section";
+	} else {
+		/* No section headers (or a linker that names it otherwise):
+		 * the header's magic, in a segment that is neither code nor
+		 * writable. */
+		for (int i = 0; i < nseg && rc; i++) {
+			long at;
+
+			if (segs[i].flags & (PF_X | PF_W))
+				continue;
+			at = pt_gotab_scan(img + segs[i].off, segs[i].filesz, segs[i].vaddr,
+					   text_lo, text_hi);
+			if (at >= 0)
+				rc = pt_gotab_new(&mod->go, img + segs[i].off, segs[i].filesz,
+						  segs[i].vaddr, (size_t)at, segs[i].filesz - (size_t)at,
+						  text);
+		}
+		mod->go_source = "scan";
+	}
+	if (rc)
+		return rc;
+	for (int i = 0; i < nseg; i++)
+		if ((segs[i].flags & PF_W) &&
+		    !pt_gotab_find_gofunc(mod->go, img + segs[i].off, segs[i].filesz, segs[i].vaddr, 0))
+			break;
+	return 0;
+}
+
+/* The same from target memory, for a module whose file we cannot open:
+ * the magic in one of its read-only mappings (copied, bounded), the
+ * moduledata in its writable ones. Returns 0 or a negative errno. */
+static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
+			  const struct pt_maps *maps, size_t lo_idx, size_t hi_idx)
+{
+	int rc = -ENOENT;
+
+	for (size_t i = lo_idx; i <= hi_idx && rc; i++) {
+		const struct pt_map *m = &maps->v[i];
+		size_t len = m->end - m->start;
+		uint8_t *buf;
+		ssize_t got;
+		long at;
+
+		if ((m->flags & (PT_MAP_X | PT_MAP_W)) || len > MAX_GO_MEM_IMAGE)
+			continue;
+		if (!(buf = malloc(len)))
+			return -ENOMEM;
+		got = pt_mem_read_partial(mods->pid, m->start, buf, len);
+		at = got > 0 ? pt_gotab_scan(buf, (size_t)got, m->start - mod->bias,
+					     mod->text_lo - mod->bias, mod->text_hi - mod->bias) : -ENOENT;
+		if (at >= 0)
+			rc = pt_gotab_new(&mod->go, buf, (size_t)got, m->start - mod->bias, (size_t)at,
+					  (size_t)got - (size_t)at, 0);
+		if (rc) {
+			free(buf);
+			continue;
+		}
+		mod->go_img = buf;
+		mod->go_img_len = len;
+		mod->go_source = "memory";
+	}
+	if (rc)
+		return rc;
+	for (size_t i = lo_idx; i <= hi_idx; i++) {
+		const struct pt_map *m = &maps->v[i];
+		size_t len = m->end - m->start;
+		uint8_t *buf;
+		ssize_t got;
+		int found;
+
+		if (!(m->flags & PT_MAP_W) || len > MAX_GO_MEM_DATA || !(buf = malloc(len)))
+			continue;
+		got = pt_mem_read_partial(mods->pid, m->start, buf, len);
+		found = got > 0 && !pt_gotab_find_gofunc(mod->go, buf, (size_t)got, m->start - mod->bias,
+							 mod->bias);
+		free(buf);
+		if (found)
+			break;
+	}
+	return 0;
+}
+
+/* Finds the module's Go table, if it has one: in its file (kept mapped:
+ * the table is read at every unwind step), else in its memory. */
+static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct pt_maps *maps,
+		    size_t lo_idx, size_t hi_idx)
+{
+	const uint8_t *img = NULL;
+	size_t len = 0;
+	int fd, rc = -ENOENT;
+
+	if (!mod->elf_ok || !strcmp(mod->path, "[vdso]"))
+		return;
+	fd = open_module_file(mods, mod);
+	if (fd >= 0) {
+		rc = map_file(fd, &img, &len);
+		close(fd);
+		if (!rc) {
+			rc = go_from_file(mod, img, len);
+			if (rc) {
+				munmap((void *)img, len);
+			} else {
+				mod->go_img = (void *)img;
+				mod->go_img_len = len;
+				mod->go_img_mapped = 1;
+			}
+		}
+	}
+	if (fd < 0)
+		rc = go_from_memory(mods, mod, maps, lo_idx, hi_idx);
+	if (rc || !mod->go)
+		return;
+	pt_gotab_range(mod->go, &mod->go_lo, &mod->go_hi);
+	mod->go_lo += mod->bias;
+	mod->go_hi += mod->bias;
+	mods->ngo++;
+}
+
+int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char *const *names,
+		     uint64_t *addrs, uint64_t *sizes, int n)
+{
+	const uint8_t *img = NULL;
+	size_t len = 0;
+	struct pt_elf e;
+	int fd, rc, found = 0;
+
+	for (int i = 0; i < n; i++)
+		addrs[i] = sizes[i] = 0;
+	if (!mod->elf_ok || (fd = open_module_file(mods, mod)) < 0)
+		return -ENOENT;
+	rc = map_file(fd, &img, &len);
+	close(fd);
+	if (rc)
+		return rc;
+	if (pt_elf_open(&e, img, len) == 0)
+		for (int i = 0; i < n; i++)
+			if (!pt_elf_symbol(&e, names[i], &addrs[i], &sizes[i])) {
+				addrs[i] += mod->bias;
+				found++;
+			}
+	munmap((void *)img, len);
+	return found;
+}
+
+int pt_modules_go_count(const struct pt_modules *mods)
+{
+	return mods->ngo;
+}
+
+int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names, int max)
+{
+	struct pt_gofunc f;
+
+	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
+	    pt_gotab_lookup(mod->go, addr - mod->bias, &f))
+		return 0;
+	return pt_gotab_inline(mod->go, &f, addr - mod->bias, names, max);
+}
+
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr)
 {
+	struct pt_gofunc f;
+
+	if (mod->go && addr >= mod->go_lo && addr < mod->go_hi &&
+	    !pt_gotab_lookup(mod->go, addr - mod->bias, &f) && f.name)
+		return f.name;
 	if (!mod->sym_state)
 		load_symbols(mods, mod);
 	if (mod->sym_state < 0 || !mod->elf_ok)

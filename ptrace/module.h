@@ -11,6 +11,7 @@
 
 #include "ptrace/elf.h"
 
+struct pt_gotab;
 struct pt_maps;
 struct pt_mem;
 
@@ -31,6 +32,16 @@ struct pt_module {
 	int sym_state;          /* 0 not tried, 1 loaded, -1 none */
 	const char *sym_source; /* "file", "debug", "memory", "vdso" */
 	struct pt_symtab syms;
+	/* Go: the module's .gopclntab (function names, SP deltas, inline
+	 * trees), NULL if it has none; read when the module is first found.
+	 * [go_lo, go_hi): the runtime addresses of the code it describes. */
+	struct pt_gotab *go;
+	uint64_t go_lo, go_hi;
+	const char *go_source;  /* "section", "scan" (magic in the file), "memory" */
+	/* private: the image go points into (a file mapping or a copy) */
+	void *go_img;
+	size_t go_img_len;
+	int go_img_mapped;
 };
 
 struct pt_modules;
@@ -48,8 +59,21 @@ void pt_modules_freeze(struct pt_modules *mods, int frozen);
 struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps *maps,
 				  uint64_t addr);
 /* Name of the function holding runtime address addr in `mod`, or NULL when no
- * symbol covers it. Loads the module's symbols on first call. */
+ * symbol covers it: a Go function's from .gopclntab first, else the ELF
+ * symbols'. Loads the module's symbols on first call. */
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr);
+/* The names of the functions the Go compiler inlined at runtime address
+ * addr of a Go module, innermost first (pt_gotab_inline); the function that
+ * holds the code is pt_module_symbol's. Returns how many, 0 if none. */
+int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names, int max);
+/* Looks up names[0..n) (functions or data) in the module's file, opened
+ * as the target sees it (checked to be the mapped file): addrs[i] gets the
+ * runtime address of each (0 if absent), sizes[i] its size. Returns how
+ * many were found, or a negative errno when the file cannot be read. */
+int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char *const *names,
+		     uint64_t *addrs, uint64_t *sizes, int n);
+/* How many modules with a .gopclntab have been found so far. */
+int pt_modules_go_count(const struct pt_modules *mods);
 /* Time spent reading symbol tables, and how many were read. */
 void pt_modules_load_stats(const struct pt_modules *mods, uint64_t *ns, uint64_t *count);
 /* Directories searched for <hex[:2]>/<hex[2:]>.debug by build-id, first in

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +367,35 @@ static int parse_map_line(char *line, struct pt_map *m)
 	return 0;
 }
 
+/* Room for one more element of `elem` bytes in *v (n used of *cap, which
+ * doubles as needed): its address, or NULL if memory ran out. */
+static void *next_slot(void **v, size_t n, size_t *cap, size_t elem)
+{
+	if (n == *cap) {
+		void *p = realloc(*v, *cap * 2 * elem);
+
+		if (!p)
+			return NULL;
+		*v = p;
+		*cap *= 2;
+	}
+	return (char *)*v + n * elem;
+}
+
+/* The next line of a text split in place, NUL-terminated; advances *next. */
+static char *next_line(char **next)
+{
+	char *line = *next, *nl;
+
+	if (!line || !*line)
+		return NULL;
+	nl = strchr(line, '\n');
+	if (nl)
+		*nl++ = '\0';
+	*next = nl;
+	return line;
+}
+
 int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
 {
 	struct pt_maps *m;
@@ -385,25 +415,23 @@ int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
 	}
 	memcpy(m->text, text, len);
 	m->text[len] = '\0';
-	for (line = m->text; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
+	next = m->text;
+	while ((line = next_line(&next))) {
+		struct pt_map *e;
+
 		if (m->n == PT_PROC_MAX_MAPS) {
 			err = -E2BIG;
 			break;
 		}
-		if (m->n == cap) {
-			struct pt_map *v = realloc(m->v, cap * 2 * sizeof(*v));
+		void *v = m->v;
 
-			if (!v) {
-				err = -ENOMEM;
-				goto out;
-			}
-			m->v = v;
-			cap *= 2;
+		e = next_slot(&v, m->n, &cap, sizeof(*m->v));
+		m->v = v;
+		if (!e) {
+			err = -ENOMEM;
+			goto out;
 		}
-		if (parse_map_line(line, &m->v[m->n])) {
+		if (parse_map_line(line, e)) {
 			err = -EBADMSG;
 			goto out;
 		}
@@ -510,4 +538,111 @@ int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n)
 	}
 	*out = v;
 	return err;
+}
+
+/* "Rss:                 123 kB" -> bytes into the field of its key, if it
+ * is one we keep. Other lines (VmFlags, THPeligible, ...) are skipped. */
+static void smaps_field(const char *line, struct pt_smap *e)
+{
+	static const struct { const char *key; size_t off; } keys[] = {
+		{ "Rss:", offsetof(struct pt_smap, rss) },
+		{ "Pss:", offsetof(struct pt_smap, pss) },
+		{ "Private_Dirty:", offsetof(struct pt_smap, private_dirty) },
+		{ "Swap:", offsetof(struct pt_smap, swap) },
+	};
+	const char *s;
+	uint64_t kb;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		size_t kl = strlen(keys[i].key);
+
+		if (strncmp(line, keys[i].key, kl))
+			continue;
+		s = line + kl;
+		while (*s == ' ')
+			s++;
+		if (!next_u64(&s, &kb) && kb < (UINT64_MAX >> 10))
+			*(uint64_t *)(void *)((char *)e + keys[i].off) = kb << 10;
+		return;
+	}
+}
+
+int pt_proc_parse_smaps(const char *text, size_t len, struct pt_smaps **out)
+{
+	struct pt_smaps *m;
+	size_t cap = 64;
+	char *line, *next;
+	int err = 0;
+
+	*out = NULL;
+	if (!(m = calloc(1, sizeof(*m))))
+		return -ENOMEM;
+	m->text = malloc(len + 1);
+	m->v = malloc(cap * sizeof(*m->v));
+	if (!m->text || !m->v) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memcpy(m->text, text, len);
+	m->text[len] = '\0';
+	next = m->text;
+	while ((line = next_line(&next))) {
+		struct pt_smap *e;
+
+		/* A field line starts with a capital letter; a mapping's header
+		 * with its hex start address. */
+		if (isupper((unsigned char)line[0])) {
+			if (m->n)
+				smaps_field(line, &m->v[m->n - 1]);
+			continue;
+		}
+		if (m->n == PT_PROC_MAX_MAPS) {
+			err = -E2BIG;
+			break;
+		}
+		void *v = m->v;
+
+		e = next_slot(&v, m->n, &cap, sizeof(*m->v));
+		m->v = v;
+		if (!e) {
+			err = -ENOMEM;
+			goto out;
+		}
+		memset(e, 0, sizeof(*e));
+		if (parse_map_line(line, &e->map)) {
+			err = -EBADMSG;
+			goto out;
+		}
+		m->n++;
+	}
+	*out = m;
+	m = NULL;
+out:
+	pt_smaps_free(m);
+	return err;
+}
+
+int pt_proc_read_smaps(pid_t pid, struct pt_smaps **out)
+{
+	char path[64], *text;
+	size_t len;
+	int err;
+
+	*out = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	err = pt_proc_slurp_alloc(path, 256u << 20, &text, &len);
+	if (err)
+		return err;
+	err = pt_proc_parse_smaps(text, len, out);
+	free(text);
+	return err == -E2BIG && *out ? 0 : err;
+}
+
+void pt_smaps_free(struct pt_smaps *m)
+{
+	if (!m)
+		return;
+	free(m->v);
+	free(m->text);
+	free(m);
 }

@@ -87,6 +87,31 @@ void pt_maps_free(struct pt_maps *m);
 /* Binary search: the mapping holding addr, or NULL. */
 const struct pt_map *pt_maps_find(const struct pt_maps *m, uint64_t addr);
 
+/* One mapping of /proc/<pid>/smaps with the sizes kept, in bytes. */
+struct pt_smap {
+	struct pt_map map;
+	uint64_t rss, pss, private_dirty, swap;
+};
+struct pt_smaps {
+	struct pt_smap *v;
+	size_t n;
+	char *text;              /* owned copy the paths point into */
+};
+/* Parses /proc/<pid>/smaps text: a maps line per mapping (as
+ * pt_proc_parse_maps), then "Key:   N kB" lines, e.g.
+ *   "7f1c2a000000-7f1c2a021000 rw-p 00000000 00:00 0 "
+ *   "Rss:                 132 kB"
+ *   "VmFlags: rd wr mr mw me ac sd"
+ * Rss, Pss, Private_Dirty and Swap are kept; other lines skipped. Returns
+ * 0, -EBADMSG, -E2BIG (past PT_PROC_MAX_MAPS, the rest dropped) or -ENOMEM;
+ * *out is NULL on failure. Any thread. */
+int pt_proc_parse_smaps(const char *text, size_t len, struct pt_smaps **out);
+/* Reads and parses /proc/<pid>/smaps (at most 256 MiB of text). Returns 0
+ * (also past PT_PROC_MAX_MAPS: the first ones), -ESRCH or another negative
+ * errno. */
+int pt_proc_read_smaps(pid_t pid, struct pt_smaps **out);
+void pt_smaps_free(struct pt_smaps *m);
+
 /* Lists /proc/<pid>/task into a new array (caller frees) of at most `max`.
  * Returns 0, -ESRCH, -E2BIG (array still filled to max) or -ENOMEM. */
 int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n);

@@ -3,6 +3,7 @@
 #define PT_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 /* Clock `id` in ns; 0 if it cannot be read (a CPU clock of a process gone). */
@@ -25,6 +26,23 @@ static inline uint64_t pt__now_ns(void)
 static inline uint64_t pt__wall_ns(void)
 {
 	return pt__clock_ns(CLOCK_REALTIME);
+}
+
+/* Little-endian words from a byte buffer (target memory, file tables). */
+static inline uint32_t pt__rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t pt__rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
 }
 
 #endif

@@ -1,3 +1,7 @@
+/* The sampler thread: the request queue, the targets, the tick schedule and
+ * the dispatch of what a tick sees to the sessions it serves. What a session
+ * gathers is its kind's (session.h); which threads a tick stops is the
+ * rule's (rule.c); how they are stopped, the tracee's (tracee.c). */
 #include "ptrace/sampler.h"
 
 #include <errno.h>
@@ -15,45 +19,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ptrace/module.h"
-#include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/rate.h"
+#include "ptrace/session.h"
 #include "ptrace/tracee.h"
 
 #define RING 4096          /* recent pauses kept for medians */
 #define MAX_TRACEES 64
-#define MAX_RATE_DIV 64
 
-/* One (thread, stack) in a session's aggregate. */
-struct entry {
-	uint64_t hash;
-	uint32_t off, n;       /* frames[off .. off+n) */
-	int64_t count, cpu_ns;
-	pid_t tid;
-	char comm[16];
-	char state;
-	int syscall;
-};
+#define MAX_SLOTS 8
 
-struct session {
-	struct pt_request *req;
-	struct target *tg;
-	uint64_t start_ns, end_ns, start_wall, period_ns, next_due;
-	int take;              /* takes the current tick */
-	double scale;          /* session period / tick period */
-	struct entry *tab;     /* open addressing, cap power of two */
-	size_t cap, used;
-	uint64_t *frames;
-	size_t nframes, frames_cap;
-	uint64_t thread_samples, dropped;
-	uint64_t late_at_start;
-	struct session *next;
-};
-
-struct target {
+struct pt__target {
 	struct pt_tracee *t;
-	int nsessions;
+	int nsessions;         /* sessions with a window on it */
 	uint64_t idle_since;
+	struct {               /* kinds' state that outlives sessions */
+		const void *key;
+		void *p;
+		void (*free)(void *);
+		void (*event)(void *p, const struct pt_event *ev);
+	} slot[MAX_SLOTS];
+	int nslots;
 };
 
 struct pt_sampler {
@@ -63,29 +49,28 @@ struct pt_sampler {
 	void *arg;
 	pthread_t thread;
 	int evfd, sigfd;
+	struct pt_tracer *tr;      /* the sampler thread as tracer */
 	pthread_mutex_t lock;      /* guards queue, stopping, stats ring */
 	struct pt_request *queue;
 	int stopping;
-	struct session *sessions;
-	struct target tg[MAX_TRACEES];
+	int paused;                /* pt_sampler_pause: cancel everything, detach */
+	atomic_int running;        /* the thread has not returned */
+	_Atomic uint64_t beat_ns;  /* when the loop last went round */
+	struct pt_session *sessions;   /* those with a window, running */
+	struct pt__target tg[MAX_TRACEES];
 	int ntg;
 	uint64_t next_tick;
 	uint64_t rng;              /* xorshift state for tick jitter */
 	uint64_t ticks, ticks_late;
 	struct pt_sampler_stats retired;   /* counters of targets forgotten */
-	int rate_div;              /* ticks run at 1/rate_div of the rate asked (adapt_rate) */
-	uint64_t duty_wall;        /* when the last tick ended */
-	uint64_t win_used, win_wall;   /* this budget window's work and time (adapt_rate) */
-	uint64_t rate_changes;
+	struct pt_rate rate;
 	/* stats */
 	uint64_t pauses[RING], unwinds[RING], sorted[RING];
 	size_t ring_n;
 	struct pt_sampler_stats st;
 };
 
-static void logf_(struct pt_sampler *s, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void logf_(struct pt_sampler *s, int level, const char *fmt, ...)
+void pt__sampler_log(struct pt_sampler *s, int level, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -98,245 +83,55 @@ static void logf_(struct pt_sampler *s, int level, const char *fmt, ...)
 	s->log(s->arg, level, msg);
 }
 
-void pt_profile_free(struct pt_profile *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->nmaps; i++)
-		free(p->maps[i].path);
-	for (size_t i = 0; i < p->nlocs; i++)
-		free(p->locs[i].name);
-	free(p->maps);
-	free(p->locs);
-	free(p->samples);
-	free(p->loc_ids);
-	free(p);
-}
-
-/* ---- stack aggregation ------------------------------------------------ */
-
-static uint64_t hash_frames(pid_t tid, const uint64_t *f, int n)
-{
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
-
-	for (int i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 1099511628211ull;
-		h ^= h >> 29;
-	}
-	return h | 1;   /* 0 marks an empty slot */
-}
-
-static int table_grow(struct session *ss)
-{
-	size_t cap = ss->cap ? ss->cap * 2 : 1024;
-	struct entry *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < ss->cap; i++) {
-		size_t j;
-
-		if (!ss->tab[i].hash)
-			continue;
-		for (j = ss->tab[i].hash & (cap - 1); t[j].hash; j = (j + 1) & (cap - 1)) {
-		}
-		t[j] = ss->tab[i];
-	}
-	free(ss->tab);
-	ss->tab = t;
-	ss->cap = cap;
-	return 0;
-}
-
-static int session_add(struct session *ss, const struct pt_sample *smp, int64_t cpu_ns,
-		       int max_stacks)
-{
-	const uint64_t *f = smp->frames;
-	pid_t tid = smp->tid;
-	int n = smp->n;
-	uint64_t h = hash_frames(tid, f, n);
-	size_t j;
-
-	if ((ss->used + 1) * 4 > ss->cap * 3 && table_grow(ss))
-		return -ENOMEM;
-	for (j = h & (ss->cap - 1); ss->tab[j].hash; j = (j + 1) & (ss->cap - 1)) {
-		struct entry *e = &ss->tab[j];
-
-		if (e->hash == h && e->n == (uint32_t)n && e->tid == tid &&
-		    !memcmp(ss->frames + e->off, f, (size_t)n * sizeof(*f))) {
-			e->count++;
-			e->cpu_ns += cpu_ns;
-			return 0;
-		}
-	}
-	if (ss->used >= (size_t)max_stacks) {
-		ss->dropped++;
-		return -E2BIG;
-	}
-	if (ss->nframes + (size_t)n > ss->frames_cap) {
-		size_t cap = ss->frames_cap ? ss->frames_cap * 2 : 4096;
-		uint64_t *v;
-
-		while (cap < ss->nframes + (size_t)n)
-			cap *= 2;
-		v = realloc(ss->frames, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		ss->frames = v;
-		ss->frames_cap = cap;
-	}
-	memcpy(ss->frames + ss->nframes, f, (size_t)n * sizeof(*f));
-	ss->tab[j] = (struct entry){ h, (uint32_t)ss->nframes, (uint32_t)n, 1, cpu_ns, tid, "",
-				     smp->state, smp->syscall };
-	snprintf(ss->tab[j].comm, sizeof(ss->tab[j].comm), "%s", smp->comm);
-	ss->nframes += (size_t)n;
-	ss->used++;
-	return 0;
-}
-
-static void session_free(struct session *ss)
-{
-	if (!ss)
-		return;
-	free(ss->tab);
-	free(ss->frames);
-	free(ss);
-}
-
-/* ---- building the profile --------------------------------------------- */
-
-struct addr_slot {
-	uint64_t addr;   /* + 1; 0 = empty */
-	uint32_t loc;
-};
-
-static const char *basename_of(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
-static int build_profile(struct session *ss, struct pt_profile **out)
-{
-	struct pt_tracee *t = ss->tg->t;
-	struct pt_profile *p = calloc(1, sizeof(*p));
-	const struct pt_maps *maps;
-	struct addr_slot *idx = NULL;
-	size_t icap = 64, nids = 0;
-	int err = -ENOMEM;
-
-	*out = NULL;
-	if (!p)
-		return -ENOMEM;
-	p->time_ns = ss->start_wall;
-	p->duration_ns = pt__now_ns() - ss->start_ns;
-	p->hz = ss->req->hz;
-	p->thread_samples = ss->thread_samples;
-	p->dropped_stacks = ss->dropped;
-	if (!pt_tracee_gone(t))
-		pt_tracee_refresh_maps(t);
-	maps = pt_tracee_maps(t);
-	/* Mappings: every executable mapping, as Go lists /proc/self/maps. */
-	if (maps) {
-		p->maps = calloc(maps->n ? maps->n : 1, sizeof(*p->maps));
-		if (!p->maps)
-			goto out;
-		for (size_t i = 0; i < maps->n; i++) {
-			const struct pt_map *m = &maps->v[i];
-			struct pt_profile_map *pm;
-
-			if (!(m->flags & PT_MAP_X) || (!m->inode && m->path[0] != '['))
-				continue;
-			pm = &p->maps[p->nmaps];
-			pm->start = m->start;
-			pm->limit = m->end;
-			pm->offset = m->offset;
-			if (!(pm->path = strdup(m->path)))
-				goto out;
-			snprintf(pm->build_id, sizeof(pm->build_id), "%s",
-				 pt_tracee_build_id(t, m->start));
-			p->nmaps++;
-		}
-	}
-	/* Locations: one per distinct address. */
-	while (icap < ss->nframes * 2)
-		icap *= 2;
-	idx = calloc(icap, sizeof(*idx));
-	p->locs = calloc(ss->nframes ? ss->nframes : 1, sizeof(*p->locs));
-	p->samples = calloc(ss->used ? ss->used : 1, sizeof(*p->samples));
-	p->loc_ids = calloc(ss->nframes ? ss->nframes : 1, sizeof(*p->loc_ids));
-	if (!idx || !p->locs || !p->samples || !p->loc_ids)
-		goto out;
-	for (size_t e = 0; e < ss->cap; e++) {
-		const struct entry *en = &ss->tab[e];
-		struct pt_profile_sample *sm;
-
-		if (!en->hash)
-			continue;
-		sm = &p->samples[p->nsamples++];
-		sm->first = (uint32_t)nids;
-		sm->n = en->n;
-		sm->count = en->count;
-		sm->cpu_ns = en->cpu_ns;
-		sm->tid = en->tid;
-		sm->state = en->state;
-		sm->syscall = en->syscall;
-		memcpy(sm->thread, en->comm, sizeof(sm->thread));
-		for (uint32_t k = 0; k < en->n; k++) {
-			uint64_t a = ss->frames[en->off + k];
-			size_t j;
-
-			for (j = (a * 0x9e3779b97f4a7c15ull >> 20) & (icap - 1);
-			     idx[j].addr && idx[j].addr != a + 1; j = (j + 1) & (icap - 1)) {
-			}
-			if (!idx[j].addr) {
-				struct pt_profile_loc *l = &p->locs[p->nlocs];
-				const struct pt_module *mod;
-				const char *name;
-				char buf[PT_PROC_MAX_PATH + 32];
-
-				idx[j].addr = a + 1;
-				idx[j].loc = (uint32_t)p->nlocs++;
-				l->addr = a;
-				l->map = -1;
-				for (size_t m = 0; m < p->nmaps; m++)
-					if (a >= p->maps[m].start && a < p->maps[m].limit) {
-						l->map = (int)m;
-						break;
-					}
-				uint64_t t0 = pt__now_ns();
-
-				pt_tracee_symbolize(t, a, &name, &mod);
-				p->symbolize_ns += pt__now_ns() - t0;
-				if (name)
-					snprintf(buf, sizeof(buf), "%s", name);
-				else if (mod)
-					snprintf(buf, sizeof(buf), "%s+0x%llx", basename_of(mod->path),
-						 (unsigned long long)(a - mod->bias));
-				else
-					snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)a);
-				if (!(l->name = strdup(buf)))
-					goto out;
-			}
-			p->loc_ids[nids++] = idx[j].loc;
-		}
-	}
-	*out = p;
-	p = NULL;
-	err = 0;
-out:
-	free(idx);
-	pt_profile_free(p);
-	return err;
-}
-
 /* ---- targets ----------------------------------------------------------- */
+
+static void target_free(struct pt__target *tg)
+{
+	for (int i = 0; i < tg->nslots; i++)
+		if (tg->slot[i].free)
+			tg->slot[i].free(tg->slot[i].p);
+	tg->nslots = 0;
+	pt_tracee_free(tg->t);
+	tg->t = NULL;
+}
+
+void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(void *),
+		       void (*event_fn)(void *p, const struct pt_event *ev))
+{
+	struct pt__target *tg = ss->target;
+
+	for (int i = 0; i < tg->nslots; i++)
+		if (tg->slot[i].key == key)
+			return &tg->slot[i].p;
+	if (tg->nslots == MAX_SLOTS)
+		return NULL;
+	tg->slot[tg->nslots].key = key;
+	tg->slot[tg->nslots].p = NULL;
+	tg->slot[tg->nslots].free = free_fn;
+	tg->slot[tg->nslots].event = event_fn;
+	if (event_fn)
+		pt_tracee_clone_stacks(tg->t, 1);
+	return &tg->slot[tg->nslots++].p;
+}
 
 static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee *t);
 
-static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
+/* Forgets target i, which no session uses: the last target takes its slot,
+ * and the sessions of that one follow it there. */
+static void target_forget(struct pt_sampler *s, int i)
+{
+	struct pt__target *last = &s->tg[s->ntg - 1];
+
+	add_tracee_stats(&s->retired, s->tg[i].t);
+	target_free(&s->tg[i]);
+	s->tg[i] = *last;
+	s->ntg--;
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->target == last)
+			ss->target = &s->tg[i];
+}
+
+static struct pt__target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 {
 	struct pt_tracee_opts to = {
 		.stack_bytes = s->o.stack_bytes,
@@ -344,10 +139,10 @@ static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 		.max_threads = s->o.max_threads,
 		.max_per_tick = s->o.max_per_tick,
 		.spin_ns = s->o.spin_ns,
-		.wake_fd = s->sigfd,
 		.debug_dir = s->o.debug_dir,
+		.python = s->o.python,
 	};
-	struct target *tg;
+	struct pt__target *tg;
 
 	*err = 0;
 	for (int i = 0; i < s->ntg; i++)
@@ -358,18 +153,20 @@ static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 				break;
 			/* A process gone and no one using it: forget it (its
 			 * counters live on in the totals). */
-			add_tracee_stats(&s->retired, s->tg[i].t);
-			pt_tracee_free(s->tg[i].t);
-			s->tg[i] = s->tg[--s->ntg];
+			target_forget(s, i);
 			break;
 		}
+	/* Full: make room by forgetting a target nobody uses or traces. */
+	for (int i = 0; s->ntg == MAX_TRACEES && i < s->ntg; i++)
+		if (!s->tg[i].nsessions && !pt_tracee_attached(s->tg[i].t))
+			target_forget(s, i);
 	if (s->ntg == MAX_TRACEES) {
 		*err = -EBUSY;
 		return NULL;
 	}
 	tg = &s->tg[s->ntg];
 	memset(tg, 0, sizeof(*tg));
-	if ((*err = pt_tracee_new(&tg->t, pid, &to)))
+	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
 	if ((*err = pt_tracee_refresh_maps(tg->t))) {
 		pt_tracee_free(tg->t);
@@ -379,168 +176,177 @@ static struct target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 	return tg;
 }
 
-/* ---- requests ---------------------------------------------------------- */
+/* Seizes the target if it is not traced yet. Returns 0 or a negative errno. */
+static int target_attach(struct pt_sampler *s, struct pt__target *tg)
+{
+	uint64_t t0 = pt__now_ns();
+	const char *note;
+	int err;
+
+	/* A detach that timed out (a thread that would not stop, in D state)
+	 * must end before the target can be traced again. */
+	if (pt_tracee_detaching(tg->t) && pt_tracee_detach(tg->t, 500000000ull))
+		return -EBUSY;
+	if (pt_tracee_attached(tg->t))
+		return 0;
+	if ((err = pt_tracee_attach(tg->t)))
+		return err;
+	pt__sampler_log(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms",
+			(int)pt_tracee_pid(tg->t), pt_tracee_nthreads(tg->t),
+			(double)(pt__now_ns() - t0) / 1e6);
+	if ((note = pt_tracee_python_note(tg->t)))
+		pt__sampler_log(s, 1, "%s", note);
+	/* Events of the attach (new threads' first stops) before anything. */
+	pt_tracer_poll(s->tr);
+	return 0;
+}
+
+/* ---- sessions ---------------------------------------------------------- */
+
+static int count_sessions(const struct pt_sampler *s)
+{
+	int n = 0;
+
+	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		n++;
+	return n;
+}
 
 static void complete(struct pt_sampler *s, struct pt_request *req)
 {
 	s->done(req, s->arg);
 }
 
-static void do_symbolize(struct pt_sampler *s, struct pt_request *req)
+/* Ends a session: its kind fills the request's results (unless err), and the
+ * request is answered. The session must be out of s->sessions. */
+/* 1 if req's session has a window (else it is answered at once). */
+static int windowed(const struct pt_request *req)
 {
-	struct target *tg = target_get(s, req->pid, &req->err);
-
-	if (!tg)
-		return;
-	pt_tracee_refresh_maps(tg->t);
-	req->names = calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
-	if (!req->names) {
-		req->err = -ENOMEM;
-		return;
-	}
-	for (size_t i = 0; i < req->naddrs; i++) {
-		const struct pt_module *mod;
-		const char *name;
-
-		pt_tracee_symbolize(tg->t, req->addrs[i], &name, &mod);
-		if (name)
-			req->names[i] = strdup(name);
-	}
+	return (req->kind->flags & PT_KIND_F_WINDOW) && req->duration_ns > 0;
 }
 
-static int count_sessions(const struct pt_sampler *s)
+static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, const char *cut)
 {
-	int n = 0;
+	struct pt_request *req = ss->req;
+	struct pt__target *tg = ss->target;
 
-	for (const struct session *ss = s->sessions; ss; ss = ss->next)
-		n++;
-	return n;
+	req->err = err ? err : ss->kind->finish(ss);
+	if (!req->err && req->profile && cut && windowed(req)) {
+		req->profile->cut = cut;
+		req->profile->cut_ns = pt__now_ns() - ss->start_ns;
+	}
+	if (windowed(req)) {
+		tg->nsessions--;
+		pthread_mutex_lock(&s->lock);
+		s->st.sessions_done++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (!tg->nsessions)
+		tg->idle_since = pt__now_ns();
+	if (ss->kind->free)
+		ss->kind->free(ss);
+	free(ss);
+	complete(s, req);
 }
 
-static void start_cpu(struct pt_sampler *s, struct pt_request *req)
+/* A new session of req's kind, started: NULL if it failed (req answered). */
+static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request *req,
+					struct pt__target *tg)
 {
-	struct session *ss;
-	struct target *tg;
+	const struct pt_session_kind *k = req->kind;
+	struct pt_session *ss = calloc(1, k->size);
 	int err;
 
-	if (count_sessions(s) >= s->o.max_sessions) {
-		req->err = -EBUSY;
+	if (!ss) {
+		req->err = -ENOMEM;
 		complete(s, req);
-		return;
+		return NULL;
 	}
-	tg = target_get(s, req->pid, &err);
-	if (!tg) {
+	*ss = (struct pt_session){ .kind = k, .s = s, .o = &s->o, .req = req, .t = tg->t,
+				   .target = tg, .start_ns = pt__now_ns(),
+				   .start_wall = pt__wall_ns() };
+	ss->end_ns = ss->start_ns;
+	if (windowed(req)) {
+		ss->end_ns += req->duration_ns;
+		ss->next_due = ss->start_ns;
+		if (k->flags & PT_KIND_F_TICKS)
+			ss->period_ns = 1000000000ull / (uint64_t)req->hz;
+	}
+	if (k->start && (err = k->start(ss))) {
+		if (k->free)
+			k->free(ss);
+		free(ss);
+		req->err = err;
+		complete(s, req);
+		return NULL;
+	}
+	return ss;
+}
+
+/* Serves one request: a session of its kind, answered now if it has no
+ * window, else run by the ticks until it ends. */
+static void serve(struct pt_sampler *s, struct pt_request *req)
+{
+	const struct pt_session_kind *k = req->kind;
+	struct pt__target *tg = NULL;
+	struct pt_session *ss;
+	int err = 0;
+
+	if (!k || (windowed(req) && (k->flags & PT_KIND_F_TICKS) && req->hz <= 0))
+		err = -EINVAL;
+	else if (windowed(req) && count_sessions(s) >= s->o.max_sessions)
+		err = -EBUSY;
+	else
+		tg = target_get(s, req->pid, &err);
+	if (tg && (k->flags & PT_KIND_F_ATTACH))
+		err = target_attach(s, tg);
+	if (err) {
 		req->err = err;
 		complete(s, req);
 		return;
 	}
-	if (!pt_tracee_attached(tg->t)) {
-		uint64_t t0 = pt__now_ns();
-
-		err = pt_tracee_attach(tg->t);
-		if (err) {
-			req->err = err;
-			complete(s, req);
-			return;
-		}
-		logf_(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms", (int)req->pid,
-		      pt_tracee_nthreads(tg->t), (double)(pt__now_ns() - t0) / 1e6);
-	}
-	ss = calloc(1, sizeof(*ss));
-	if (!ss) {
-		req->err = -ENOMEM;
-		complete(s, req);
+	if (!(ss = session_begin(s, req, tg)))
+		return;
+	if (!windowed(req)) {
+		session_end(s, ss, 0, NULL);
 		return;
 	}
-	ss->req = req;
-	ss->tg = tg;
-	ss->start_ns = pt__now_ns();
-	ss->start_wall = pt__wall_ns();
-	ss->end_ns = ss->start_ns + (uint64_t)req->seconds * 1000000000ull;
-	ss->period_ns = 1000000000ull / (uint64_t)req->hz;
-	ss->next_due = ss->start_ns;
 	tg->nsessions++;
 	ss->next = s->sessions;
 	s->sessions = ss;
 	if (!s->next_tick || s->next_tick > ss->start_ns)
 		s->next_tick = ss->start_ns;
-	logf_(s, 1, "profile: started pid=%d seconds=%d hz=%d sessions=%d", (int)req->pid,
-	      req->seconds, req->hz, count_sessions(s));
+	pt__sampler_log(s, 1, "%s: started pid=%d seconds=%g hz=%d sessions=%d", k->name,
+			(int)req->pid, (double)req->duration_ns / 1e9, req->hz, count_sessions(s));
 }
 
-static void on_snap_sample(void *arg, const struct pt_sample *smp)
+/* Ends the sessions whose window is over, whose client left or whose target
+ * exited or exec'd (all of them when stopping). */
+static void end_sessions(struct pt_sampler *s, uint64_t now, int stopping)
 {
-	struct session *ss = arg;
+	for (struct pt_session **pp = &s->sessions; *pp;) {
+		struct pt_session *ss = *pp;
+		int gone = pt_tracee_gone(ss->t) ||
+			   ((ss->kind->flags & PT_KIND_F_ATTACH) && !pt_tracee_attached(ss->t));
+		int execd = pt_tracee_exec_pending(ss->t);
 
-	ss->thread_samples++;
-	session_add(ss, smp, 0, INT32_MAX);
-}
-
-/* The thread dump: every thread's stack now, through the snapshot cache. */
-static void do_snapshot(struct pt_sampler *s, struct pt_request *req)
-{
-	struct session ss = { .req = req };
-	struct target *tg = target_get(s, req->pid, &req->err);
-	uint64_t t0 = pt__now_ns();
-	int n, stopped = 0, attached_now = 0;
-
-	if (!tg)
-		return;
-	if (!pt_tracee_attached(tg->t)) {
-		if ((req->err = pt_tracee_attach(tg->t)))
-			return;
-		attached_now = 1;
+		if (!stopping && now < ss->end_ns && !atomic_load(&ss->req->cancel) && !gone &&
+		    !execd) {
+			pp = &ss->next;
+			continue;
+		}
+		/* Its last tick's late stops are its samples. */
+		pt_tracee_report_late(ss->t);
+		*pp = ss->next;
+		if (gone)
+			pt__sampler_log(s, 2, "%s: pid=%d exited during the profile", ss->kind->name,
+					(int)ss->req->pid);
+		else if (execd)
+			pt__sampler_log(s, 2, "%s: pid=%d exec'd a new program; this profile ends "
+					"with what the old one ran", ss->kind->name, (int)ss->req->pid);
+		session_end(s, ss, stopping ? -ECANCELED : 0,
+			    gone ? "exited" : execd ? "exec'd a new program" : NULL);
 	}
-	ss.tg = tg;
-	ss.start_ns = t0;
-	ss.start_wall = pt__wall_ns();
-	pt_tracee_poll();
-	n = pt_tracee_snapshot(tg->t, 20000000ull, on_snap_sample, &ss, &stopped);
-	if (n < 0)
-		req->err = n;
-	else if (!(req->err = build_profile(&ss, &req->profile))) {
-		req->profile->threads_stopped = (uint64_t)stopped;
-		req->profile->hz = 0;
-	}
-	if (!tg->nsessions)
-		tg->idle_since = pt__now_ns();
-	logf_(s, attached_now ? 1 : 0, "snapshot: pid=%d threads=%d stopped=%d%s in %.2f ms", (int)req->pid, n, stopped,
-	      attached_now ? " (attached)" : "", (double)(pt__now_ns() - t0) / 1e6);
-	free(ss.tab);
-	free(ss.frames);
-}
-
-static void finish(struct pt_sampler *s, struct session *ss, int err)
-{
-	struct pt_request *req = ss->req;
-	struct pt_sampler_stats st;
-	struct pt_tracee_stats ts;
-
-	req->err = err;
-	if (!err) {
-		req->err = build_profile(ss, &req->profile);
-	}
-	ss->tg->nsessions--;
-	if (!ss->tg->nsessions)
-		ss->tg->idle_since = pt__now_ns();
-	pthread_mutex_lock(&s->lock);
-	s->st.sessions_done++;
-	pthread_mutex_unlock(&s->lock);
-	pt_sampler_stats(s, &st);
-	pt_tracee_stats(ss->tg->t, &ts);
-	logf_(s, 1, "profile: done pid=%d thread_samples=%llu stacks=%zu dropped=%llu "
-	      "pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f "
-	      "symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms%s",
-	      (int)req->pid, (unsigned long long)ss->thread_samples, ss->used,
-	      (unsigned long long)ss->dropped, (double)st.pause_p50_ns / 1e3,
-	      (double)st.pause_p99_ns / 1e3, (double)st.unwind_p50_ns / 1e3,
-	      (double)st.unwind_p99_ns / 1e3,
-	      req->profile && req->profile->nlocs ?
-		      (double)req->profile->symbolize_ns / 1e3 / (double)req->profile->nlocs : 0.0,
-	      req->profile ? req->profile->nlocs : 0, (unsigned long long)ts.symtab_loads,
-	      (double)ts.symtab_load_ns / 1e6, atomic_load(&req->cancel) ? " (client gone)" : "");
-	session_free(ss);
-	complete(s, req);
 }
 
 /* ---- ticking ---------------------------------------------------------- */
@@ -549,11 +355,41 @@ static void on_sample(void *arg, const struct pt_sample *smp)
 {
 	struct pt_sampler *s = arg;
 
-	for (struct session *ss = s->sessions; ss; ss = ss->next) {
-		if (!ss->take || pt_tracee_pid(ss->tg->t) != smp->pid)
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->take && ss->kind->on_sample && pt_tracee_pid(ss->t) == smp->pid)
+			ss->kind->on_sample(ss, smp);
+}
+
+static void on_state(void *arg, const struct pt_thread_state *st)
+{
+	struct pt_sampler *s = arg;
+
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->take && ss->kind->on_thread_state && pt_tracee_pid(ss->t) == st->pid)
+			ss->kind->on_thread_state(ss, st);
+}
+
+static void on_event(void *arg, const struct pt_event *ev)
+{
+	struct pt_sampler *s = arg;
+
+	for (int i = 0; i < s->ntg; i++) {
+		struct pt__target *tg = &s->tg[i];
+
+		if (pt_tracee_pid(tg->t) != ev->pid)
 			continue;
-		ss->thread_samples++;
-		session_add(ss, smp, (int64_t)((double)smp->cpu_ns * ss->scale), s->o.max_stacks);
+		for (int k = 0; k < tg->nslots; k++)
+			if (tg->slot[k].event && tg->slot[k].p)
+				tg->slot[k].event(tg->slot[k].p, ev);
+	}
+
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next) {
+		if (pt_tracee_pid(ss->t) != ev->pid)
+			continue;
+		if (ev->kind == PT_EV_CLONE && ss->kind->on_clone)
+			ss->kind->on_clone(ss, ev->tid, ev->child);
+		else if (ev->kind == PT_EV_EXIT && ss->kind->on_exit)
+			ss->kind->on_exit(ss, ev->tid);
 	}
 }
 
@@ -568,97 +404,81 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
-#define DUTY_WINDOW_NS 500000000ull   /* the budget is checked twice a second */
-
-/* When sampling costs more than its budget of a core (--max-cpu-percent: too
- * many threads to look at, stop and unwind, a crowded machine), the sampler
- * lowers its rate by as many halvings as bring it under the budget, rather
- * than fall behind or crowd the target off its cores; it doubles it again
- * once under a quarter of the budget. The cost is the sampler thread's CPU
- * in its ticks plus the time it spent taking the stops that came after them
- * (the work a lower rate saves; not counted: the wake-ups for those stops,
- * requests, and the target's other events: a churning target's clones and
- * exits cost the same at any rate), over half a second of ticks (a gap with
- * no ticks counts as four periods at most). Over a few ticks it swings with
- * the stops that come in bursts: averaged over ten ticks, 64 busy threads
- * at 1000 Hz changed the rate 32 times in 6 s. */
-static void adapt_rate(struct pt_sampler *s, uint64_t now, uint64_t period, uint64_t used)
+/* Marks the sessions of tg this tick serves (each at its own rate). Returns
+ * the tick's callbacks, or NULL if no session of tg takes it. */
+static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__target *tg,
+					       uint64_t now, uint64_t period,
+					       struct pt_tick_cbs *cbs)
 {
-	uint64_t cap = 4 * period * (uint64_t)s->rate_div;
-	int div = s->rate_div;
-	double duty, left;
+	int any = 0, states = 0, samples = 0;
 
-	if (s->duty_wall && now > s->duty_wall)
-		s->win_wall += now - s->duty_wall < cap ? now - s->duty_wall : cap;
-	s->duty_wall = now;
-	s->win_used += used;
-	if (s->win_wall < DUTY_WINDOW_NS)
-		return;
-	duty = left = (double)s->win_used / (double)s->win_wall;
-	s->win_used = s->win_wall = 0;
-	while (left > s->o.max_cpu && div < MAX_RATE_DIV) {
-		div *= 2;
-		left /= 2;
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next) {
+		/* A session's flag holds until its target's next tick: stops
+		 * that come after the tick are its samples too. */
+		if (ss->target != tg)
+			continue;
+		ss->take = 0;
+		if (!ss->period_ns || now + period / 2 < ss->next_due)
+			continue;
+		ss->take = 1;
+		ss->scale = ss->period_ns > period ? (double)ss->period_ns / (double)period : 1.0;
+		ss->next_due += ss->period_ns;
+		if (ss->next_due < now)
+			ss->next_due = now + ss->period_ns;
+		any = 1;
+		states |= (ss->kind->flags & PT_KIND_F_STATES) != 0;
+		samples |= ss->kind->on_sample != NULL;
 	}
-	if (div == s->rate_div && duty < s->o.max_cpu / 4 && div > 1)
-		div /= 2;
-	if (div == s->rate_div)
-		return;
-	s->rate_changes++;
-	if (div > s->rate_div)
-		logf_(s, 2, "sampler: cannot keep up (sampling took %.1f%% of a core, over its "
-		      "budget of %.0f%%): sampling at 1/%d of the requested rate, a tick every %.2f ms",
-		      100 * duty, 100 * s->o.max_cpu, div, (double)period * div / 1e6);
-	else
-		logf_(s, 1, "sampler: keeping up again (sampling took %.1f%% of a core): sampling at "
-		      "1/%d of the requested rate", 100 * duty, div);
-	s->rate_div = div;
+	/* No session takes CPU samples (the watch, block): the tick stops no
+	 * running thread. */
+	*cbs = (struct pt_tick_cbs){ .sample = samples ? on_sample : NULL, .timing = on_timing,
+				     .state = states ? on_state : NULL, .arg = s };
+	return any ? cbs : NULL;
+}
+
+/* The log line for a change of rate (see rate.c). */
+static void log_rate(struct pt_sampler *s, int change, uint64_t period)
+{
+	if (change > 0)
+		pt__sampler_log(s, 2, "sampler: cannot keep up (sampling took %.1f%% of a core, over "
+				"its budget of %.0f%%): sampling at 1/%d of the requested rate, a tick "
+				"every %.2f ms", 100 * s->rate.duty, 100 * s->rate.max_cpu, s->rate.div,
+				(double)period * s->rate.div / 1e6);
+	else if (change < 0)
+		pt__sampler_log(s, 1, "sampler: keeping up again (sampling took %.1f%% of a core): "
+				"sampling at 1/%d of the requested rate", 100 * s->rate.duty,
+				s->rate.div);
 }
 
 static void tick(struct pt_sampler *s, uint64_t now)
 {
-	uint64_t period = UINT64_MAX, cpu0 = pt__clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t period = UINT64_MAX, cpu0 = pt__clock_ns(CLOCK_THREAD_CPUTIME_ID), base;
 
-	for (struct session *ss = s->sessions; ss; ss = ss->next)
-		if (ss->period_ns < period)
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->period_ns && ss->period_ns < period)
 			period = ss->period_ns;
 	if (period == UINT64_MAX) {
 		s->next_tick = 0;
 		return;
 	}
-	period *= (uint64_t)s->rate_div;   /* > 1 while the sampler cannot keep up */
+	base = period;
+	period *= (uint64_t)s->rate.div;   /* > 1 while the sampler cannot keep up */
 	s->ticks++;
 	s->ticks_late += now >= s->next_tick + period;
 	for (int i = 0; i < s->ntg; i++) {
-		struct target *tg = &s->tg[i];
-		int any = 0;
+		struct pt__target *tg = &s->tg[i];
+		struct pt_tick_cbs cbs;
 
 		if (!tg->nsessions || !pt_tracee_attached(tg->t))
 			continue;
 		/* The last tick's late stops, under that tick's flags. */
 		pt_tracee_report_late(tg->t);
-		for (struct session *ss = s->sessions; ss; ss = ss->next) {
-			/* A session's flag holds until its target's next tick:
-			 * stops that come after the tick are its samples too. */
-			if (ss->tg != tg)
-				continue;
-			ss->take = 0;
-			if (now + period / 2 < ss->next_due)
-				continue;
-			ss->take = 1;
-			/* The CPU a thread used since it was last looked at covers
-			 * one tick period, or the session's if that is longer. */
-			ss->scale = ss->period_ns > period ? (double)ss->period_ns / (double)period : 1.0;
-			ss->next_due += ss->period_ns;
-			if (ss->next_due < now)
-				ss->next_due = now + ss->period_ns;
-			any = 1;
-		}
-		if (any)
-			pt_tracee_tick(tg->t, period, on_sample, on_timing, s);
+		if (tick_sessions(s, tg, now, period, &cbs))
+			pt_tracee_tick(tg->t, period, &cbs);
 	}
-	adapt_rate(s, pt__now_ns(), period / (uint64_t)s->rate_div,
-		   pt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 + pt_tracee_take_late_ns());
+	log_rate(s, pt_rate_account(&s->rate, pt__now_ns(), base,
+				    pt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 +
+				    pt_tracer_take_late_ns(s->tr)), base);
 	/* Ticks land at a random point of the middle half of each period: at
 	 * a fixed phase they lock onto periodic events in the target (a timer
 	 * signal at the same rate is then caught in its handler every time).
@@ -670,6 +490,8 @@ static void tick(struct pt_sampler *s, uint64_t now)
 	if (s->next_tick < pt__now_ns())
 		s->next_tick = pt__now_ns() + period / 4;
 }
+
+/* ---- stats -------------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -716,6 +538,7 @@ static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee
 	st->snapshot_reused += ts.snapshot_reused;
 	st->maps_rereads += ts.maps_rereads;
 	st->short_copies += ts.short_copies;
+	st->signal_copies += ts.signal_copies;
 	st->group_stops += ts.group_stops;
 	st->clones += ts.clones;
 	st->execs += ts.execs;
@@ -732,8 +555,8 @@ static void update_stats(struct pt_sampler *s)
 	st.sessions_active = (uint64_t)count_sessions(s);
 	st.ticks = s->ticks;
 	st.ticks_late = s->ticks_late;
-	st.rate_div = (uint64_t)s->rate_div;
-	st.rate_changes = s->rate_changes;
+	st.rate_div = (uint64_t)s->rate.div;
+	st.rate_changes = s->rate.changes;
 	pthread_mutex_lock(&s->lock);
 	st.sessions_done = s->st.sessions_done;
 	s->st = st;
@@ -782,82 +605,112 @@ static int short_slice(uint64_t ns)
 	return syscall(SYS_sched_setattr, 0, &a, 0) ? -errno : 0;
 }
 
-static void *run(void *arg)
+/* When the loop must wake next: the next tick, a target's detach grace or a
+ * session's end, at most a second away; sleeps on the request and SIGCHLD
+ * fds until then (at once if `again`). Returns 1 if ppoll filled pfd. */
+static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 {
-	struct pt_sampler *s = arg;
-	int again = 0, err;
+	uint64_t now = pt__now_ns(), wake = UINT64_MAX;
+	int timeout_ms, polled = 0;
 
-	if ((err = short_slice(100000)))
-		logf_(s, 1, "sampler: cannot ask for short scheduler slices (%s): threads stopped "
-		      "between ticks may wait longer for it", strerror(-err));
+	if (s->sessions && s->next_tick)
+		wake = s->next_tick;
+	for (int i = 0; i < s->ntg; i++)
+		if (pt_tracee_attached(s->tg[i].t) && !s->tg[i].nsessions &&
+		    s->tg[i].idle_since + s->o.detach_grace_ns < wake)
+			wake = s->tg[i].idle_since + s->o.detach_grace_ns;
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->end_ns < wake)
+			wake = ss->end_ns;
+	if (wake == UINT64_MAX)
+		timeout_ms = 1000;
+	else
+		timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
+	if (timeout_ms > 1000)
+		timeout_ms = 1000;
+	if (again)
+		timeout_ms = 0;   /* events were left: back to them */
+	if (timeout_ms > 0) {
+		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
 
-	for (;;) {
-		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
-		uint64_t now = pt__now_ns(), wake = UINT64_MAX;
-		struct pt_request *q;
-		int stopping, timeout_ms, polled = 0;
+		/* ms granularity is coarse for 1 kHz; sleep to the exact tick. */
+		if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
+			ts = (struct timespec){ 0, (long)(wake - now) };
+		polled = ppoll(pfd, 2, &ts, NULL) >= 0;
+		pt_tracer_woke(s->tr);
+	}
+	return polled;
+}
 
-		if (s->sessions && s->next_tick)
-			wake = s->next_tick;
-		for (int i = 0; i < s->ntg; i++)
-			if (pt_tracee_attached(s->tg[i].t) && !s->tg[i].nsessions &&
-			    s->tg[i].idle_since + s->o.detach_grace_ns < wake)
-				wake = s->tg[i].idle_since + s->o.detach_grace_ns;
-		for (struct session *ss = s->sessions; ss; ss = ss->next)
-			if (ss->end_ns < wake)
-				wake = ss->end_ns;
-		if (wake == UINT64_MAX)
-			timeout_ms = 1000;
-		else
-			timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
-		if (timeout_ms > 1000)
-			timeout_ms = 1000;
-		if (again)
-			timeout_ms = 0;   /* events were left: back to them */
-		if (timeout_ms > 0) {
-			struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
+/* Takes the queued requests and serves them in arrival order (the queue is
+ * LIFO); cancels them all when stopping or paused. Returns `stopping`;
+ * *paused tells whether the sampler is paused. */
+static int serve_queue(struct pt_sampler *s, int *paused)
+{
+	struct pt_request *q, *rev = NULL;
+	int stopping;
 
-			/* ms granularity is coarse for 1 kHz; sleep to the exact tick. */
-			if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
-				ts = (struct timespec){ 0, (long)(wake - now) };
-			polled = ppoll(pfd, 2, &ts, NULL) >= 0;
-			pt_tracee_woke();
+	pthread_mutex_lock(&s->lock);
+	q = s->queue;
+	s->queue = NULL;
+	stopping = s->stopping;
+	*paused = s->paused;
+	pthread_mutex_unlock(&s->lock);
+	while (q) {
+		struct pt_request *nx = q->next;
+
+		q->next = rev;
+		rev = q;
+		q = nx;
+	}
+	while (rev) {
+		struct pt_request *req = rev;
+
+		rev = rev->next;
+		if (stopping || *paused) {
+			req->err = -ECANCELED;
+			complete(s, req);
+		} else {
+			serve(s, req);   /* the attach, maybe */
 		}
+	}
+	return stopping;
+}
+
+/* Detaches the targets no session used for the grace period (all of them
+ * when stopping). */
+static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
+{
+	/* Every session that sampled an old program has ended: move on. */
+	for (int i = 0; i < s->ntg; i++)
+		pt_tracee_ack_exec(s->tg[i].t);
+	for (int i = 0; i < s->ntg; i++) {
+		struct pt__target *tg = &s->tg[i];
+
+		if (pt_tracee_attached(tg->t) && !tg->nsessions &&
+		    (stopping || now >= tg->idle_since + s->o.detach_grace_ns)) {
+			int rc = pt_tracee_detach(tg->t, 500000000ull);
+
+			pt__sampler_log(s, rc ? 2 : 1, "ptrace: %s pid=%d",
+					rc ? "detach pending" : "detached", (int)pt_tracee_pid(tg->t));
+		}
+	}
+}
+
+static void loop(struct pt_sampler *s)
+{
+	int again = 0, stopping, paused;
+
+	do {
+		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
+		int polled = sleep_until_due(s, pfd, again);
+		uint64_t now;
+
 		/* Each drain is a read(); skip the ones ppoll says would find nothing. */
 		if (!polled || pfd[0].revents)
 			drain_fd(s->evfd);
-		pthread_mutex_lock(&s->lock);
-		q = s->queue;
-		s->queue = NULL;
-		stopping = s->stopping;
-		pthread_mutex_unlock(&s->lock);
-		/* The queue is LIFO; serve in arrival order. */
-		struct pt_request *rev = NULL;
-
-		while (q) {
-			struct pt_request *nx = q->next;
-
-			q->next = rev;
-			rev = q;
-			q = nx;
-		}
-		while (rev) {
-			struct pt_request *req = rev;
-
-			rev = rev->next;
-			if (stopping) {
-				req->err = -ECANCELED;
-				complete(s, req);
-			} else if (req->kind == PT_REQ_SYMBOLIZE) {
-				do_symbolize(s, req);
-				complete(s, req);
-			} else if (req->kind == PT_REQ_SNAPSHOT) {
-				do_snapshot(s, req);
-				complete(s, req);
-			} else {
-				start_cpu(s, req);   /* the attach, maybe */
-			}
-		}
+		atomic_store(&s->beat_ns, pt__now_ns());
+		stopping = serve_queue(s, &paused);
 		if (!polled || pfd[1].revents)
 			drain_fd(s->sigfd);
 		/* Tick before answering stops: a thread waiting in a signal stop
@@ -867,48 +720,28 @@ static void *run(void *arg)
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
 		/* Every tracee's events, stops that came after their tick too. */
-		again = pt_tracee_poll();
+		again = pt_tracer_poll(s->tr);
 		now = pt__now_ns();
-		for (struct session **pp = &s->sessions; *pp;) {
-			struct session *ss = *pp;
-			int gone = pt_tracee_gone(ss->tg->t) || !pt_tracee_attached(ss->tg->t);
-			int execd = pt_tracee_exec_pending(ss->tg->t);
-
-			if (stopping || now >= ss->end_ns || atomic_load(&ss->req->cancel) || gone ||
-			    execd) {
-				/* Its last tick's late stops are its samples. */
-				pt_tracee_report_late(ss->tg->t);
-				*pp = ss->next;
-				if (gone)
-					logf_(s, 2, "profile: pid=%d exited during the profile",
-					      (int)ss->req->pid);
-				else if (execd)
-					logf_(s, 2, "profile: pid=%d exec'd a new program; this profile "
-					      "ends with what the old one ran", (int)ss->req->pid);
-				finish(s, ss, stopping ? -ECANCELED : 0);
-				continue;
-			}
-			pp = &ss->next;
-		}
-		/* Every session that sampled the old program has ended: move on. */
-		for (int i = 0; i < s->ntg; i++)
-			pt_tracee_ack_exec(s->tg[i].t);
-		for (int i = 0; i < s->ntg; i++) {
-			struct target *tg = &s->tg[i];
-
-			if (pt_tracee_attached(tg->t) && !tg->nsessions &&
-			    (stopping || now >= tg->idle_since + s->o.detach_grace_ns)) {
-				int rc = pt_tracee_detach(tg->t, 500000000ull);
-
-				logf_(s, rc ? 2 : 1, "ptrace: %s pid=%d", rc ? "detach pending" : "detached",
-				      (int)pt_tracee_pid(tg->t));
-			}
-		}
+		/* Paused: every session ends (cancelled) and every target is
+		 * detached now, as when stopping, but the thread goes on. */
+		end_sessions(s, now, stopping || paused);
+		detach_idle(s, now, stopping || paused);
 		update_stats(s);
-		if (stopping)
-			break;
-	}
-	pt_tracee_thread_end();
+	} while (!stopping);
+}
+
+static void *run(void *arg)
+{
+	struct pt_sampler *s = arg;
+	int err;
+
+	if ((err = short_slice(100000)))
+		pt__sampler_log(s, 1, "sampler: cannot ask for short scheduler slices (%s): threads "
+				"stopped between ticks may wait longer for it", strerror(-err));
+	loop(s);
+	atomic_store(&s->running, 0);
+	/* The tracees are freed after this thread ends (pt_sampler_free): the
+	 * kernel detaches what is still pending then, at once. */
 	return NULL;
 }
 
@@ -924,10 +757,8 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	if (!s)
 		return -ENOMEM;
 	s->o = *opts;
-	if (!(s->o.max_cpu > 0))
-		s->o.max_cpu = 0.15;
 	s->rng = pt__now_ns() | 1;
-	s->rate_div = 1;
+	pt_rate_init(&s->rate, s->o.max_cpu);
 	s->done = done;
 	s->log = log;
 	s->arg = arg;
@@ -939,7 +770,12 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 		err = -errno;
 		goto fail;
 	}
+	if ((err = pt_tracer_new(&s->tr, s->sigfd)))
+		goto fail;
+	pt_tracer_set_events(s->tr, on_event, s);
 	pthread_mutex_init(&s->lock, NULL);
+	atomic_store(&s->running, 1);
+	atomic_store(&s->beat_ns, pt__now_ns());
 	if ((err = -pthread_create(&s->thread, NULL, run, s)))
 		goto fail_mutex;
 	pthread_setname_np(s->thread, "sampler");   /* for top -H and the like */
@@ -948,6 +784,7 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 fail_mutex:
 	pthread_mutex_destroy(&s->lock);
 fail:
+	pt_tracer_free(s->tr);
 	if (s->evfd >= 0)
 		close(s->evfd);
 	if (s->sigfd >= 0)
@@ -984,6 +821,19 @@ void pt_sampler_cancel(struct pt_sampler *s, struct pt_request *req)
 	wake(s);
 }
 
+void pt_sampler_pause(struct pt_sampler *s, int paused)
+{
+	pthread_mutex_lock(&s->lock);
+	s->paused = paused != 0;
+	pthread_mutex_unlock(&s->lock);
+	wake(s);
+}
+
+int pt_sampler_alive(struct pt_sampler *s, uint64_t max_ns)
+{
+	return atomic_load(&s->running) && pt__now_ns() - atomic_load(&s->beat_ns) <= max_ns;
+}
+
 void pt_sampler_free(struct pt_sampler *s)
 {
 	if (!s)
@@ -994,7 +844,8 @@ void pt_sampler_free(struct pt_sampler *s)
 	wake(s);
 	pthread_join(s->thread, NULL);
 	for (int i = 0; i < s->ntg; i++)
-		pt_tracee_free(s->tg[i].t);
+		target_free(&s->tg[i]);
+	pt_tracer_free(s->tr);
 	pthread_mutex_destroy(&s->lock);
 	close(s->evfd);
 	close(s->sigfd);

@@ -24,10 +24,26 @@ struct pt_capture {
 	 * unwind that needs it stops there (stack_short) rather than read the
 	 * running thread's memory. stack_limit <= stack_len: none. */
 	size_t stack_limit;
+	/* A Go thread stopped in its signal handler (on its signal stack): the
+	 * stack the signal interrupted, copied in the same stop from the SP
+	 * saved in the kernel's signal frame (see pt_capture_signal).
+	 * sig_len 0: none. */
+	uint8_t *sig_stack;      /* stack_bytes, allocated at first use */
+	uint64_t sig_sp;
+	size_t sig_len, sig_limit;
 	/* set by pt_unwind */
 	size_t stack_used;       /* bytes of the copy the unwind read */
 	int stack_short;         /* it needed stack beyond the copy */
+	/* The walk crossed Go's signal handler: where the kernel's ucontext
+	 * lay and the bounds of the signal stack holding it (0: it did not).
+	 * A thread's signal stack does not move: its next stop there can copy
+	 * the interrupted stack too. */
+	uint64_t sig_uc, sig_lo, sig_hi;
 };
+
+/* The interrupted SP and PC that a signal frame whose ucontext is at `uc`
+ * holds, read from cap's stack copy. 0 if the copy does not hold it. */
+int pt_capture_signal(const struct pt_capture *cap, uint64_t uc, uint64_t *sp, uint64_t *pc);
 
 int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modules *mods);
 void pt_unwinder_free(struct pt_unwinder *u);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, then builds and runs every
-# test twice, plain and under ASan+UBSan. The last line is "N passed, N failed".
+# test twice, plain and under ASan+UBSan, the fuzz smoke and the pod
+# end-to-end test. The last line is "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
@@ -28,6 +29,17 @@ make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-10}" 2>&1 | grep -E '^(PASS|FAIL) ' | te
 total_p=$((total_p + $(grep -c '^PASS ' "$out"))); total_f=$((total_f + $(grep -c '^FAIL ' "$out")))
 if ! grep -q '^PASS fuzz/' "$out"; then
 	echo "FAIL fuzz/build"
+	total_f=$((total_f + 1))
+fi
+rm -f "$out"
+# The pod end-to-end test (make e2e: podman, the image, the chart; a few
+# minutes, longer on a machine that has no base image yet).
+out=$(mktemp)
+tests/e2e/run.sh 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 e2e/#" | tee "$out" | grep -E '^(PASS|FAIL|SKIP) |passed'
+total_p=$((total_p + $(grep -c '^PASS ' "$out"))); total_f=$((total_f + $(grep -c '^FAIL ' "$out")))
+total_s=$((total_s + $(grep -c '^SKIP ' "$out")))
+if ! grep -qE '^[0-9]+ passed' "$out"; then
+	echo "FAIL e2e/run (no tally)"
 	total_f=$((total_f + 1))
 fi
 rm -f "$out"

@@ -23,6 +23,10 @@ Try, in another terminal:
   go tool pprof http://127.0.0.1:$port            # 30 s CPU profile, interactive
   go tool pprof -http=:8080 http://127.0.0.1:$port/debug/pprof/profile?seconds=10
   curl http://127.0.0.1:$port/debug/pprof/        # index, with the target's pid, threads, RSS
+  curl -s 'http://127.0.0.1:$port/debug/pprof/goroutine?debug=2'   # every thread's stack now
+  go tool pprof -top http://127.0.0.1:$port/debug/pprof/heap        # memory by mapping
+  go tool pprof -top 'http://127.0.0.1:$port/debug/pprof/block?seconds=5'   # where threads wait
+  wget -O 'trace?seconds=5' 'http://127.0.0.1:$port/debug/pprof/trace?seconds=5' && go tool trace 'trace?seconds=5'
   curl -s http://127.0.0.1:$port/debug/pprof/cmdline | tr '\\0' ' '
 
 Ctrl-C stops podprof and the demo.

@@ -9,9 +9,10 @@
 #include <uv.h>
 
 #include "sidecar/log.h"
+#include "sidecar/server.h"
 #include "sidecar/util.h"
 
-enum def_type { DEF_INT, DEF_STR };
+enum def_type { DEF_INT, DEF_STR, DEF_BOOL };
 
 struct cfg_def {
 	const char *flag;     /* --flag */
@@ -25,6 +26,8 @@ struct cfg_def {
 
 #define INT(f, e, mn, mx, d, field, h) { f, "PODPROF_" e, DEF_INT, mn, mx, d, NULL, offsetof(struct sc_cfg, field), h }
 #define STR(f, e, d, field, h) { f, "PODPROF_" e, DEF_STR, 0, 0, 0, d, offsetof(struct sc_cfg, field), h }
+/* A switch: --flag alone, or --flag=true|false|1|0 (and so the variable). */
+#define BOOL(f, e, field, h) { f, "PODPROF_" e, DEF_BOOL, 0, 1, 0, NULL, offsetof(struct sc_cfg, field), h }
 
 static const struct cfg_def cfg_table[] = {
 	INT("pid", "PID", 0, 4194304, 0, pid, "profile this process (as seen in our PID namespace)"),
@@ -35,12 +38,24 @@ static const struct cfg_def cfg_table[] = {
 	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),
 	STR("auth-token-file", "AUTH_TOKEN_FILE", NULL, auth_token_file,
 	    "require 'Authorization: Bearer <token in file>' on every endpoint but /healthz"),
+	STR("enable-file", "ENABLE_FILE", NULL, enable_file,
+	    "a file saying true or false (a mounted ConfigMap key, e.g. profiling.enable), read "
+	    "every second: while false, /debug/pprof/* answers 404 and nothing is attached"),
 	INT("hz", "HZ", 1, 1000, 100, default_hz, "default CPU sampling rate when a request gives no hz="),
 	INT("max-seconds", "MAX_SECONDS", 1, 604800, 86400, max_seconds, "longest profile a request may ask for"),
+	BOOL("continuous", "CONTINUOUS", continuous,
+	     "stay attached at --continuous-hz so that block, mutex, allocs and threadcreate count "
+	     "since podprof started, as scrapers expect; the target stays traced (see README)"),
+	INT("continuous-hz", "CONTINUOUS_HZ", 1, 100, 10, continuous_hz,
+	    "rate of the continuous watch (CPU profiles raise it while they run)"),
+	INT("wait-seconds", "WAIT_SECONDS", 1, 3600, 5, wait_seconds,
+	    "window of block and mutex asked for without seconds= (they are measured over a window, not since start)"),
 	INT("max-sessions", "MAX_SESSIONS", 1, 1024, 16, max_sessions, "profiles running at once"),
 	INT("stack-bytes", "STACK_BYTES", 4096, 1048576, 65536, stack_bytes, "most stack copied per thread-sample (each copy is sized from that thread's last unwind)"),
 	INT("max-frames", "MAX_FRAMES", 8, 1024, 256, max_frames, "frames kept per stack"),
 	INT("max-stacks", "MAX_STACKS", 64, 10000000, 200000, max_stacks, "distinct stacks kept per profile"),
+	INT("max-trace-events", "MAX_TRACE_EVENTS", 1000, 10000000, 400000, max_trace_events,
+	    "events a trace keeps (24 bytes each); past them it ends early, valid"),
 	INT("max-threads", "MAX_THREADS", 1, 1000000, 16384, max_threads, "target threads tracked (more are left untraced)"),
 	INT("max-stopped", "MAX_STOPPED", 1, 256, 64, max_stopped, "running threads snapshotted in one tick"),
 	INT("spin-us", "SPIN_US", 0, 1000, 50, spin_us,
@@ -49,6 +64,10 @@ static const struct cfg_def cfg_table[] = {
 	    "CPU the sampler may use, in % of a core; over it, it lowers its rate"),
 	INT("sampler-nice", "SAMPLER_NICE", -20, 0, -10, sampler_nice,
 	    "nice value of the sampler thread where allowed (CAP_SYS_NICE), else 0 (shorter waits for threads stopped between ticks)"),
+	INT("python", "PYTHON", 0, 1, 1, python,
+	    "1: in a CPython 3.11 or 3.12 process, each _PyEval_EvalFrameDefault frame shows the Python "
+	    "functions it runs (function, file, line); 0: native frames only. Other releases stay native, "
+	    "said once in the log"),
 	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends"),
 	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
 	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),
@@ -62,6 +81,18 @@ static int set_value(struct sc_cfg *cfg, const struct cfg_def *d, const char *va
 {
 	char *field = (char *)cfg + d->off;
 
+	if (d->type == DEF_BOOL) {
+		int on = !strcmp(val, "true") || !strcmp(val, "1");
+
+		if (!on && strcmp(val, "false") && strcmp(val, "0")) {
+			fprintf(err, "podprof: %s%s: '%s' is not true or false\n",
+				strcmp(origin, "option") ? "" : "--", strcmp(origin, "option") ? origin : d->flag,
+				val);
+			return -EINVAL;
+		}
+		*(int *)field = on;
+		return 0;
+	}
 	if (d->type == DEF_INT) {
 		int64_t v;
 
@@ -92,21 +123,22 @@ static void usage(FILE *out)
 		"Usage: podprof [--pid N | --comm NAME | --exe SUBSTRING] [--listen HOST:PORT] [options]\n"
 		"\n"
 		"Attaches with ptrace to a neighbour process in the same PID namespace and serves\n"
-		"Go's net/http/pprof endpoints for it: /debug/pprof/ (index), profile (CPU),\n"
-		"goroutine (every thread's stack), cmdline and symbol. With no selector,\n"
-		"podprof picks the only process that is neither the pod's pause process nor\n"
-		"podprof itself, and fails listing the candidates when there are several.\n"
-		"Every endpoint takes ?pid=N to look at another process of the pod; /healthz\n"
-		"answers ok; /metrics serves podprof's own counters (Prometheus text).\n"
-		"\n"
-		"Options (each also read from the environment variable shown):\n");
+		"Go's net/http/pprof endpoints for it (below). With no selector, podprof picks\n"
+		"the only process that is neither the pod's pause process nor podprof itself,\n"
+		"and fails listing the candidates when there are several.\n"
+		"\n");
+	sc_server_help(out);
+	fprintf(out, "\nOptions (each also read from the environment variable shown):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
 		const struct cfg_def *d = &cfg_table[i];
 		char arg[64];
 
-		snprintf(arg, sizeof(arg), "--%s %s", d->flag, d->type == DEF_INT ? "N" : "S");
+		snprintf(arg, sizeof(arg), "--%s%s", d->flag,
+			 d->type == DEF_INT ? " N" : d->type == DEF_STR ? " S" : "");
 		fprintf(out, "  %-26s %s\n  %-26s [%s", arg, d->help, "", d->env);
-		if (d->type == DEF_INT)
+		if (d->type == DEF_BOOL)
+			fprintf(out, "=true|false; default false]\n");
+		else if (d->type == DEF_INT)
 			fprintf(out, "; %ld..%ld; default %ld]\n", d->min, d->max, d->def_int);
 		else if (d->def_str)
 			fprintf(out, "; default %s]\n", d->def_str);
@@ -114,6 +146,37 @@ static void usage(FILE *out)
 			fprintf(out, "]\n");
 	}
 	fprintf(out, "  %-26s print this help\n  %-26s print the version\n", "--help", "--version");
+}
+
+/* What no single flag can check: a numeric HOST:PORT, the log settings,
+ * at most one target selector. Returns 0 or -EINVAL after saying why. */
+static int check_values(const struct sc_cfg *cfg, FILE *err)
+{
+	char host[256];
+	int port;
+	struct sockaddr_in6 a6;
+	struct sockaddr_in a4;
+
+	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) ||
+	    (uv_ip4_addr(host, port, &a4) && uv_ip6_addr(host, port, &a6))) {
+		fprintf(err, "podprof: --listen: '%s' is not HOST:PORT with a numeric host "
+			"(e.g. 127.0.0.1:8008, :8008, [::1]:8008, localhost:8008)\n", cfg->listen);
+		return -EINVAL;
+	}
+	if (strcmp(cfg->log_format, "text") && strcmp(cfg->log_format, "json")) {
+		fprintf(err, "podprof: --log-format must be text or json, not '%s'\n", cfg->log_format);
+		return -EINVAL;
+	}
+	if (sc_log_parse_level(cfg->log_level) < 0) {
+		fprintf(err, "podprof: --log-level must be debug, info, warn or error, not '%s'\n",
+			cfg->log_level);
+		return -EINVAL;
+	}
+	if ((cfg->pid != 0) + (cfg->comm != NULL) + (cfg->exe != NULL) > 1) {
+		fprintf(err, "podprof: give at most one of --pid, --comm and --exe\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static const struct cfg_def *find(const char *flag, size_t len)
@@ -132,7 +195,7 @@ int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
 		const struct cfg_def *d = &cfg_table[i];
 
-		if (d->type == DEF_INT)
+		if (d->type != DEF_STR)
 			*(int *)((char *)cfg + d->off) = (int)d->def_int;
 		else if (d->def_str && (rc = set_value(cfg, d, d->def_str, "default", err)))
 			return rc;
@@ -169,6 +232,8 @@ int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 		}
 		if (eq) {
 			val = eq + 1;
+		} else if (d->type == DEF_BOOL) {
+			val = "true";
 		} else if (i + 1 < argc) {
 			val = argv[++i];
 		} else {
@@ -178,33 +243,7 @@ int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 		if ((rc = set_value(cfg, d, val, "option", err)))
 			return rc;
 	}
-	{
-		char host[256];
-		int port;
-		struct sockaddr_in6 a6;
-		struct sockaddr_in a4;
-
-		if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) ||
-		    (uv_ip4_addr(host, port, &a4) && uv_ip6_addr(host, port, &a6))) {
-			fprintf(err, "podprof: --listen: '%s' is not HOST:PORT with a numeric host "
-				"(e.g. 127.0.0.1:8008, :8008, [::1]:8008, localhost:8008)\n", cfg->listen);
-			return -EINVAL;
-		}
-	}
-	if (strcmp(cfg->log_format, "text") && strcmp(cfg->log_format, "json")) {
-		fprintf(err, "podprof: --log-format must be text or json, not '%s'\n", cfg->log_format);
-		return -EINVAL;
-	}
-	if (sc_log_parse_level(cfg->log_level) < 0) {
-		fprintf(err, "podprof: --log-level must be debug, info, warn or error, not '%s'\n",
-			cfg->log_level);
-		return -EINVAL;
-	}
-	if ((cfg->pid != 0) + (cfg->comm != NULL) + (cfg->exe != NULL) > 1) {
-		fprintf(err, "podprof: give at most one of --pid, --comm and --exe\n");
-		return -EINVAL;
-	}
-	return 0;
+	return check_values(cfg, err);
 }
 
 void sc_cfg_free(struct sc_cfg *cfg)

@@ -15,6 +15,7 @@ struct sc_cfg {
 	char *log_format;
 	char *log_level;
 	char *auth_token_file;
+	char *enable_file;
 	int max_conns;
 	int max_header_bytes;
 	int max_body_bytes;
@@ -23,16 +24,21 @@ struct sc_cfg {
 	/* sampling */
 	int default_hz;
 	int max_seconds;
+	int wait_seconds;
+	int continuous;
+	int continuous_hz;
 	int max_sessions;
 	int stack_bytes;
 	int max_frames;
 	int max_stacks;
+	int max_trace_events;
 	int max_threads;
 	int max_stopped;
 	int spin_us;
 	int sampler_nice;
 	int max_cpu_percent;
 	int detach_grace_ms;
+	int python;
 };
 
 /* Fills `cfg` with defaults, then PODPROF_* variables from `envp`, then flags.

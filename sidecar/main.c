@@ -58,6 +58,49 @@ static void check_ptrace_allowed(pid_t target)
 			 (int)target);
 }
 
+/* The capabilities podprof uses: CAP_SYS_PTRACE always, CAP_SYS_NICE for the
+ * sampler's priority (dropped once the sampler runs), CAP_NET_BIND_SERVICE
+ * for a port below 1024. */
+static uint64_t wanted_capabilities(const struct sc_cfg *cfg)
+{
+	uint64_t want = 1ull << CAP_SYS_PTRACE | 1ull << CAP_SYS_NICE;
+	char host[256];
+	int port = 8008;
+
+	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port > 0 && port < 1024)
+		want |= 1ull << CAP_NET_BIND_SERVICE;
+	return want;
+}
+
+/* The image's binary carries cap_sys_ptrace,cap_sys_nice as permitted-only
+ * file capabilities (setcap ...+p): with the effective bit, execve fails with
+ * EPERM when the container's bounding set lacks one of them (a pod that adds
+ * SYS_PTRACE but not SYS_NICE), whereas without it the kernel grants what the
+ * bounding set allows into the permitted set and leaves the effective set
+ * empty. Raise into the effective set what is permitted and wanted; a non-root
+ * process started without file capabilities (or under no_new_privs) has an
+ * empty permitted set and this changes nothing. Before any thread exists:
+ * capabilities are per thread and threads inherit them. */
+static void raise_capabilities(const struct sc_cfg *cfg)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	uint64_t prm, eff, add;
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	prm = data[0].permitted | ((uint64_t)data[1].permitted << 32);
+	eff = data[0].effective | ((uint64_t)data[1].effective << 32);
+	add = prm & wanted_capabilities(cfg) & ~eff;
+	if (!add)
+		return;
+	eff |= add;
+	data[0].effective = (uint32_t)eff;
+	data[1].effective = (uint32_t)(eff >> 32);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		log_warn("podprof: could not raise permitted capabilities: %s", sc_strerror(-errno));
+}
+
 /* Least privilege: keep CAP_SYS_PTRACE (and CAP_NET_BIND_SERVICE when
  * listening below port 1024), drop every other capability from the bounding
  * set, the effective, permitted, inheritable and ambient sets. Capabilities
@@ -67,12 +110,9 @@ static int drop_capabilities(const struct sc_cfg *cfg)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
-	uint64_t keep = 1ull << CAP_SYS_PTRACE, eff, before;
-	char host[256];
-	int port = 8008, dropped = 0;
+	uint64_t keep = wanted_capabilities(cfg) & ~(1ull << CAP_SYS_NICE), eff, before;
+	int dropped = 0;
 
-	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port > 0 && port < 1024)
-		keep |= 1ull << CAP_NET_BIND_SERVICE;
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return 0;
 	before = data[0].permitted | ((uint64_t)data[1].permitted << 32);
@@ -123,12 +163,26 @@ static void raise_fd_limit(const struct sc_cfg *cfg)
 					      (rl.rlim_cur - (rlim_t)cfg->max_conns - 64) / 2 : 0));
 }
 
+/* The process to profile (--pid, --comm, --exe or the only candidate).
+ * Returns 0, or a negative errno after logging why. */
+static int select_target(const struct sc_cfg *cfg, pid_t *pid)
+{
+	struct sc_buf msg;
+	int rc;
+
+	sc_buf_init(&msg, 65536);
+	rc = sc_target_select(cfg, "/proc", pid, &msg);
+	if (rc)
+		log_error("target: %s", msg.data ? msg.data : sc_strerror(rc));
+	sc_buf_free(&msg);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct sc_server *srv = NULL;
 	uv_signal_t sigint, sigterm;
 	struct sc_cfg cfg;
-	struct sc_buf msg;
 	sigset_t set;
 	uv_loop_t *loop;
 	pid_t pid;
@@ -150,18 +204,14 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	sc_buf_init(&msg, 65536);
-	rc = sc_target_select(&cfg, "/proc", &pid, &msg);
-	if (rc) {
-		log_error("target: %s", msg.data ? msg.data : sc_strerror(rc));
-		sc_buf_free(&msg);
+	raise_capabilities(&cfg);
+	if (select_target(&cfg, &pid)) {
 		sc_cfg_free(&cfg);
 		return 1;
 	}
-	sc_buf_free(&msg);
 
+	check_ptrace_allowed(pid);   /* the first line podprof logs when it runs */
 	raise_fd_limit(&cfg);
-	check_ptrace_allowed(pid);
 	/* The sampler thread, created by sc_server_new, inherits this thread's
 	 * nice value; set it while CAP_SYS_NICE may still be held and take it
 	 * back once the sampler runs. A thread stopped between ticks waits for

@@ -1,8 +1,6 @@
 #include "sidecar/server.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,16 +9,16 @@
 
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
-#include "ptrace/sampler.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
+#include "sidecar/index.h"
 #include "sidecar/log.h"
+#include "sidecar/metrics.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/switch.h"
 #include "sidecar/util.h"
 
-#define MAX_SYMBOL_ADDRS 100000
-#define MAX_PROFILE_BYTES (256u << 20)
-
-static const char TEXT[] = "Content-Type: text/plain; charset=utf-8\r\n";
 static const char GO_ERR[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n";
 static const char GO_ERR_RETRY[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"
 				   "Retry-After: 5\r\n";
@@ -34,929 +32,305 @@ struct sc_server {
 	struct pt_sampler *sampler;
 	uv_async_t async;
 	pthread_mutex_t lock;        /* guards done */
-	struct pending *done;
+	struct sc_job *done;         /* handed back by the sampler thread */
 	int async_open;
-	char *pod_html;              /* pod_panel's cache */
-	size_t pod_len;
-	pid_t pod_for;
-	uint64_t pod_at;
+	int freeing;                 /* sc_server_free was called */
+	int encoding;                /* jobs queued or running on work threads */
+	struct sc_index_cache index;
+	struct pt_request watch;     /* --continuous: the sampler's watch of the target */
+	atomic_int watching;         /* the watch runs (sampler thread ends it) */
+	struct sc_switch *sw;        /* --enable-file, or NULL */
+	atomic_int enabled;          /* profiling on (the switch); read by the sampler thread */
 };
 
-/* A request handed to the sampler, and the connection waiting for it. */
-struct pending {
-	struct pt_request req;
-	struct sc_server *srv;
-	struct sc_conn *conn;        /* NULL once the client went away */
-	uint64_t *addrs;
-	int head;
-	int debug;                   /* goroutine: 0 proto, 1 grouped text, 2 dump */
-	struct pending *next;
-};
+/* A job's life: with the sampler, then on a work thread. What a client
+ * that goes away cancels depends on which. */
+enum { JOB_SAMPLING, JOB_ENCODING };
 
-static void go_error(struct sc_conn *c, int status, const char *msg)
+/* The sampler thread wakes at least once a second; a loop turn longer than
+ * this (a tick of a huge target) is a stall. */
+#define SAMPLER_STALL_NS (10ull * 1000000000ull)
+
+/* The value of a "Name:\t..." line of /proc/<pid>/status text, or NULL. */
+static const char *status_field(const char *text, const char *name)
 {
-	char body[512];
-	int n = snprintf(body, sizeof(body), "%s\n", msg);
+	size_t n = strlen(name);
 
-	/* A 503 is a "come back soon": say when, as scrapers honour it. */
-	sc_http_respond(c, status, status == 503 ? GO_ERR_RETRY : GO_ERR, body, (size_t)n);
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ':')
+			return p + n + 1;
+	return NULL;
 }
 
-/* ---- query parsing -------------------------------------------------------- */
-
-int sc_query_get(const char *q, const char *key, char *out, size_t len)
+/* 1 if every id of a Uid:/Gid: line (real, effective, saved, fs) is `id`:
+ * the kernel's rule for tracing without CAP_SYS_PTRACE (ptrace(2),
+ * "Ptrace access mode checking", step 3). */
+static int all_ids(const char *field, unsigned long id)
 {
-	size_t klen = strlen(key);
+	const char *cur = field;
+	int n = 0;
 
-	while (q && *q) {
-		const char *amp = strchr(q, '&'), *end = amp ? amp : q + strlen(q);
-		const char *eq = memchr(q, '=', (size_t)(end - q));
-		const char *kend = eq ? eq : end;
+	while (cur && *cur && *cur != '\n') {
+		char *end;
+		unsigned long v;
 
-		if ((size_t)(kend - q) == klen && !memcmp(q, key, klen)) {
-			size_t w = 0;
-
-			for (const char *r = eq ? eq + 1 : end; r < end; r++) {
-				int ch = *r;
-
-				if (ch == '+') {
-					ch = ' ';
-				} else if (ch == '%' && end - r >= 3 && sc_hexval(r[1]) >= 0 &&
-					   sc_hexval(r[2]) >= 0) {
-					ch = sc_hexval(r[1]) * 16 + sc_hexval(r[2]);
-					r += 2;
-				}
-				if (ch == 0)
-					return -EINVAL;   /* %00 would cut the value short */
-				if (w + 1 >= len)
-					return -E2BIG;
-				out[w++] = (char)ch;
-			}
-			out[w] = '\0';
-			return 1;
-		}
-		q = amp ? amp + 1 : NULL;
-	}
-	return 0;
-}
-
-int sc_parse_profile_seconds(const char *query)
-{
-	char v[64];
-	int64_t s;
-
-	if (sc_query_get(query, "seconds", v, sizeof(v)) != 1 || sc_parse_go_int(v, &s) || s <= 0)
-		return 30;
-	return s > INT32_MAX ? INT32_MAX : (int)s;
-}
-
-int sc_parse_symbol_addrs(const char *s, size_t len, uint64_t *out, size_t max)
-{
-	size_t n = 0, i = 0;
-
-	while (i < len) {
-		char word[40];
-		size_t w = 0;
-		const char *p;
-		int base = 10;
-
-		while (i < len && s[i] != '+') {
-			if (w + 1 >= sizeof(word))
-				return -EINVAL;
-			word[w++] = s[i++];
-		}
-		i++;   /* skip '+' */
-		word[w] = '\0';
-		if (!w)
-			continue;
-		p = word;
-		/* strconv.ParseUint(word, 0, 64): 0x hex, 0o/0 octal, 0b binary. */
-		if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-			base = 16;
-			p += 2;
-		} else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
-			base = 2;
-			p += 2;
-		} else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O')) {
-			base = 8;
-			p += 2;
-		} else if (p[0] == '0' && p[1]) {
-			base = 8;
-		}
-		if (!*p || sc_hexval(*p) < 0 || sc_hexval(*p) >= base)
-			return -EINVAL;
-		if (n == max)
-			return -E2BIG;
-		if (sc_parse_u64(&p, base, UINT64_MAX, &out[n]) || *p)
-			return -EINVAL;
+		cur += strspn(cur, " \t");
+		if (*cur == '\n' || !*cur)
+			break;
+		v = strtoul(cur, &end, 10);
+		if (end == cur || v != id)
+			return 0;
+		cur = end;
 		n++;
 	}
-	return (int)n;
+	return n > 0;
 }
 
-/* ---- sampler hand-off ------------------------------------------------------- */
-
-/* Sampler thread: queue the finished request for the loop. */
-static void on_sampler_done(struct pt_request *req, void *arg)
+/* Whether podprof can do its job now: its sampler thread runs, the default
+ * target exists (not a zombie), and podprof may trace it (CAP_SYS_PTRACE
+ * effective, or the same user, and Yama does not forbid ptrace). Returns 0,
+ * or -1 with one line saying what is wrong in msg. Loop thread. */
+static int health_check(struct sc_server *srv, char *msg, size_t size)
 {
-	struct sc_server *srv = arg;
-	struct pending *p = req->user;
+	char path[64], buf[4096];
+	const char *cap, *uid, *gid;
+	unsigned long long eff = 0;
+	struct pt_stat st;
+	int pid = (int)srv->pid;
 
-	pthread_mutex_lock(&srv->lock);
-	p->next = srv->done;
-	srv->done = p;
-	pthread_mutex_unlock(&srv->lock);
-	uv_async_send(&srv->async);
-}
-
-static void on_sampler_log(void *arg, int level, const char *msg)
-{
-	(void)arg;
-	SC_LOG(level == 0 ? SC_LOG_DEBUG : level == 1 ? SC_LOG_INFO : SC_LOG_WARN, "%s", msg);
-}
-
-static void pending_free(struct pending *p)
-{
-	if (!p)
-		return;
-	pt_profile_free(p->req.profile);
-	if (p->req.names)
-		for (size_t i = 0; i < p->req.naddrs; i++)
-			free(p->req.names[i]);
-	free(p->req.names);
-	free(p->addrs);
-	free(p);
-}
-
-static void on_abort(struct sc_conn *c, void *arg)
-{
-	struct pending *p = arg;
-
-	(void)c;
-	p->conn = NULL;
-	pt_sampler_cancel(p->srv->sampler, &p->req);
-}
-
-static const char *req_error(int err)
-{
-	switch (err) {
-	case -ESRCH: return "target process is gone";
-	case -EPERM:
-	case -EACCES:   /* /proc/<pid>/maps is refused before ptrace is even tried */
-		return "ptrace not permitted: podprof needs CAP_SYS_PTRACE (and no_new_privs off for file capabilities)";
-	case -EBUSY: return "too many profiles running at once";
-	case -ECANCELED: return "podprof is shutting down";
-	default: return NULL;
+	if (!pt_sampler_alive(srv->sampler, SAMPLER_STALL_NS)) {
+		snprintf(msg, size, "podprof's sampler thread is not running (or stalled over 10 s)");
+		return -1;
 	}
-}
-
-static const char *state_name(char state)
-{
-	switch (state) {
-	case 'R': return "running";
-	case 'S': return "sleeping";
-	case 'D': return "uninterruptible";
-	case 'T': return "stopped";
-	case 't': return "traced";
-	case 'Z': return "zombie";
-	default: return "unknown";
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
+		snprintf(msg, size, "target process %d is gone", pid);
+		return -1;
 	}
-}
-
-/* The profile.proto of a CPU profile (kind PT_REQ_CPU) or of a thread dump
- * (PT_REQ_SNAPSHOT: Go's goroutine profile, one sample per thread). */
-static int encode_profile(const struct pt_profile *pr, enum pt_req_kind kind, pid_t pid,
-			  uint8_t **out, size_t *len)
-{
-	struct enc_pprof *e = NULL;
-	int64_t *map_ids = NULL;
-	uint64_t *loc_ids = NULL, *stack = NULL;
-	size_t maxn = 0;
-	int err;
-	char comment[256];
-
-	if ((err = enc_pprof_new(&e)))
-		return err;
-	map_ids = calloc(pr->nmaps + 1, sizeof(*map_ids));
-	loc_ids = calloc(pr->nlocs + 1, sizeof(*loc_ids));
-	for (size_t i = 0; i < pr->nsamples; i++)
-		if (pr->samples[i].n > maxn)
-			maxn = pr->samples[i].n;
-	stack = calloc(maxn + 1, sizeof(*stack));
-	err = -ENOMEM;
-	if (!map_ids || !loc_ids || !stack)
-		goto out;
-	if (kind == PT_REQ_CPU) {
-		if ((err = enc_pprof_sample_type(e, "samples", "count")) ||
-		    (err = enc_pprof_sample_type(e, "cpu", "nanoseconds")) ||
-		    (err = enc_pprof_period(e, "cpu", "nanoseconds", 1000000000ll / pr->hz)))
-			goto out;
-		enc_pprof_time(e, (int64_t)pr->time_ns, (int64_t)pr->duration_ns);
-		snprintf(comment, sizeof(comment),
-			 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
-			 " dropped_stacks=%" PRIu64, pr->hz, pr->thread_samples, pr->dropped_stacks);
-	} else {
-		if ((err = enc_pprof_sample_type(e, "goroutine", "count")) ||
-		    (err = enc_pprof_period(e, "goroutine", "count", 1)))
-			goto out;
-		enc_pprof_time(e, (int64_t)pr->time_ns, 0);
-		snprintf(comment, sizeof(comment),
-			 "podprof: every thread of pid %d, one sample each; threads=%zu stopped=%" PRIu64
-			 " (the others were blocked, unchanged since their last snapshot)",
-			 (int)pid, pr->nsamples, pr->threads_stopped);
+	if (st.state == 'Z' || st.state == 'X') {
+		snprintf(msg, size, "target process %d is gone (exited, a zombie)", pid);
+		return -1;
 	}
-	if ((err = enc_pprof_comment(e, comment)))
-		goto out;
-	for (size_t i = 0; i < pr->nmaps; i++) {
-		const struct pt_profile_map *m = &pr->maps[i];
-
-		/* Every location of ours carries a function name (a symbol or
-		 * an honest "lib.so+0x..."), so clients never re-symbolize from
-		 * their own, possibly different, copy of the file. */
-		map_ids[i] = enc_pprof_mapping(e, m->start, m->limit, m->offset, m->path, m->build_id, 1);
-		if (map_ids[i] < 0) {
-			err = (int)map_ids[i];
-			goto out;
-		}
+	if (pt_proc_slurp("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) > 0 && buf[0] == '3') {
+		snprintf(msg, size, "ptrace is disabled on this node (Yama ptrace_scope 3)");
+		return -1;
 	}
-	for (size_t i = 0; i < pr->nlocs; i++) {
-		const struct pt_profile_loc *l = &pr->locs[i];
-		int64_t fn = enc_pprof_function(e, l->name), id;
-
-		if (fn < 0) {
-			err = (int)fn;
-			goto out;
-		}
-		id = enc_pprof_location(e, l->map >= 0 ? (uint64_t)map_ids[l->map] : 0, l->addr,
-					(uint64_t)fn);
-		if (id < 0) {
-			err = (int)id;
-			goto out;
-		}
-		loc_ids[i] = (uint64_t)id;
-	}
-	for (size_t i = 0; i < pr->nsamples; i++) {
-		const struct pt_profile_sample *s = &pr->samples[i];
-		int64_t v[2] = { s->count, s->cpu_ns };
-		const char *sc = s->syscall >= 0 ? pt_syscall_name(s->syscall) : NULL;
-		/* Which thread: pprof -tagfocus=thread=NAME or -tagfocus=tid=N. */
-		struct enc_label lab[4] = {
-			{ .key = "thread", .str = s->thread[0] ? s->thread : "?" },
-			{ .key = "tid", .num = s->tid },
-			{ .key = "state", .str = state_name(s->state) },
-			{ .key = "syscall", .str = sc ? sc : "?" },
-		};
-		size_t nl = kind == PT_REQ_CPU ? 2 : s->syscall >= 0 ? 4 : 3;
-
-		for (uint32_t k = 0; k < s->n; k++)
-			stack[k] = loc_ids[pr->loc_ids[s->first + k]];
-		if ((err = enc_pprof_sample_labels(e, stack, s->n, v, kind == PT_REQ_CPU ? 2 : 1,
-						   lab, nl)))
-			goto out;
-	}
-	err = enc_pprof_encode(e, MAX_PROFILE_BYTES, out, len);
-out:
-	free(map_ids);
-	free(loc_ids);
-	free(stack);
-	enc_pprof_free(e);
-	return err;
-}
-
-/* Answers a request the sampler failed (503 when busy, else 500; `what`
- * prefixes errors without a message of their own). Returns 1 if it did. */
-static int answer_failed(struct pending *p, const char *what)
-{
-	const char *m;
-	char msg[256];
-
-	if (!p->req.err)
+	if (pt_proc_slurp("/proc/self/status", buf, sizeof(buf)) > 0 && (cap = status_field(buf, "CapEff")))
+		eff = strtoull(cap, NULL, 16);
+	if (eff & (1ull << 19 /* CAP_SYS_PTRACE */))
 		return 0;
-	m = req_error(p->req.err);
-	if (!m) {
-		snprintf(msg, sizeof(msg), "%s%s", what ? what : "", sc_strerror(p->req.err));
-		m = msg;
-	}
-	go_error(p->conn, p->req.err == -EBUSY ? 503 : 500, m);
-	return 1;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0 && (uid = status_field(buf, "Uid")) &&
+	    (gid = status_field(buf, "Gid")) && all_ids(uid, (unsigned long)geteuid()) &&
+	    all_ids(gid, (unsigned long)getegid()))
+		return 0;
+	snprintf(msg, size, "podprof lacks CAP_SYS_PTRACE and target process %d runs as another "
+		 "user than podprof (uid %lu)", pid, (unsigned long)geteuid());
+	return -1;
 }
 
-/* Sends the request's profile as Go does: gzipped profile.proto, a download
- * named after the endpoint. */
-static void respond_profile(struct pending *p, const char *filename)
+/* /healthz and /readyz: 200 "ok" when podprof can profile its target, else
+ * 503 and what is wrong. A target that is gone (its container restarted
+ * with a new pid) fails both, so a liveness probe restarts podprof, which
+ * then finds the new one. The switch file does not matter here: disabled
+ * profiling is a choice, not a fault. */
+static void on_healthz(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	char msg[256], body[260];
+	int n;
+
+	if (!health_check(srv, msg, sizeof(msg))) {
+		sc_http_respond(c, 200, SC_TEXT_PLAIN, "ok\n", 3);
+		return;
+	}
+	log_debug("http: %s: 503 %s", req->path, msg);
+	n = snprintf(body, sizeof(body), "%s\n", msg);
+	sc_http_respond(c, 503, SC_TEXT_PLAIN, body, (size_t)n);
+}
+
+/* Go's ServeMux: /tree is redirected to /tree/ when only the latter is
+ * registered, which the index's relative links rely on. */
+static void on_redirect(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	(void)srv;
+	(void)req;
+	sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",
+			"<a href=\"/debug/pprof/\">Moved Permanently</a>.\n\n", 48);
+}
+
+/* Every endpoint, sorted by path: listed profiles appear in the index in
+ * this order, as Go's index sorts them by name. */
+static const struct sc_route routes[] = {
+	{ "/debug/pprof", SC_ROUTE_ANY, NULL, on_redirect, NULL, NULL },
+	{ "/debug/pprof/", SC_ROUTE_GET,
+	  "The index of the profiles below (HTML), with the target process and the other "
+	  "processes of the pod, each with a link.", sc_index_handle, NULL, NULL },
+	{ "/debug/pprof/allocs", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Memory by mapping, cumulative: the bytes that became resident in each since podprof "
+	  "first looked (Go: a sampling of all past memory allocations)", sc_profile_allocs, sc_count_mappings, NULL },
+	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces where threads waited (blocked in a system call or D state), with the "
+	  "time they waited, over ?seconds=N (default --wait-seconds)", sc_profile_block, sc_count_blocked,
+	  NULL },
+	{ "/debug/pprof/cmdline", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "The command line invocation of the current program", sc_profile_cmdline, NULL, NULL },
+	{ "/debug/pprof/goroutine", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces of all current goroutines (here: every thread of the target). "
+	  "Use debug=2 as a query parameter to export in the same format as an "
+	  "unrecovered panic.", sc_profile_goroutine, sc_count_threads, NULL },
+	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Where the process's memory lives, by mapping (heap, thread stacks, anonymous, code "
+	  "and data of each file, shared memory): resident, PSS, dirty and swapped bytes. "
+	  "?seconds=N gives the change over N seconds.", sc_profile_heap, sc_count_mappings, NULL },
+	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces of threads waiting on locks and conditions (futex), with the time they "
+	  "waited, over ?seconds=N (default --wait-seconds)", sc_profile_mutex, sc_count_futex, NULL },
+	{ "/debug/pprof/profile", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "CPU profile. You can specify the duration in the seconds GET parameter. "
+	  "After you get the profile file, use the go tool pprof command to investigate "
+	  "the profile.", sc_profile_cpu, NULL, NULL },
+	{ "/debug/pprof/symbol", SC_ROUTE_GET | SC_ROUTE_POST | SC_ROUTE_LISTED,
+	  "Maps given program counters to function names. Counters can be specified "
+	  "in a GET raw query or POST body, multiple counters are separated by '+'.",
+	  sc_profile_symbol, NULL, NULL },
+	{ "/debug/pprof/threadcreate", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces that led to the creation of new OS threads (clone events seen while "
+	  "attached, from the first request on); threads whose creation was not seen appear "
+	  "under their start routine, labelled creation=\"not seen\"", sc_profile_threadcreate,
+	  sc_count_threads, NULL },
+	{ "/debug/pprof/trace", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "A trace of every thread of the target: running, waiting for a core, blocked (sync, "
+	  "network, sleep, system calls), CPU samples, RSS. You can specify the duration in the "
+	  "seconds GET parameter. After you get the trace file, use the go tool trace command to "
+	  "investigate the trace; ?format=json gives Chrome Trace Event JSON (Perfetto, "
+	  "speedscope).", sc_profile_trace, NULL, "format=json" },
+	{ "/healthz", SC_ROUTE_ANY | SC_ROUTE_PUBLIC,
+	  "ok (200) when podprof can profile: its sampler runs, the target exists and may be "
+	  "traced; else 503 and what is wrong (no token needed).", on_healthz, NULL, NULL },
+	{ "/metrics", SC_ROUTE_GET,
+	  "podprof's own counters, and the target's threads, RSS and CPU, in Prometheus text "
+	  "format.", sc_metrics_handle, NULL, NULL },
+	{ "/readyz", SC_ROUTE_ANY | SC_ROUTE_PUBLIC, "The same checks as /healthz, for readiness probes.",
+	  on_healthz, NULL, NULL },
+};
+
+const struct sc_route *sc_server_routes(size_t *n)
+{
+	*n = SC_ARRAY_LEN(routes);
+	return routes;
+}
+
+/* Prints text from column 29 on (where --help puts option texts),
+ * wrapped before column 80. */
+static void help_text(FILE *out, const char *s)
+{
+	size_t col = 0;
+
+	while (*s) {
+		size_t w = strcspn(s, " ");
+
+		if (col && col + 1 + w > 51) {
+			fprintf(out, "\n%29s", "");
+			col = 0;
+		} else if (col) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", (int)w, s);
+		col += w;
+		s += w;
+		s += strspn(s, " ");
+	}
+	fputc('\n', out);
+}
+
+void sc_server_help(FILE *out)
+{
+	fprintf(out, "Endpoints (each profile also takes ?pid=N to look at another process of the pod):\n");
+	for (size_t i = 0; i < SC_ARRAY_LEN(routes); i++) {
+		if (!routes[i].desc)
+			continue;
+		fprintf(out, "  %-26s ", routes[i].path);
+		help_text(out, routes[i].desc);
+	}
+}
+
+/* ---- answers --------------------------------------------------------------- */
+
+static void go_error_body(int status, const char *msg, const char **headers, char *body,
+			  size_t size, int *len)
+{
+	*len = snprintf(body, size, "%s\n", msg);
+	if (*len >= (int)size)
+		*len = (int)size - 1;
+	/* A 503 is a "come back soon": say when, as scrapers honour it. */
+	*headers = status == 503 ? GO_ERR_RETRY : GO_ERR;
+}
+
+void sc_go_error(struct sc_conn *c, int status, const char *msg)
+{
+	const char *headers;
+	char body[512];
+	int n;
+
+	go_error_body(status, msg, &headers, body, sizeof(body), &n);
+	sc_http_respond(c, status, headers, body, (size_t)n);
+}
+
+void sc_reply_body(struct sc_reply *r, int status, const char *headers, void *body, size_t len)
+{
+	free(r->body);
+	r->status = status;
+	snprintf(r->headers, sizeof(r->headers), "%s", headers ? headers : "");
+	r->body = body;
+	r->len = body ? len : 0;
+}
+
+void sc_reply_error(struct sc_reply *r, int status, const char *msg)
+{
+	const char *headers;
+	char body[512], *copy;
+	int n;
+
+	go_error_body(status, msg, &headers, body, sizeof(body), &n);
+	copy = malloc((size_t)n + 1);
+	if (copy)
+		memcpy(copy, body, (size_t)n);
+	sc_reply_body(r, status, headers, copy, (size_t)n);
+}
+
+void sc_reply_pprof(struct sc_reply *r, struct enc_pprof *e, int err, const char *filename)
 {
 	char headers[160];
-	uint8_t *body;
-	size_t len;
-	int err = encode_profile(p->req.profile, p->req.kind, p->req.pid, &body, &len);
+	uint8_t *body = NULL;
+	size_t len = 0;
 
+	if (!err)
+		err = enc_pprof_encode(e, SC_MAX_PROFILE_BYTES, &body, &len);
 	if (err) {
 		log_error("pprof: encoding %s failed: %s", filename, sc_strerror(err));
-		go_error(p->conn, 500, "failed to encode profile");
+		sc_reply_error(r, 500, "failed to encode profile");
 		return;
 	}
 	snprintf(headers, sizeof(headers), "Content-Type: application/octet-stream\r\n"
 		 "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
-	sc_http_respond_owned(p->conn, 200, headers, body, len);
+	sc_reply_body(r, 200, headers, body, len);
 }
 
-static void answer_cpu(struct pending *p)
+pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query)
 {
-	if (!answer_failed(p, "Could not enable CPU profiling: "))
-		respond_profile(p, "profile");
-}
-
-/* Where a location lives, for the text formats: "<file> +0x<file offset>"
- * of its mapping, or "?" for anonymous memory. */
-static void loc_where(const struct pt_profile *pr, const struct pt_profile_loc *l, struct sc_buf *b)
-{
-	if (l->map >= 0) {
-		const struct pt_profile_map *m = &pr->maps[l->map];
-
-		sc_buf_printf(b, "%s +%#" PRIx64, m->path, l->addr - m->start + m->offset);
-	} else {
-		sc_buf_printf(b, "?");
-	}
-}
-
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct pt_profile_sample *x = *(const struct pt_profile_sample *const *)a;
-	const struct pt_profile_sample *y = *(const struct pt_profile_sample *const *)b;
-
-	return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-/* debug=2: one block per thread, shaped like Go's panic output. */
-static void dump_threads(const struct pt_profile *pr, struct sc_buf *b,
-			 const struct pt_profile_sample **order)
-{
-	for (size_t i = 0; i < pr->nsamples; i++)
-		order[i] = &pr->samples[i];
-	qsort(order, pr->nsamples, sizeof(*order), cmp_tid);
-	for (size_t i = 0; i < pr->nsamples; i++) {
-		const struct pt_profile_sample *s = order[i];
-		const char *sc = s->syscall >= 0 ? pt_syscall_name(s->syscall) : NULL;
-
-		sc_buf_printf(b, "goroutine %d [%s", (int)s->tid, state_name(s->state));
-		if (s->syscall >= 0)
-			sc_buf_printf(b, ", syscall %s", sc ? sc : "?");
-		sc_buf_printf(b, ", thread \"%s\"]:\n", s->thread);
-		if (!s->n)
-			sc_buf_printf(b, "(stack not captured)\n");
-		for (uint32_t k = 0; k < s->n; k++) {
-			const struct pt_profile_loc *l = &pr->locs[pr->loc_ids[s->first + k]];
-
-			sc_buf_printf(b, "%s(...)\n\t", l->name);
-			loc_where(pr, l, b);
-			sc_buf_printf(b, "\n");
-		}
-		sc_buf_printf(b, "\n");
-	}
-}
-
-struct stack_group {
-	const struct pt_profile_sample *s;
-	int64_t count;
-};
-
-static int cmp_stack(const struct pt_profile *pr, const struct pt_profile_sample *x,
-		     const struct pt_profile_sample *y)
-{
-	for (uint32_t k = 0; k < x->n && k < y->n; k++) {
-		uint64_t a = pr->locs[pr->loc_ids[x->first + k]].addr;
-		uint64_t c = pr->locs[pr->loc_ids[y->first + k]].addr;
-
-		if (a != c)
-			return a < c ? -1 : 1;
-	}
-	return (x->n > y->n) - (x->n < y->n);
-}
-
-static int cmp_sample_stack(const void *a, const void *b, void *pr)
-{
-	return cmp_stack(pr, *(const struct pt_profile_sample *const *)a,
-			 *(const struct pt_profile_sample *const *)b);
-}
-
-static int cmp_group(const void *a, const void *b, void *pr)
-{
-	const struct stack_group *x = a, *y = b;
-
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
-	return cmp_stack(pr, x->s, y->s);
-}
-
-/* debug=1: Go's count profile: threads grouped by identical stack, most
- * common first ("N @ pc pc ...", then "#\tpc\tname\twhere" per frame). */
-static int count_profile(const struct pt_profile *pr, struct sc_buf *b,
-			 const struct pt_profile_sample **order)
-{
-	struct stack_group *g = calloc(pr->nsamples + 1, sizeof(*g));
-	size_t ng = 0;
-
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < pr->nsamples; i++)
-		order[i] = &pr->samples[i];
-	qsort_r(order, pr->nsamples, sizeof(*order), cmp_sample_stack, (void *)pr);
-	for (size_t i = 0; i < pr->nsamples; i++) {
-		if (ng && !cmp_stack(pr, g[ng - 1].s, order[i]))
-			g[ng - 1].count += order[i]->count;
-		else
-			g[ng++] = (struct stack_group){ order[i], order[i]->count };
-	}
-	qsort_r(g, ng, sizeof(*g), cmp_group, (void *)pr);
-	sc_buf_printf(b, "goroutine profile: total %zu\n", pr->nsamples);
-	for (size_t i = 0; i < ng; i++) {
-		const struct pt_profile_sample *s = g[i].s;
-
-		sc_buf_printf(b, "%" PRId64 " @", g[i].count);
-		for (uint32_t k = 0; k < s->n; k++)
-			sc_buf_printf(b, " %#" PRIx64, pr->locs[pr->loc_ids[s->first + k]].addr);
-		sc_buf_printf(b, "\n");
-		for (uint32_t k = 0; k < s->n; k++) {
-			const struct pt_profile_loc *l = &pr->locs[pr->loc_ids[s->first + k]];
-
-			sc_buf_printf(b, "#\t%#" PRIx64 "\t%s\t", l->addr, l->name);
-			loc_where(pr, l, b);
-			sc_buf_printf(b, "\n");
-		}
-		sc_buf_printf(b, "\n");
-	}
-	free(g);
-	return 0;
-}
-
-static void answer_goroutine(struct pending *p)
-{
-	const struct pt_profile *pr = p->req.profile;
-	const struct pt_profile_sample **order;
-	struct sc_buf b;
-
-	if (answer_failed(p, NULL))
-		return;
-	if (p->debug == 0) {
-		respond_profile(p, "goroutine");
-		return;
-	}
-	order = calloc(pr->nsamples + 1, sizeof(*order));
-	if (!order) {
-		go_error(p->conn, 500, "out of memory");
-		return;
-	}
-	sc_buf_init(&b, MAX_PROFILE_BYTES);
-	if (p->debug >= 2)
-		dump_threads(pr, &b, order);
-	else if (count_profile(pr, &b, order))
-		b.err = -ENOMEM;
-	free(order);
-	if (b.err) {
-		sc_buf_free(&b);
-		go_error(p->conn, 500, b.err == -E2BIG ? "thread dump too large" : "out of memory");
-		return;
-	}
-	sc_http_respond_owned(p->conn, 200, TEXT, b.data, b.len);
-}
-
-static void answer_symbol(struct pending *p)
-{
-	struct sc_buf b;
-
-	if (p->req.err) {
-		const char *m = req_error(p->req.err);
-
-		go_error(p->conn, 500, m ? m : sc_strerror(p->req.err));
-		return;
-	}
-	sc_buf_init(&b, 64u << 20);
-	sc_buf_printf(&b, "num_symbols: 1\n");
-	for (size_t i = 0; i < p->req.naddrs; i++)
-		if (p->req.names[i])
-			sc_buf_printf(&b, "%#" PRIx64 " %s\n", p->addrs[i], p->req.names[i]);
-	sc_http_respond_owned(p->conn, 200, TEXT, b.data, b.len);
-}
-
-static void on_async(uv_async_t *a)
-{
-	struct sc_server *srv = a->data;
-	struct pending *list;
-
-	/* Sends coalesce: take everything queued so far. */
-	pthread_mutex_lock(&srv->lock);
-	list = srv->done;
-	srv->done = NULL;
-	pthread_mutex_unlock(&srv->lock);
-	while (list) {
-		struct pending *p = list;
-
-		list = list->next;
-		if (p->conn) {
-			if (p->req.kind == PT_REQ_CPU)
-				answer_cpu(p);
-			else if (p->req.kind == PT_REQ_SNAPSHOT)
-				answer_goroutine(p);
-			else
-				answer_symbol(p);
-		}
-		pending_free(p);
-	}
-}
-
-static struct pending *pending_new(struct sc_server *srv, struct sc_conn *c, enum pt_req_kind kind,
-				   pid_t pid)
-{
-	struct pending *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->srv = srv;
-	p->conn = c;
-	p->req.kind = kind;
-	p->req.pid = pid;
-	p->req.user = p;
-	return p;
-}
-
-/* ---- handlers ----------------------------------------------------------- */
-
-/* The process a request is about: ?pid=N if given (every endpoint takes it,
- * to profile another process of the pod), else the default target. A bad
- * pid is answered here in Go's error shape, and 0 is returned. */
-static pid_t request_pid(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	char v[32], path[64], buf[1024], msg[128];
-	struct pt_stat st;
-	int64_t pid;
-	int rc = sc_query_get(query, "pid", v, sizeof(v));
-
-	if (rc == 0)
-		return srv->pid;
-	if (rc < 0 || sc_parse_go_int(v, &pid) || pid <= 0 || pid > INT32_MAX) {
-		go_error(c, 400, "invalid value for \"pid\" - must be a positive integer");
-		return 0;
-	}
-	if (pid == getpid()) {
-		go_error(c, 400, "pid is podprof itself");
-		return 0;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
-	    st.state == 'Z' || st.state == 'X') {
-		snprintf(msg, sizeof(msg), "no process with pid %d in this pod", (int)pid);
-		go_error(c, 404, msg);
-		return 0;
-	}
-	if (st.flags & PT_PF_KTHREAD) {
-		snprintf(msg, sizeof(msg), "pid %d is a kernel thread", (int)pid);
-		go_error(c, 400, msg);
-		return 0;
-	}
-	return (pid_t)pid;
-}
-
-static void handle_profile(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	struct pending *p;
-	char v[64];
-	int64_t hz = srv->cfg->default_hz;
-	int seconds = sc_parse_profile_seconds(query), rc;
-	pid_t pid = request_pid(srv, c, query);
-
-	if (!pid)
-		return;
-	rc = sc_query_get(query, "hz", v, sizeof(v));
-	if (rc != 0 && (rc < 0 || sc_parse_go_int(v, &hz) || hz < 1 || hz > 1000)) {
-		go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
-		return;
-	}
-	if (seconds > srv->cfg->max_seconds) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "profile duration exceeds the limit of %d seconds",
-			 srv->cfg->max_seconds);
-		go_error(c, 400, msg);
-		return;
-	}
-	p = pending_new(srv, c, PT_REQ_CPU, pid);
-	if (!p) {
-		go_error(c, 500, "out of memory");
-		return;
-	}
-	p->req.seconds = seconds;
-	p->req.hz = (int)hz;
-	sc_http_on_abort(c, on_abort, p);
-	pt_sampler_submit(srv->sampler, &p->req);
-}
-
-/* /debug/pprof/goroutine: every thread's stack now. debug follows Go's
- * strconv.Atoi (anything unparsable is 0). */
-static void handle_goroutine(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	struct pending *p;
-	char v[32];
-	int64_t debug = 0;
+	char msg[128];
 	pid_t pid;
+	int err = sc_query_pid(query, srv->pid, &pid, msg, sizeof(msg));
 
-	if (sc_query_get(query, "seconds", v, sizeof(v)) != 0) {
-		go_error(c, 400, "\"seconds\" parameter is not supported for this profile type "
-			 "by podprof yet (ask again without it for the threads now)");
-		return;
-	}
-	if (!(pid = request_pid(srv, c, query)))
-		return;
-	if (sc_query_get(query, "debug", v, sizeof(v)) != 1 || sc_parse_go_int(v, &debug))
-		debug = 0;
-	p = pending_new(srv, c, PT_REQ_SNAPSHOT, pid);
-	if (!p) {
-		go_error(c, 500, "out of memory");
-		return;
-	}
-	p->debug = debug < 0 ? 1 : debug > 2 ? 2 : (int)debug;
-	sc_http_on_abort(c, on_abort, p);
-	pt_sampler_submit(srv->sampler, &p->req);
-}
-
-static void handle_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
-{
-	/* pprof's symbolz puts addresses in the raw query: a pid= for another
-	 * process comes only with POST (body = addresses). */
-	int post = !strcmp(req->method, "POST");
-	const char *in = post ? req->body : req->query;
-	size_t len = post ? req->body_len : strlen(req->query);
-	pid_t pid = post ? request_pid(srv, c, req->query) : srv->pid;
-	struct pending *p;
-	uint64_t *addrs;
-	int n;
-
-	if (!pid)
-		return;
-	addrs = malloc(sizeof(*addrs) * (len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS));
-	if (!addrs) {
-		go_error(c, 500, "out of memory");
-		return;
-	}
-	n = sc_parse_symbol_addrs(in, len, addrs, len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS);
-	if (n < 0) {
-		free(addrs);
-		go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
-		return;
-	}
-	if (n == 0) {
-		free(addrs);
-		sc_http_respond(c, 200, TEXT, "num_symbols: 1\n", 15);
-		return;
-	}
-	p = pending_new(srv, c, PT_REQ_SYMBOLIZE, pid);
-	if (!p) {
-		free(addrs);
-		go_error(c, 500, "out of memory");
-		return;
-	}
-	p->addrs = addrs;
-	p->req.addrs = addrs;
-	p->req.naddrs = (size_t)n;
-	sc_http_on_abort(c, on_abort, p);
-	pt_sampler_submit(srv->sampler, &p->req);
-}
-
-static void handle_cmdline(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	char path[64], *text;
-	size_t len;
-	int err;
-	pid_t pid = request_pid(srv, c, query);
-
-	if (!pid)
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);
 	if (err) {
-		go_error(c, err == -ESRCH ? 404 : 500,
-			 err == -ESRCH ? "target process is gone" : sc_strerror(err));
-		return;
+		sc_go_error(c, err == -ESRCH ? 404 : 400, msg);
+		return 0;
 	}
-	/* /proc ends each argument with NUL; Go joins with NUL, nothing after. */
-	if (len && text[len - 1] == '\0')
-		len--;
-	sc_http_respond_owned(c, 200, TEXT, text, len);
+	return pid;
 }
 
-struct profile_row {
-	const char *name;
-	const char *desc;
-};
-
-/* The profiles this build serves, sorted by name as Go's index is. */
-static const struct profile_row rows[] = {
-	{ "cmdline", "The command line invocation of the current program" },
-	{ "goroutine", "Stack traces of all current goroutines (here: every thread of the target). "
-		       "Use debug=2 as a query parameter to export in the same format as an "
-		       "unrecovered panic." },
-	{ "profile", "CPU profile. You can specify the duration in the seconds GET parameter. "
-		     "After you get the profile file, use the go tool pprof command to investigate "
-		     "the profile." },
-	{ "symbol", "Maps given program counters to function names. Counters can be specified "
-		    "in a GET raw query or POST body, multiple counters are separated by '+'." },
-};
-
-static void target_panel(pid_t pid, struct sc_buf *b)
-{
-	char path[64], buf[4096], exe[PT_PROC_MAX_PATH];
-	struct pt_stat st;
-	long long rss = -1;
-	ssize_t n;
-	long hz = sysconf(_SC_CLK_TCK);
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
-		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)pid);
-		return;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0)
-		pt_proc_status_value(buf, "VmRSS", &rss);
-	sc_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
-		      "<tr><td>comm</td><td>", (int)pid);
-	sc_buf_html(b, st.comm);
-	sc_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
-	sc_buf_html(b, exe[0] ? exe : "?");
-	sc_buf_printf(b, "</td></tr>\n<tr><td>threads</td><td>%ld</td></tr>\n"
-		      "<tr><td>RSS</td><td>%lld kB</td></tr>\n"
-		      "<tr><td>CPU</td><td>%.2f s</td></tr>\n</table>\n</p>\n",
-		      st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
-}
-
-/* The other processes of the pod (our PID namespace), each with a link. */
-/* The pod's processes: one /proc scan, kept for POD_PANEL_TTL_NS so that a
- * flood of index requests does not rescan /proc for each. */
-#define POD_PANEL_TTL_NS 1000000000ull
-
-static void pod_panel(struct sc_server *srv, pid_t current, struct sc_buf *out)
-{
-	struct sc_buf fresh, *b = &fresh;
-	struct dirent *de;
-	DIR *d;
-	int shown = 0;
-	uint64_t now = uv_hrtime();
-
-	if (srv->pod_html && srv->pod_for == current && now - srv->pod_at < POD_PANEL_TTL_NS) {
-		sc_buf_append(out, srv->pod_html, srv->pod_len);
-		return;
-	}
-	if (!(d = opendir("/proc")))
-		return;
-	sc_buf_init(&fresh, 1u << 20);
-	sc_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
-	while ((de = readdir(d)) && shown < 200) {
-		char path[64], buf[1024], *end;
-		struct pt_stat st;
-		long v = strtol(de->d_name, &end, 10);
-
-		if (*end || v <= 0 || v == getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", v);
-		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
-		    (st.flags & PT_PF_KTHREAD))
-			continue;
-		sc_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
-			      v == current ? " (shown)" : "");
-		sc_buf_html(b, st.comm);
-		sc_buf_printf(b, "</td></tr>\n");
-		shown++;
-	}
-	closedir(d);
-	sc_buf_printf(b, "</table>\n</p>\n");
-	if (fresh.err) {
-		sc_buf_free(&fresh);
-		return;
-	}
-	sc_buf_append(out, fresh.data, fresh.len);
-	free(srv->pod_html);
-	srv->pod_html = sc_buf_steal(&fresh, &srv->pod_len);
-	srv->pod_for = current;
-	srv->pod_at = now;
-}
-
-static void handle_index(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	struct sc_buf b;
-	char extra[32] = "";
-	pid_t pid = request_pid(srv, c, query);
-
-	if (!pid)
-		return;
-	if (pid != srv->pid)
-		snprintf(extra, sizeof(extra), "&pid=%d", (int)pid);
-
-	sc_buf_init(&b, 1u << 20);
-	sc_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
-		      "\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
-		      "/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
-		      "text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
-		      "<thead><td>Count</td><td>Profile</td></thead>\n");
-	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++)
-		sc_buf_printf(&b, "<tr><td>0</td><td><a href='%s?debug=1%s'>%s</a></td></tr>\n",
-			      rows[i].name, extra, rows[i].name);
-	sc_buf_printf(&b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
-	for (size_t i = 0; i < SC_ARRAY_LEN(rows); i++) {
-		sc_buf_printf(&b, "<li><div class=profile-name>%s: </div> ", rows[i].name);
-		sc_buf_html(&b, rows[i].desc);
-		sc_buf_printf(&b, "</li>\n");
-	}
-	sc_buf_printf(&b, "</ul>\n</p>\n");
-	target_panel(pid, &b);
-	pod_panel(srv, pid, &b);
-	sc_buf_printf(&b, "</body>\n</html>\n");
-	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
-}
-
-static void metric(struct sc_buf *b, const char *name, const char *type, const char *help,
-		   double v)
-{
-	sc_buf_printf(b, "# HELP podprof_%s %s\n# TYPE podprof_%s %s\npodprof_%s %.9g\n", name, help,
-		      name, type, name, v);
-}
-
-/* /metrics: Prometheus text format 0.0.4. The sampler's counters, recent
- * pause and unwind quantiles, and the default target's threads, RSS and CPU. */
-static void handle_metrics(struct sc_server *srv, struct sc_conn *c)
-{
-	struct pt_sampler_stats st;
-	struct pt_stat ps;
-	struct sc_buf b;
-	char path[64], buf[1024];
-	long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-
-	pt_sampler_stats(srv->sampler, &st);
-	sc_buf_init(&b, 1u << 20);
-	metric(&b, "thread_samples_total", "counter", "Thread stacks captured by CPU ticks and snapshots.",
-	       (double)st.thread_samples);
-	metric(&b, "stops_total", "counter", "Threads stopped (one at a time) to capture a stack.",
-	       (double)st.stops);
-	metric(&b, "late_stops_total", "counter",
-	       "Threads that stopped after their tick (runnable but not on a core): a CPU tick's are "
-	       "captured when they stop, a thread dump's resumed without a stack.",
-	       (double)st.late_stops);
-	metric(&b, "incomplete_stacks_total", "counter",
-	       "Stacks whose unwind ended before the outermost frame.", (double)st.incomplete_stacks);
-	metric(&b, "signals_reinjected_total", "counter",
-	       "Signals that arrived while the target was traced, passed on to it.",
-	       (double)st.signals_reinjected);
-	metric(&b, "group_stops_total", "counter", "Group stops (SIGSTOP and the like) honoured.",
-	       (double)st.group_stops);
-	metric(&b, "snapshot_reused_total", "counter",
-	       "Thread-dump stacks reused because the thread stayed blocked (no stop).",
-	       (double)st.snapshot_reused);
-	metric(&b, "maps_rereads_total", "counter",
-	       "Reads of the target's maps forced by an address outside them.", (double)st.maps_rereads);
-	metric(&b, "stack_copies_short_total", "counter",
-	       "Stacks cut short because the unwind needed more than was copied (the next copy is whole).",
-	       (double)st.short_copies);
-	metric(&b, "ticks_total", "counter", "Sampling ticks run.", (double)st.ticks);
-	metric(&b, "ticks_late_total", "counter",
-	       "Ticks that started a period or more late (the sampler fell behind; never queued).",
-	       (double)st.ticks_late);
-	metric(&b, "pause_seconds_total", "counter",
-	       "Time target threads spent stopped by podprof, summed over stops.",
-	       (double)st.pause_ns_total / 1e9);
-	metric(&b, "unwind_seconds_total", "counter", "Time spent unwinding captured stacks.",
-	       (double)st.unwind_ns_total / 1e9);
-	sc_buf_printf(&b, "# HELP podprof_pause_seconds Pause per thread-sample, recent samples.\n"
-		      "# TYPE podprof_pause_seconds summary\n"
-		      "podprof_pause_seconds{quantile=\"0.5\"} %.9g\n"
-		      "podprof_pause_seconds{quantile=\"0.99\"} %.9g\n",
-		      (double)st.pause_p50_ns / 1e9, (double)st.pause_p99_ns / 1e9);
-	metric(&b, "rate_divisor", "gauge",
-	       "1, or the factor the sampling rate is lowered by while the sampler is over its CPU budget.",
-	       (double)st.rate_div);
-	metric(&b, "rate_changes_total", "counter",
-	       "Times the sampler lowered or restored its rate.", (double)st.rate_changes);
-	metric(&b, "sessions_done_total", "counter", "Profiles finished.", (double)st.sessions_done);
-	metric(&b, "sessions_active", "gauge", "Profiles running now.", (double)st.sessions_active);
-	metric(&b, "targets_attached", "gauge", "Processes traced now (0 when idle).",
-	       (double)st.targets_attached);
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv->pid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0 && !pt_proc_parse_stat(buf, &ps)) {
-		metric(&b, "target_threads", "gauge", "Threads of the default target.",
-		       (double)ps.num_threads);
-		metric(&b, "target_resident_bytes", "gauge", "Resident memory of the default target.",
-		       (double)ps.rss_pages * (double)page);
-		metric(&b, "target_cpu_seconds_total", "counter", "CPU time of the default target.",
-		       (double)(ps.utime + ps.stime) / (double)hz);
-	}
-	if (b.err) {
-		sc_buf_free(&b);
-		go_error(c, 500, "out of memory");
-		return;
-	}
-	sc_http_respond_owned(c, 200, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
-			      b.data, b.len);
-}
+/* ---- dispatch ----------------------------------------------------------------- */
 
 /* Compares in time that depends on the lengths only, not on where the
  * first difference is. */
@@ -976,15 +350,35 @@ static int token_ok(const char *token, const char *authorization)
 	return !diff && a == b;
 }
 
+static const struct sc_route *find_route(const char *path)
+{
+	for (size_t i = 0; i < SC_ARRAY_LEN(routes); i++)
+		if (!strcmp(routes[i].path, path))
+			return &routes[i];
+	return NULL;
+}
+
+/* An unknown name under /debug/pprof/ gets Go's 404 only for GET and
+ * HEAD: for other methods Go 1.23's mux answers 405 first. */
+static int method_ok(const struct sc_route *r, const struct sc_request *req)
+{
+	unsigned m = r ? r->flags : SC_ROUTE_GET;
+
+	if (m & SC_ROUTE_ANY)
+		return 1;
+	if ((m & SC_ROUTE_GET) && (!strcmp(req->method, "GET") || req->head))
+		return 1;
+	return (m & SC_ROUTE_POST) && !strcmp(req->method, "POST");
+}
+
 static void on_request(struct sc_conn *c, const struct sc_request *req, void *arg)
 {
 	struct sc_server *srv = arg;
-	const char *path = req->path, *name;
-	int get = !strcmp(req->method, "GET") || req->head, metrics;
+	const struct sc_route *r = find_route(req->path);
 
-	log_debug("http: %s %s", req->method, path);
-	if (!strcmp(path, "/healthz")) {
-		sc_http_respond(c, 200, TEXT, "ok\n", 3);
+	log_debug("http: %s %s", req->method, req->path);
+	if (r && (r->flags & SC_ROUTE_PUBLIC)) {
+		r->handler(srv, c, req);
 		return;
 	}
 	if (srv->token && !token_ok(srv->token, req->authorization)) {
@@ -992,36 +386,263 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 				"WWW-Authenticate: Bearer realm=\"podprof\"\r\n", "unauthorized\n", 13);
 		return;
 	}
-	if (!strcmp(path, "/debug/pprof")) {
-		sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",
-				"<a href=\"/debug/pprof/\">Moved Permanently</a>.\n\n", 48);
+	/* Disabled by the switch file: everything under /debug/pprof answers
+	 * as a path nobody serves, Go's mux 404 (what Knative's profiling
+	 * handler answers while profiling.enable is false). */
+	if (!atomic_load(&srv->enabled) && !strncmp(req->path, "/debug/pprof", 12) &&
+	    (!req->path[12] || req->path[12] == '/')) {
+		sc_http_respond(c, 404, SC_TEXT_PLAIN, "404 page not found\n", 19);
 		return;
 	}
-	metrics = !strcmp(path, "/metrics");
-	if (!metrics && strncmp(path, "/debug/pprof/", 13)) {
-		sc_http_respond(c, 404, TEXT, "404 page not found\n", 19);
+	if (!r && strncmp(req->path, SC_PPROF_PREFIX, strlen(SC_PPROF_PREFIX))) {
+		sc_http_respond(c, 404, SC_TEXT_PLAIN, "404 page not found\n", 19);
 		return;
 	}
-	name = metrics ? "" : path + 13;
-	if (!get && !(strcmp(name, "symbol") == 0 && !strcmp(req->method, "POST"))) {
+	if (!method_ok(r, req)) {
 		sc_http_respond(c, 405, "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n",
 				"Method Not Allowed\n", 19);
 		return;
 	}
-	if (metrics)
-		handle_metrics(srv, c);
-	else if (!*name)
-		handle_index(srv, c, req->query);
-	else if (!strcmp(name, "profile"))
-		handle_profile(srv, c, req->query);
-	else if (!strcmp(name, "cmdline"))
-		handle_cmdline(srv, c, req->query);
-	else if (!strcmp(name, "goroutine"))
-		handle_goroutine(srv, c, req->query);
-	else if (!strcmp(name, "symbol"))
-		handle_symbol(srv, c, req);
+	if (!r) {
+		sc_go_error(c, 404, "Unknown profile");   /* clients match these words */
+		return;
+	}
+	r->handler(srv, c, req);
+}
+
+/* ---- jobs: sampler, then a work thread, then the loop ---------------------- */
+
+/* Frees the result and the profile's part of j: on the work thread once
+ * encoded, so that the loop never walks a large profile. */
+static void job_release(struct sc_job *j)
+{
+	if (j->released)
+		return;
+	j->released = 1;
+	pt_profile_free(j->req.profile);
+	j->req.profile = NULL;
+	if (j->ops->release)
+		j->ops->release(j);
+}
+
+static void job_free(struct sc_job *j)
+{
+	if (!j)
+		return;
+	job_release(j);
+	free(j->reply.body);
+	free(j);
+}
+
+/* The last of the server goes when sc_server_free was called, the async
+ * handle is closed and no encoding is left to report back. */
+static void server_maybe_free(struct sc_server *s)
+{
+	if (!s->freeing || s->async_open || s->encoding)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	free(s->token);
+	sc_index_cache_free(&s->index);
+	free(s);
+}
+
+/* Sampler thread: the continuous watch ended. After an exec the process is
+ * still there, running a new program: watch that one. */
+static void watch_ended(struct sc_server *srv, struct pt_request *req)
+{
+	char path[64], buf[512];
+	struct pt_stat st;
+
+	atomic_store(&srv->watching, 0);
+	if (req->err == -ECANCELED) {
+		/* podprof is stopping, or the switch paused the sampler. If it
+		 * was switched back on meanwhile, watch again, unless
+		 * switch_changed already did (watching claims the request). */
+		if (atomic_load(&srv->enabled) && !atomic_exchange(&srv->watching, 1))
+			pt_sampler_submit(srv->sampler, req);
+		return;
+	}
+	if (req->err) {
+		log_warn("watch: the continuous watch of pid %d stopped: %s", (int)req->pid,
+			 sc_strerror(req->err));
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)req->pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
+	    st.state == 'Z' || st.state == 'X') {
+		log_warn("watch: pid %d is gone: the continuous watch ended", (int)req->pid);
+		return;
+	}
+	log_info("watch: pid %d runs a new program: watching it from now on", (int)req->pid);
+	atomic_store(&srv->watching, 1);
+	pt_sampler_submit(srv->sampler, req);
+}
+
+/* Sampler thread: queue the finished request for the loop. */
+static void on_sampler_done(struct pt_request *req, void *arg)
+{
+	struct sc_server *srv = arg;
+	struct sc_job *j = req->user;
+
+	if (req == &srv->watch) {   /* it has no client: it ended, or never began */
+		watch_ended(srv, req);
+		return;
+	}
+
+	pthread_mutex_lock(&srv->lock);
+	j->next = srv->done;
+	srv->done = j;
+	pthread_mutex_unlock(&srv->lock);
+	uv_async_send(&srv->async);
+}
+
+static void on_sampler_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	SC_LOG(level == 0 ? SC_LOG_DEBUG : level == 1 ? SC_LOG_INFO : SC_LOG_WARN, "%s", msg);
+}
+
+/* Loop thread, from the connection's close: the client went away. */
+static void on_abort(struct sc_conn *c, void *arg)
+{
+	struct sc_job *j = arg;
+
+	(void)c;
+	j->conn = NULL;
+	if (j->state == JOB_SAMPLING)
+		pt_sampler_cancel(j->srv->sampler, &j->req);
 	else
-		go_error(c, 404, "Unknown profile");
+		uv_cancel((uv_req_t *)&j->work);   /* fails harmlessly once running */
+}
+
+/* Work thread. */
+static void on_work(uv_work_t *w)
+{
+	struct sc_job *j = SC_CONTAINER_OF(w, struct sc_job, work);
+
+	j->ops->encode(j, &j->reply);
+	job_release(j);
+}
+
+/* Loop thread: the encoding finished, or was cancelled (UV_ECANCELED)
+ * before it started because the client left or the server is closing. */
+static void on_work_done(uv_work_t *w, int status)
+{
+	struct sc_job *j = SC_CONTAINER_OF(w, struct sc_job, work);
+	struct sc_server *srv = j->srv;
+
+	srv->encoding--;
+	if (status == UV_ECANCELED) {
+		log_debug("http: an encoding was cancelled before it started");
+	} else if (!j->conn) {
+		log_debug("http: client gone while its answer was encoded: dropped");
+	} else {
+		sc_http_respond_owned(j->conn, j->reply.status, j->reply.headers, j->reply.body,
+				      j->reply.len);
+		j->reply.body = NULL;
+	}
+	job_free(j);
+	server_maybe_free(srv);
+}
+
+static void job_done(struct sc_server *srv, struct sc_job *j)
+{
+	int err;
+
+	if (j->conn && !srv->freeing && !atomic_load(&srv->enabled)) {
+		/* Switched off while it ran: the sampler cancelled it. */
+		sc_http_respond(j->conn, 404, SC_TEXT_PLAIN, "404 page not found\n", 19);
+		job_free(j);
+		return;
+	}
+	if (!j->conn || srv->freeing || j->ops->done(j) == SC_JOB_ANSWERED) {
+		job_free(j);
+		return;
+	}
+	j->state = JOB_ENCODING;
+	if ((err = uv_queue_work(srv->loop, &j->work, on_work, on_work_done))) {
+		log_error("http: cannot queue an encoding: %s", uv_strerror(err));
+		sc_go_error(j->conn, 500, "failed to encode profile");
+		job_free(j);
+		return;
+	}
+	srv->encoding++;
+	log_debug("http: an answer is being encoded on a work thread (%d now)", srv->encoding);
+}
+
+static void on_async(uv_async_t *a)
+{
+	struct sc_server *srv = a->data;
+	struct sc_job *list;
+
+	/* Sends coalesce: take everything queued so far. */
+	pthread_mutex_lock(&srv->lock);
+	list = srv->done;
+	srv->done = NULL;
+	pthread_mutex_unlock(&srv->lock);
+	while (list) {
+		struct sc_job *j = list;
+
+		list = list->next;
+		job_done(srv, j);
+	}
+}
+
+struct sc_job *sc_job_new(struct sc_server *srv, struct sc_conn *c, const struct sc_job_ops *ops,
+			  size_t size)
+{
+	struct sc_job *j = calloc(1, size < sizeof(*j) ? sizeof(*j) : size);
+
+	if (!j) {
+		sc_go_error(c, 500, "out of memory");
+		return NULL;
+	}
+	j->ops = ops;
+	j->srv = srv;
+	j->conn = c;
+	j->state = JOB_SAMPLING;
+	j->req.user = j;
+	return j;
+}
+
+void sc_job_submit(struct sc_job *j)
+{
+	sc_http_on_abort(j->conn, on_abort, j);
+	pt_sampler_submit(j->srv->sampler, &j->req);
+}
+
+const char *sc_job_strerror(int err)
+{
+	switch (err) {
+	case -ESRCH: return "target process is gone";
+	case -EPERM:
+	case -EACCES:   /* /proc/<pid>/maps is refused before ptrace is even tried */
+		return "ptrace not permitted: podprof needs CAP_SYS_PTRACE (and no_new_privs off for file capabilities)";
+	case -EBUSY: return "too many profiles running at once";
+	case -ECANCELED: return "podprof is shutting down";
+	default: return NULL;
+	}
+}
+
+enum sc_job_next sc_job_check(struct sc_job *j, const char *prefix)
+{
+	const char *m;
+	char msg[256];
+
+	if (!j->req.err)
+		return SC_JOB_ENCODE;
+	m = sc_job_strerror(j->req.err);
+	if (!m) {
+		snprintf(msg, sizeof(msg), "%s%s", prefix ? prefix : "", sc_strerror(j->req.err));
+		m = msg;
+	}
+	return sc_job_error(j, j->req.err == -EBUSY ? 503 : 500, m);
+}
+
+enum sc_job_next sc_job_error(struct sc_job *j, int status, const char *msg)
+{
+	sc_go_error(j->conn, status, msg);
+	return SC_JOB_ANSWERED;
 }
 
 /* ---- life cycle ------------------------------------------------------------- */
@@ -1052,9 +673,9 @@ static int read_token(const char *path, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *cfg, pid_t pid)
+static void sampler_opts(const struct sc_cfg *cfg, struct pt_sampler_opts *so)
 {
-	struct pt_sampler_opts so = {
+	*so = (struct pt_sampler_opts){
 		.stack_bytes = (size_t)cfg->stack_bytes,
 		.max_frames = cfg->max_frames,
 		.max_threads = cfg->max_threads,
@@ -1063,9 +684,47 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 		.max_cpu = cfg->max_cpu_percent / 100.0,
 		.max_sessions = cfg->max_sessions,
 		.max_stacks = cfg->max_stacks,
+		.max_trace_events = cfg->max_trace_events,
 		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,
 		.debug_dir = getenv("PODPROF_DEBUG_DIR"),
+		.python = cfg->python,
 	};
+}
+
+/* Starts the continuous watch unless it runs (watching claims it). */
+static void watch_start(struct sc_server *s)
+{
+	if (!s->cfg->continuous || atomic_exchange(&s->watching, 1))
+		return;
+	/* For as long as the target lives (a century, in practice). */
+	s->watch = (struct pt_request){ .kind = &pt_kind_watch, .pid = s->pid, .hz = s->cfg->continuous_hz,
+					.duration_ns = 100ull * 365 * 86400 * 1000000000ull };
+	pt_sampler_submit(s->sampler, &s->watch);
+}
+
+/* Loop thread: the switch file changed. Off: new requests get 404 at once,
+ * the sampler cancels every session (their clients get 404 too), the watch
+ * included, and detaches now. On: the sampler serves again, and the watch
+ * starts again. The order matters to watch_ended (sampler thread), which
+ * restarts the watch only when it sees enabled. */
+static void on_switch(struct sc_switch *sw, int enabled, void *arg)
+{
+	struct sc_server *s = arg;
+
+	(void)sw;
+	if (!enabled) {
+		atomic_store(&s->enabled, 0);
+		pt_sampler_pause(s->sampler, 1);
+		return;
+	}
+	pt_sampler_pause(s->sampler, 0);
+	atomic_store(&s->enabled, 1);
+	watch_start(s);
+}
+
+int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *cfg, pid_t pid)
+{
+	struct pt_sampler_opts so;
 	struct sc_server *s;
 	int err;
 
@@ -1089,11 +748,26 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 	}
 	s->async.data = s;
 	s->async_open = 1;
+	sampler_opts(cfg, &so);
 	if ((err = pt_sampler_new(&s->sampler, &so, on_sampler_done, on_sampler_log, s)))
 		goto fail;
 	if ((err = sc_http_init(loop, &s->http, cfg, on_request, s))) {
 		log_error("http: cannot listen on %s: %s", cfg->listen, sc_strerror(err));
 		goto fail;
+	}
+	atomic_store(&s->enabled, 1);
+	if (cfg->enable_file) {
+		if ((err = sc_switch_new(&s->sw, loop, cfg->enable_file, on_switch, s)))
+			goto fail;
+		if (!sc_switch_enabled(s->sw)) {
+			atomic_store(&s->enabled, 0);
+			pt_sampler_pause(s->sampler, 1);
+		}
+	}
+	if (cfg->continuous && atomic_load(&s->enabled)) {
+		watch_start(s);
+		log_info("watch: continuous mode: pid %d stays traced at %d Hz; block, mutex, allocs and "
+			 "threadcreate count from now on", (int)pid, cfg->continuous_hz);
 	}
 	*out = s;
 	return 0;
@@ -1107,21 +781,49 @@ int sc_server_port(const struct sc_server *s)
 	return sc_http_port(s->http);
 }
 
+const struct sc_cfg *sc_server_cfg(const struct sc_server *s)
+{
+	return s->cfg;
+}
+
+pid_t sc_server_target(const struct sc_server *s)
+{
+	return s->pid;
+}
+
+int sc_server_watching(struct sc_server *s)
+{
+	return atomic_load(&s->watching);
+}
+
+struct pt_sampler *sc_server_sampler(struct sc_server *s)
+{
+	return s->sampler;
+}
+
+struct sc_index_cache *sc_server_index_cache(struct sc_server *s)
+{
+	return &s->index;
+}
+
 static void on_async_closed(uv_handle_t *h)
 {
 	struct sc_server *s = h->data;
 
-	pthread_mutex_destroy(&s->lock);
-	free(s->token);
-	free(s->pod_html);
-	free(s);
+	s->async_open = 0;
+	server_maybe_free(s);
 }
 
 void sc_server_free(struct sc_server *s)
 {
 	if (!s)
 		return;
-	/* Close connections first: their abort callbacks cancel sessions. */
+	s->freeing = 1;
+	atomic_store(&s->enabled, 0);   /* the watch's cancel must not restart it */
+	sc_switch_free(s->sw);
+	s->sw = NULL;
+	/* Close connections first: their abort callbacks cancel sessions and
+	 * queued encodings (running ones finish, unanswered, later). */
 	sc_http_close(s->http);
 	s->http = NULL;
 	pt_sampler_free(s->sampler);   /* joins; completes what was pending */

@@ -14,7 +14,8 @@ in the same repetition; podprof's CPU and peak RSS.
 
 Then: the one-shot thread dump (the sampler's snapshot API, bench-snapshot)
 against `eu-stack -p` for 1, 8, 64 and 512 threads; podprof's RSS through a
-long profile; HTTP latency under load (wrk).
+long profile; HTTP latency under load (wrk); CPython frames: pause per
+sample with --python 1 and 0 side by side on the same pyhot.py process.
 """
 import argparse
 import os
@@ -31,8 +32,9 @@ import lib as run_it  # noqa: E402  (the integration suite's go tool pprof helpe
 ap = argparse.ArgumentParser()
 ap.add_argument("build", nargs="?", default="build/release")
 ap.add_argument("--reps", type=int, default=3)
+ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
-ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http")
+ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,python")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
                 "these ';'-separated strings, e.g. '1 busy, 1000;8 busy, 100 Hz'")
 ap.add_argument("--versus", default="", help="cpu: also profile with this other build (a build "
@@ -124,6 +126,28 @@ def start_podprof(pid, *extra, binary=None):
     return pp, int(m.group(1))
 
 
+def stop_podprof(pp):
+    """Ends a podprof of start_podprof; returns its whole log."""
+    pp.terminate()
+    pp.wait()
+    pp.reader.join()
+    return "".join(pp.lines)
+
+
+def stops_total(port):
+    """podprof_stops_total from /metrics."""
+    met = subprocess.run(["curl", "-sf", "http://127.0.0.1:%d/metrics" % port], capture_output=True,
+                         text=True).stdout
+    return float(re.search(r"^podprof_stops_total (\S+)", met, re.M).group(1))
+
+
+def pause_figures(log):
+    """(thread-samples, pause p50, p99, unwind p50, p99) from podprof's
+    end-of-profile log line."""
+    m = re.search(r"thread_samples=(\d+).*pause_us p50=([\d.]+) p99=([\d.]+) unwind_us p50=([\d.]+) p99=([\d.]+)", log)
+    return (int(m.group(1)),) + tuple(float(v) for v in m.group(2, 3, 4, 5))
+
+
 def run_profiled(threads, sleepers, hz, seconds, binary=None):
     import time
     p = start_busy(threads, sleepers)
@@ -139,12 +163,8 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None):
     hwm = vm_kb(pp.pid, "VmHWM")
     truth, iters = stop_busy(p, t0)
     ips = iters / (time.monotonic() - t0)
-    pp.terminate()
-    pp.wait()
-    pp.reader.join()
-    log = "".join(pp.lines)
-    m = re.search(r"thread_samples=(\d+).*pause_us p50=([\d.]+) p99=([\d.]+) unwind_us p50=([\d.]+) p99=([\d.]+)", log)
-    samples, p50, p99, u50, u99 = int(m.group(1)), *map(float, m.group(2, 3, 4, 5))
+    log = stop_podprof(pp)
+    samples, p50, p99, u50, u99 = pause_figures(log)
     sym = re.search(r"symbolize_us_per_loc=([\d.]+) locs=(\d+) symtabs=(\d+) in ([\d.]+) ms", log)
     run_it.TMP = TMP
     a = b = 0.0
@@ -250,8 +270,7 @@ def section_memory():
         time.sleep(args.seconds)
         rss.append(vm_kb(pp.pid, "VmRSS") / 1024.0)
     c.wait()
-    pp.terminate()
-    pp.wait()
+    stop_podprof(pp)
     p.terminate()
     p.communicate()
     print("### podprof RSS through one %d s profile (8 busy + 56 idle threads, 1000 Hz), every %d s\n" % (secs, args.seconds))
@@ -279,14 +298,187 @@ def section_http():
             print("| %s | %d | %s | %s | %s |%s" % (path, conns, rps.group(1) if rps else "?", l50.group(1) if l50 else "?",
                                                    l99.group(1) if l99 else "?", " " + errs.group(0) if errs else ""))
     print()
-    pp.terminate()
-    pp.wait()
+    stop_podprof(pp)
     p.terminate()
     p.communicate()
 
 
+def run_view(threads, sleepers, path, seconds):
+    """One request of `path` against busy: the target's throughput, podprof's
+    CPU and peak RSS, the body's size and the stops it cost."""
+    import time
+    p = start_busy(threads, sleepers)
+    t0 = time.monotonic()
+    pp, port = start_podprof(p.pid, "--detach-grace-ms", "60000")
+    out = os.path.join(TMP, "view.out")
+    cpu0 = proc_cpu_s(pp.pid)
+    subprocess.run(["curl", "-sf", "-o", out, "http://127.0.0.1:%d%s" % (port, path)], check=True)
+    own_cpu = proc_cpu_s(pp.pid) - cpu0
+    hwm = vm_kb(pp.pid, "VmHWM")
+    stops = stops_total(port)
+    truth, iters = stop_busy(p, t0)
+    ips = iters / (time.monotonic() - t0)
+    stop_podprof(pp)
+    return dict(ips=ips, own_cpu_pct=100 * own_cpu / seconds, hwm_mb=hwm / 1024.0,
+                bytes=os.path.getsize(out), stops=stops)
+
+
+def section_views():
+    """The trace and the waiting profile beside the CPU profile at the same
+    rate, on 8 busy + 56 idle threads: size, podprof's CPU and RSS, the
+    target's slowdown, stops."""
+    secs = 5
+    rows = []
+    for hz in (100, 1000):
+        for label, path in (("CPU profile", "/debug/pprof/profile?seconds=%d&hz=%d" % (secs, hz)),
+                            ("trace", "/debug/pprof/trace?seconds=%d&hz=%d" % (secs, hz)),
+                            ("trace json", "/debug/pprof/trace?seconds=%d&hz=%d&format=json" % (secs, hz)),
+                            ("block", "/debug/pprof/block?seconds=%d&hz=%d" % (secs, hz))):
+            reps = []
+            for _ in range(args.reps):
+                alone = run_alone(8, 56, secs)
+                r = run_view(8, 56, path, secs)
+                r["slowdown"] = 100 * (1 - r["ips"] / alone)
+                reps.append(r)
+            med = lambda k: statistics.median(x[k] for x in reps)
+            rows.append((label, hz, med("bytes") / 1e6, med("own_cpu_pct"), max(x["hwm_mb"] for x in reps),
+                         med("slowdown"), min(x["slowdown"] for x in reps), max(x["slowdown"] for x in reps),
+                         med("stops")))
+        print("  done: views %d Hz" % hz, file=sys.stderr, flush=True)
+    print("### Views beside the CPU profile (8 busy + 56 idle threads, %d s, %d reps; medians, slowdown min..max)\n"
+          % (secs, args.reps))
+    print("| view | Hz | output MB | podprof CPU % of a core | podprof peak RSS MB | target slowdown % | stops |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %d | %.2f | %.1f | %.1f | %.1f (%.1f..%.1f) | %d |" % r)
+    print()
+
+
+def section_heap():
+    """heap of a target with 10 000 mappings: time and bytes."""
+    import time
+    r, w = os.pipe()
+    p = subprocess.Popen([os.path.join(BUILD, "fixtures", "waiter"), "-q", "-m", "10000", "-r", str(w)],
+                         pass_fds=(w,), stdout=subprocess.DEVNULL)
+    os.close(w)
+    select.select([r], [], [], 10)
+    os.read(r, 64)
+    os.close(r)
+    pp, port = start_podprof(p.pid)
+    print("### heap of a target with 10 000 mappings (medians of %d)\n" % max(args.reps, 3))
+    print("| form | seconds | bytes |")
+    print("|---|---|---|")
+    for q in ("", "debug=1"):
+        t, n = [], 0
+        for _ in range(max(args.reps, 3)):
+            t0 = time.monotonic()
+            out = subprocess.run(["curl", "-sf", "http://127.0.0.1:%d/debug/pprof/heap?%s" % (port, q)],
+                                 capture_output=True, check=True).stdout
+            t.append(time.monotonic() - t0)
+            n = len(out)
+        print("| heap%s | %.3f | %d |" % ("?" + q if q else "", statistics.median(t), n))
+    print()
+    stop_podprof(pp)
+    p.terminate()
+    p.wait()
+
+
+def section_continuous():
+    """A continuous watch (--continuous, default rate) over a long run on
+    8 busy + 56 idle threads: the target's slowdown against a run alone of
+    the same length, podprof's CPU and its RSS along the way (it must stay
+    flat), a block and an allocs request at each step."""
+    import time
+    secs = args.continuous_seconds
+    steps = 10
+    alone = run_alone(8, 56, secs)
+    p = start_busy(8, 56)
+    t0 = time.monotonic()
+    pp, port = start_podprof(p.pid, "--continuous")
+    cpu0 = proc_cpu_s(pp.pid)
+    rss = []
+    for i in range(steps):
+        time.sleep(secs / steps)
+        for path in ("/debug/pprof/block", "/debug/pprof/allocs", "/debug/pprof/threadcreate"):
+            subprocess.run(["curl", "-sf", "-o", os.devnull, "http://127.0.0.1:%d%s" % (port, path)],
+                           check=True)
+        rss.append(vm_kb(pp.pid, "VmRSS") / 1024.0)
+    own = proc_cpu_s(pp.pid) - cpu0
+    stops = stops_total(port)
+    truth, iters = stop_busy(p, t0)
+    ips = iters / (time.monotonic() - t0)
+    stop_podprof(pp)
+    print("### Continuous mode, %d s (8 busy + 56 idle threads, --continuous at 10 Hz; block, allocs and "
+          "threadcreate fetched every %d s)\n" % (secs, secs // steps))
+    print("| target slowdown % | podprof CPU % of a core | stops | podprof RSS MB at each step |")
+    print("|---|---|---|---|")
+    print("| %.1f | %.2f | %d | %s |\n" % (100 * (1 - ips / alone), 100 * own / secs, stops,
+                                           " ".join("%.1f" % r for r in rss)))
+
+
+PYTHON = "/usr/bin/python3.11"
+PYHOT = os.path.join(ROOT, "tests", "fixtures", "pyhot.py")
+
+
+def profile_python(pid, flag, hz, seconds):
+    """One CPU profile of pid by podprof --python flag: its log's pause and
+    unwind medians (unwind includes naming the Python frames)."""
+    pp, port = start_podprof(pid, "--python", str(flag))
+    out = os.path.join(TMP, "py%d.pb.gz" % flag)
+    subprocess.run(["curl", "-sf", "-o", out,
+                    "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d" % (port, seconds, hz)],
+                   check=True)
+    log = stop_podprof(pp)
+    samples, p50, p99, u50, u99 = pause_figures(log)
+    pc = re.search(r"python_captures=(\d+) python_us_per_capture=([\d.]+)", log)
+    run_it.TMP = TMP
+    tr = run_it.traces(out)
+    total = sum(v for v, _ in tr)
+    py = sum(v for v, fr in tr if any(f.startswith("<module>") for f in fr))
+    return dict(samples=samples, p50=p50, p99=p99, u50=u50, u99=u99, py=100.0 * py / total if total else 0.0,
+                pycap=float(pc.group(2)))
+
+
+def section_python():
+    """CPython frames: the same pyhot.py process profiled by --python 1 and
+    --python 0 in turn (the order alternating per repetition), under
+    Debian's python3.11 and pyenv's 3.12 where installed."""
+    import glob
+    p312 = sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12"))
+    for python in [PYTHON] + p312[-1:]:
+        python_rows(python)
+
+
+def python_rows(python):
+    if not os.path.exists(python):
+        print("## Python frames\n\n%s not installed: skipped\n" % python)
+        return
+    hz = 250
+    res = {0: [], 1: []}
+    for rep in range(args.reps):
+        p = subprocess.Popen([python, PYHOT], stdout=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([p.stdout], [], [], 30)
+        m = re.match(r"ready (\d+)", p.stdout.readline() if ready else "")
+        if not m:
+            raise SystemExit("pyhot did not get ready")
+        for flag in ((1, 0) if rep % 2 == 0 else (0, 1)):
+            res[flag].append(profile_python(p.pid, flag, hz, args.seconds))
+        p.kill()
+        p.wait()
+    print("## Python frames (pyhot.py under %s, 1 busy thread, %d Hz, %d s, %d reps; medians)\n" %
+          (python, hz, args.seconds, args.reps))
+    print("| --python | thread-samples | pause us p50 | pause us p99 | Python reads in the pause, us/sample (mean) | unwind (+ Python names) us p50 | p99 | samples under <module> % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for flag in (1, 0):
+        med = lambda k: statistics.median(r[k] for r in res[flag])
+        print("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f |" % (
+            flag, med("samples"), med("p50"), med("p99"), med("pycap"), med("u50"), med("u99"), med("py")))
+    print()
+
+
 def main():
-    only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http"}
+    only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
+                                                        "continuous", "python"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -295,6 +487,14 @@ def main():
         section_http()
     if "memory" in only:
         section_memory()
+    if "heap" in only:
+        section_heap()
+    if "continuous" in only:
+        section_continuous()
+    if "views" in only:
+        section_views()
+    if "python" in only:
+        section_python()
     if "cpu" in only:
         section_cpu()
 

@@ -43,7 +43,7 @@ static struct pt_profile *snapshot(struct pt_sampler *s, pid_t pid)
 	struct pt_request req;
 
 	memset(&req, 0, sizeof(req));
-	req.kind = PT_REQ_SNAPSHOT;
+	req.kind = &pt_kind_threads;
 	req.pid = pid;
 	done = 0;
 	pt_sampler_submit(s, &req);

@@ -1,11 +1,11 @@
 /* libFuzzer harness: everything we parse out of a request's URL and body:
- * Go's seconds quirks, query decoding, pid/hz values, pprof's symbolz
+ * Go's seconds quirks, query decoding, pid/hz/debug values, pprof's symbolz
  * address lists, and HOST:PORT. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/server.h"
+#include "sidecar/query.h"
 #include "sidecar/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,6 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s[size] = '\0';
 	sc_parse_profile_seconds(s);
 	sc_query_get(s, "hz", v, sizeof(v));
+	sc_query_hz(s, 100, &port);
+	sc_query_debug(s);
 	sc_query_get(s, "pid", v, 4);
 	sc_parse_go_int(s, &n);
 	sc_parse_symbol_addrs(s, size, addrs, 64);

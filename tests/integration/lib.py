@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, os.environ.get("PODPROF_BUILD", "build/release"))
 PODPROF = os.path.join(BUILD, "podprof")
 BUSY = os.path.join(BUILD, "fixtures", "busy")
+WAITER = os.path.join(BUILD, "fixtures", "waiter")
 GRACE_MS = 300
 TMP = None   # a scratch directory, set by the runner
 TESTS = []
@@ -66,7 +67,7 @@ def find_descendant(root, pred):
 class Fixture:
     """The busy fixture; ready when it writes 'ready <pid>' on a pipe."""
 
-    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False, extra=()):
+    def __init__(self, threads=1, sleepers=0, exe=BUSY, wrap=None, ack=False, extra=(), pass_fds=()):
         r, w = os.pipe()
         argv = [exe, "-t", str(threads), "-s", str(sleepers), "-r", str(w)] + list(extra)
         fds = [w]
@@ -77,7 +78,7 @@ class Fixture:
             fds.append(aw)
         if wrap:
             argv = wrap(argv)
-        self.proc = subprocess.Popen(argv, pass_fds=fds, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(argv, pass_fds=fds + list(pass_fds), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         PROCS.append(self.proc)
         for fd in fds:
@@ -200,13 +201,14 @@ def read_response(s, head=False):
         return status, hdrs, b""
     if "content-length" in hdrs:
         n = int(hdrs["content-length"])
-        while len(rest) < n:
-            chunk = s.recv(65536)
+        buf = bytearray(rest)   # appends in place: bodies of 100 MB are read too
+        while len(buf) < n:
+            chunk = s.recv(1 << 20)
             if not chunk:
                 break
-            rest += chunk
+            buf += chunk
         s.close()
-        return status, hdrs, rest[:n]
+        return status, hdrs, bytes(buf[:n])
     # No length (other servers, e.g. pprof's web UI): read to close, de-chunk.
     while True:
         chunk = s.recv(65536)
@@ -274,11 +276,14 @@ def save(body, name):
     return path
 
 
-def get_profile(pp, query):
-    st, h, body = http(pp.port, "/debug/pprof/profile?" + query)
-    check(st == 200, "profile status %d: %r" % (st, body[:200]))
+def get_profile(pp, query, name="profile", filename=None):
+    """A gzipped profile.proto download, held to Go's headers and to the
+    scrapers' rules by another vendor's decoder."""
+    st, h, body = http(pp.port, "/debug/pprof/%s?%s" % (name, query))
+    check(st == 200, "%s status %d: %r" % (name, st, body[:200]))
     check(h.get("content-type") == "application/octet-stream", "content-type %r" % h.get("content-type"))
-    check(h.get("content-disposition") == 'attachment; filename="profile"', "disposition %r" % h)
+    check(h.get("content-disposition") == 'attachment; filename="%s"' % (filename or name),
+          "disposition %r" % h)
     check("content-encoding" not in h, "profile must not carry Content-Encoding")
     check(body[:2] == b"\x1f\x8b", "profile body is not gzip")
     # Every served profile is also decoded by another vendor's decoder and
@@ -309,9 +314,9 @@ class ProfileInBackground:
         return self.body
 
 
-def traces(path):
+def traces(path, index="cpu"):
     """Parses `go tool pprof -traces`: list of (value_ns, [leaf..root])."""
-    out = pprof("-traces", "-sample_index=cpu", path)
+    out = pprof("-traces", "-sample_index=" + index, path)
     result = []
     for block in out.split("-----------+-------------------------------------------------------"):
         frames, value = [], None
@@ -341,15 +346,35 @@ KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
 SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
 
 
-def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_tails=(MAIN_TAIL,)):
+class PltFrames:
+    """Unnamed frames in an executable's PLT ("busy+0x2020"): lazy binding
+    of an imported function's first call runs there, without a symbol."""
+
+    def __init__(self, exe):
+        self.name = os.path.basename(exe)
+        out = subprocess.run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
+        self.ranges = []
+        for m in re.finditer(r"\]\s+\.plt(?:\.sec|\.got)?\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", out):
+            lo = int(m.group(1), 16)
+            self.ranges.append((lo, lo + int(m.group(2), 16)))
+
+    def __contains__(self, frame):
+        m = re.match(r"^(.+)\+0x([0-9a-f]+)$", frame)
+        return bool(m and m.group(1) == self.name and
+                    any(lo <= int(m.group(2), 16) < hi for lo, hi in self.ranges))
+
+
+def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_tails=(MAIN_TAIL,),
+                       exe=None):
     """Names, complete stacks and the hot_a share of a busy fixture profile."""
     tr = traces(path)
     check(tr, "no samples")
+    plt = PltFrames(exe) if exe else ()
     a = b = total = 0.0
     for value, frames in tr:
         total += value
         for f in frames:
-            check(f in KNOWN or f in extra or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
+            check(f in KNOWN or f in extra or f in plt or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
                   "unexpected frame name %r in %s" % (f, frames))
         if frames[0] in ("hot_a", "hot_b"):
             want = [frames[0], "level3", "level2", "level1", "worker"]

@@ -412,3 +412,19 @@ def idle_threads_are_never_stopped():
     check(stops <= 1.2 * 400, "%d stops for one busy thread at 200 Hz for 2 s" % stops)
     # A napping thread caught running between naps may be sampled, as Go would.
     check(f.pid in tids and len(tids) <= 5, "sampled tids %s:\n%s" % (sorted(tids), tags))
+
+
+@test
+def a_target_of_another_uid_is_sampled():
+    """A target running as another user: podprof (root, but keeping only
+    CAP_SYS_PTRACE) cannot open its threads' /proc/<tid>/syscall (mode
+    0400): running threads are told from /proc/<tid>/stat instead."""
+    f = Fixture(threads=2, wrap=lambda argv: ["setpriv", "--reuid=65534", "--regid=65534",
+                                               "--clear-groups"] + argv)
+    check(os.stat("/proc/%d" % f.host_pid).st_uid == 65534, "fixture not running as 65534")
+    pp = Podprof("--pid", str(f.host_pid))
+    # 2 threads x 400 Hz x 5 s, as cpu_profile_names_stacks_and_shares: a
+    # 3-point tolerance is over 4 standard deviations of the sampling noise.
+    path = save(get_profile(pp, "seconds=5&hz=400"), "otheruid.pb.gz")
+    check_busy_profile(path, f.stop())
+    pp.stop()

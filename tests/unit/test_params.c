@@ -1,8 +1,11 @@
 /* Go's parameter quirks, query decoding, symbolz parsing, config, buffers. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "sidecar/cfg.h"
+#include "sidecar/query.h"
 #include "sidecar/server.h"
 #include "sidecar/target.h"
 #include "sidecar/util.h"
@@ -154,4 +157,95 @@ TEST(pause_process_names)
 	ASSERT(sc_target_is_pause("catatonit"));
 	ASSERT(sc_target_is_pause("tini"));
 	ASSERT(!sc_target_is_pause("python3"));
+}
+
+TEST(route_table_is_the_list_of_endpoints)
+{
+	static const char *const profiles[] = { "allocs", "block", "cmdline", "goroutine", "heap",
+						"mutex", "profile", "symbol", "threadcreate", "trace" };
+	size_t n, listed = 0;
+	const struct sc_route *r = sc_server_routes(&n);
+
+	/* Sorted, so that the index lists profiles by name as Go does. */
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(r[i - 1].path, r[i].path) >= 0)
+			FAIL_AT("routes not sorted: %s before %s", r[i - 1].path, r[i].path);
+	for (size_t i = 0; i < n; i++) {
+		ASSERT(r[i].handler);
+		if (!(r[i].flags & SC_ROUTE_LISTED))
+			continue;
+		listed++;
+		ASSERT(r[i].desc);
+		ASSERT(!strncmp(r[i].path, SC_PPROF_PREFIX, strlen(SC_PPROF_PREFIX)));
+		ASSERT(r[i].flags & SC_ROUTE_GET);
+		ASSERT(listed <= SC_ARRAY_LEN(profiles));
+		ASSERT_STR_EQ(r[i].path + strlen(SC_PPROF_PREFIX), profiles[listed - 1]);
+	}
+	ASSERT_EQ(listed, SC_ARRAY_LEN(profiles));
+}
+
+TEST(delta_and_trace_seconds_like_go)
+{
+	/* Named profiles: seconds= is a positive integer (ParseInt) or a 400. */
+	ASSERT_EQ(sc_query_delta_seconds("debug=1"), 0);
+	ASSERT_EQ(sc_query_delta_seconds("seconds=5"), 5);
+	ASSERT_EQ(sc_query_delta_seconds("seconds=0"), -EINVAL);
+	ASSERT_EQ(sc_query_delta_seconds("seconds=-3"), -EINVAL);
+	ASSERT_EQ(sc_query_delta_seconds("seconds=1.5"), -EINVAL);
+	ASSERT_EQ(sc_query_delta_seconds("seconds="), -EINVAL);
+	ASSERT_EQ(sc_query_delta_seconds("seconds=99999999999"), INT32_MAX);
+	/* The trace: ParseFloat, and 1 for anything missing, bad or <= 0. */
+	ASSERT(sc_query_trace_seconds("") == 1);
+	ASSERT(sc_query_trace_seconds("seconds=2.5") == 2.5);
+	ASSERT(sc_query_trace_seconds("seconds=abc") == 1);
+	ASSERT(sc_query_trace_seconds("seconds=-2") == 1);
+	ASSERT(sc_query_trace_seconds("seconds=0") == 1);
+	ASSERT(sc_query_trace_seconds("seconds=nan") == 1);
+	ASSERT(sc_query_trace_seconds("seconds=%202") == 1);   /* a leading space */
+	ASSERT(sc_query_trace_seconds("seconds=1e9") == 1e9); /* then --max-seconds says 400 */
+}
+
+TEST(debug_and_hz_like_go)
+{
+	int hz;
+
+	/* debug: strconv.Atoi, an error is 0. */
+	ASSERT_EQ(sc_query_debug(""), 0);
+	ASSERT_EQ(sc_query_debug("debug=2"), 2);
+	ASSERT_EQ(sc_query_debug("debug=%2B1"), 1);
+	ASSERT_EQ(sc_query_debug("debug=+1"), 0);   /* '+' is a space in a query */
+	ASSERT_EQ(sc_query_debug("debug=-1"), -1);
+	ASSERT_EQ(sc_query_debug("debug=x"), 0);
+	ASSERT_EQ(sc_query_debug("debug=1.0"), 0);
+	ASSERT_EQ(sc_query_debug("debug=99999999999999999999"), 0);
+	/* hz: 1..1000 or the default; anything else is refused. */
+	ASSERT_OK(sc_query_hz("seconds=1", 100, &hz));
+	ASSERT_EQ(hz, 100);
+	ASSERT_OK(sc_query_hz("hz=1000", 100, &hz));
+	ASSERT_EQ(hz, 1000);
+	ASSERT_EQ(sc_query_hz("hz=0", 100, &hz), -EINVAL);
+	ASSERT_EQ(sc_query_hz("hz=1001", 100, &hz), -EINVAL);
+	ASSERT_EQ(sc_query_hz("hz=abc", 100, &hz), -EINVAL);
+	ASSERT_EQ(sc_query_hz("hz=", 100, &hz), -EINVAL);
+	ASSERT_EQ(sc_query_hz("hz=1%00", 100, &hz), -EINVAL);
+}
+
+TEST(pid_rule)
+{
+	char msg[128], q[32];
+	pid_t pid;
+
+	ASSERT_OK(sc_query_pid("seconds=1", 77, &pid, msg, sizeof(msg)));
+	ASSERT_EQ(pid, 77);
+	ASSERT_OK(sc_query_pid("pid=1", 77, &pid, msg, sizeof(msg)));
+	ASSERT_EQ(pid, 1);
+	ASSERT_EQ(sc_query_pid("pid=abc", 77, &pid, msg, sizeof(msg)), -EINVAL);
+	ASSERT_STR_EQ(msg, "invalid value for \"pid\" - must be a positive integer");
+	ASSERT_EQ(sc_query_pid("pid=0", 77, &pid, msg, sizeof(msg)), -EINVAL);
+	snprintf(q, sizeof(q), "pid=%d", (int)getpid());
+	ASSERT_EQ(sc_query_pid(q, 77, &pid, msg, sizeof(msg)), -EINVAL);
+	ASSERT_STR_EQ(msg, "pid is podprof itself");
+	ASSERT_EQ(sc_query_pid("pid=999999999", 77, &pid, msg, sizeof(msg)), -ESRCH);
+	ASSERT_STR_EQ(msg, "no process with pid 999999999 in this pod");
+	ASSERT_EQ(pid, 0);
 }

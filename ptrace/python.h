@@ -1,0 +1,183 @@
+/* CPython's own frames (3.11 and 3.12), read from outside the interpreter:
+ * which Python function, file and line each native _PyEval_EvalFrameDefault
+ * frame is running. The interpreter is found by its exported symbols (_PyRuntime,
+ * Py_Version); struct layouts come from a table per CPython release, and a
+ * release missing from it is never guessed at (the target is profiled
+ * natively). Everything read from the target is untrusted: every pointer
+ * is read through a bounded copy, every chain walk is capped, and a lying
+ * structure gives a short or native-only stack, never a crash or a loop.
+ *
+ * Per sample, in two steps:
+ *   - pt_py_capture, while the thread is stopped (right after the stack
+ *     copy): the thread's frame chain, which changes as soon as it runs,
+ *     as (code object, instruction) pairs: two process_vm_readv calls
+ *     (the thread state, then the top of its frame stack) in the usual case;
+ *   - pt_py_merge, after it resumed: code objects, names and line tables
+ *     (immutable once created) are read and cached by address, and each
+ *     native eval frame of the unwound stack is replaced by a token standing
+ *     for its Python frames (innermost first). A token is an address no
+ *     user-space code can have (PT_PY_TOKEN_BASE), so stack tables, caches
+ *     and every endpoint carry it like any frame; pt_py_lines names it.
+ *
+ * Sampler thread only, except the pure functions (pt_py_layout_find,
+ * pt_py_addr2line), which any thread may call. */
+#ifndef PT_PYTHON_H
+#define PT_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_capture;
+struct pt_maps;
+struct pt_mem;
+struct pt_modules;
+struct pt_py;
+
+/* Where the layout of one CPython release puts what we read (byte offsets).
+ * Facts from CPython's headers of that release (Include/internal/
+ * pycore_runtime.h, pycore_interp.h, pycore_frame.h, Include/cpython/
+ * pystate.h, code.h, unicodeobject.h, bytesobject.h). */
+struct pt_py_layout {
+	uint16_t version;          /* 0x030b: major << 8 | minor */
+	const char *name;          /* "3.11" */
+	int tested;                /* checked against a real interpreter here */
+	/* _PyRuntimeState */
+	uint16_t rt_interp_head;   /* interpreters.head */
+	/* PyInterpreterState */
+	uint16_t is_next, is_threads_head;
+	/* PyThreadState; ts_size: the bytes read, covering the fields below */
+	uint16_t ts_next, ts_native_tid, ts_cframe, ts_chunk, ts_top, ts_limit, ts_size;
+	/* _PyCFrame */
+	uint16_t cf_current_frame;
+	/* _PyInterpreterFrame (fr_size: up to its localsplus). An eval call's
+	 * first frame is marked: 3.11 sets its is_entry (fr_is_entry, 0: none);
+	 * 3.12 links it to a frame on the C stack whose owner is
+	 * owner_cstack (0xff: none), a marker that is not shown. */
+	uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
+	uint8_t owner_cstack;
+	/* PyCodeObject; co_code: co_code_adaptive, the first code unit */
+	uint16_t co_firstlineno, co_filename, co_name, co_qualname, co_linetable, co_code;
+	/* PyASCIIObject / PyCompactUnicodeObject, PyBytesObject */
+	uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+	uint16_t bytes_size, bytes_data;
+	/* _PyStackChunk: where its frames start */
+	uint16_t chunk_data;
+};
+
+/* The layout of release `version` (Py_Version's value, 0x030b07f0 for
+ * 3.11.7: the micro release does not change the layout), or NULL. */
+const struct pt_py_layout *pt_py_layout_find(uint32_t version);
+
+/* The line of the instruction `lasti` (in code units from the start of the
+ * code) in a CPython 3.11+ location table (co_linetable, PEP 626/657
+ * format) of a function starting at line `firstlineno`: the line, or -1 if
+ * the table gives that instruction no line, or -EBADMSG if the table ends
+ * before it or is malformed. lasti < 0 (a frame that has not started)
+ * gives firstlineno. Reads only tab[0..len). */
+int pt_py_addr2line(const uint8_t *tab, size_t len, int firstlineno, int64_t lasti);
+
+/* Tokens: values in frames[] that stand for Python frames. */
+#define PT_PY_TOKEN_BASE 0x0070000000000000ull
+#define PT_PY_TOKEN_MASK 0xfff0000000000000ull
+static inline int pt_py_is_token(uint64_t a)
+{
+	return (a & PT_PY_TOKEN_MASK) == PT_PY_TOKEN_BASE;
+}
+
+/* Caps. */
+#define PT_PY_MAX_FRAMES 128       /* Python frames read per sample */
+#define PT_PY_MAX_FAR_READS 8      /* frames outside the frame stack copy (generators) */
+#define PT_PY_BULK_BYTES 16384     /* most of the frame stack copied per sample */
+
+/* One Python frame as read during a stop. */
+struct pt_py_raw {
+	uint64_t code;             /* PyCodeObject address */
+	uint64_t instr;            /* prev_instr: address of a code unit */
+	uint8_t flags;             /* PT_PY_RAW_* */
+};
+#define PT_PY_RAW_ENTRY 0x1u       /* the outermost frame of its eval call (shown) */
+#define PT_PY_RAW_MARK  0x2u       /* a marker between eval calls (3.12: not shown) */
+
+/* A thread's frame chain as read during a stop. */
+struct pt_py_cap {
+	int n;                     /* frames in f (0: none read) */
+	int truncated;             /* a cap or a failed read ended the walk */
+	struct pt_py_raw f[PT_PY_MAX_FRAMES];
+};
+
+/* One Python frame of a token, as pt_py_lines gives it. */
+struct pt_py_line {
+	const char *func;          /* co_qualname ("Class.method", "<module>") */
+	const char *file;          /* co_filename */
+	int line;                  /* 0: unknown */
+	int start_line;            /* co_firstlineno */
+};
+
+/* What detection found. */
+enum pt_py_state {
+	PT_PY_NONE = 0,            /* not a CPython process (or none found yet) */
+	PT_PY_ACTIVE,              /* a known release: frames are read */
+	PT_PY_UNSUPPORTED,         /* CPython, but a release not in the table */
+};
+
+/* Returns 0 or -ENOMEM. */
+int pt_py_new(struct pt_py **out, pid_t pid, struct pt_mem *mem);
+/* NULL-safe. */
+void pt_py_free(struct pt_py *py);
+/* Forgets the interpreter, caches and tokens (exec: a new program). */
+void pt_py_reset(struct pt_py *py);
+
+/* Looks for the interpreter in the modules mapped (an executable or
+ * library named python3* or libpython3*): its _PyRuntime, Py_Version,
+ * _PyEval_EvalFrameDefault and PyCode_Type symbols, and the layout of its
+ * release. Returns the state; note[0..len) gets a line worth logging
+ * ("" for a process without Python). */
+enum pt_py_state pt_py_detect(struct pt_py *py, const struct pt_maps *maps,
+			      struct pt_modules *mods, char *note, size_t len);
+enum pt_py_state pt_py_state(const struct pt_py *py);
+
+/* Walks the interpreter's thread states (while the target runs) and finds
+ * those of the threads whose tids, as the target sees them, are
+ * nstids[0..n): tstates[i] gets the address, or stays 0. Returns how many
+ * were found, or a negative errno. */
+int pt_py_find_threads(struct pt_py *py, const pid_t *nstids, uint64_t *tstates, size_t n);
+
+/* During a stop: reads the frame chain of the thread whose thread state is
+ * at tstate (nstid: its tid as the target sees it), using the stack copy
+ * in cap for what lies on its stack. bulk (2 words, zero at first; NULL:
+ * none) is the thread's own memory of the frame-stack region it read last:
+ * it is read with the thread state in one process_vm_readv and updated
+ * when the frames moved out of it. Returns 0 (out->n frames, possibly
+ * 0), -ESTALE (tstate is not that thread's any more: look it up again) or
+ * -EFAULT. */
+int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk,
+		  const struct pt_capture *cap, struct pt_py_cap *out);
+
+/* After the stop: replaces the native eval frames among frames[0..n) (leaf
+ * first) with tokens for the Python frames of pc, matched innermost first
+ * (each eval call runs the frames up to and including its entry frame).
+ * Returns the number of frames (n: tokens replace frames one for one). */
+int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, int n);
+
+/* The Python frames a token stands for, innermost first, at most max.
+ * Strings are owned by py and valid until pt_py_reset. Returns how many
+ * (0: not a token of py's). */
+int pt_py_lines(const struct pt_py *py, uint64_t token, struct pt_py_line *out, int max);
+
+/* Tests and fuzzing: a memory image instead of the target's. fn returns 0
+ * when [addr, addr + len) was read whole. */
+typedef int (*pt_py_read_fn)(void *arg, uint64_t addr, void *dst, size_t len);
+void pt_py_set_reader(struct pt_py *py, pt_py_read_fn fn, void *arg);
+/* Tests and fuzzing: active for release `version` with these addresses, as
+ * pt_py_detect would find them. Returns 0 or -ENOENT (an unknown release). */
+int pt_py_activate(struct pt_py *py, uint32_t version, uint64_t runtime, uint64_t eval_lo,
+		   uint64_t eval_hi, uint64_t code_type);
+
+/* Counters, for the log and tests. */
+struct pt_py_stats {
+	uint64_t captures, frames, far_reads, stale, code_reads, tokens, full;
+};
+void pt_py_stats(const struct pt_py *py, struct pt_py_stats *out);
+
+#endif

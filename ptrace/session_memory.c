@@ -1,0 +1,466 @@
+/* Where the process's memory lives, from /proc/<pid>/smaps (no ptrace):
+ *   heap    one sample per mapping (identical anonymous mappings grouped),
+ *           under its class: values RSS, PSS, private dirty, swap (bytes).
+ *           With a window (heap?seconds=N): the change over it, per
+ *           mapping, zero changes left out (Go's delta heap).
+ *   allocs  what scrapers take for Go's cumulative allocation profile:
+ *           per mapping, the bytes that became resident (each growth of its
+ *           RSS seen, summed) and how many growths, since podprof first
+ *           looked at the target; never decreasing. Every heap or allocs
+ *           request is a look.
+ * Frames are synthetic, with stable nonzero addresses (scrapers' deltas
+ * key on them): the mapping (leaf), then its class. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptrace/proc.h"
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/session.h"
+
+#define ARENA_ALIGN (64ull << 20)   /* glibc's malloc arenas: HEAP_MAX_SIZE aligned */
+#define MAX_KEYS 100000             /* mappings tracked per target for allocs */
+
+enum mclass { MC_HEAP, MC_STACKS, MC_ANON, MC_NAMED, MC_CODE, MC_DATA, MC_SHM, MC_OTHER, MC_N };
+
+static const char *const class_names[MC_N] = {
+	"heap", "thread stacks", "anonymous", NULL /* its own name */, "code", "data",
+	"shared memory", "other",
+};
+
+/* One row: a mapping (or a group of identical anonymous ones). */
+struct row {
+	uint64_t addr;           /* stable, nonzero: the mapping frame's address */
+	enum mclass cls;
+	char name[160];          /* the mapping frame's name */
+	char cname[64];          /* the class frame's name */
+	int64_t v[PT_MAX_VALUES];
+};
+
+struct rows {
+	struct row *v;
+	size_t n, cap;
+};
+
+/* The cumulative totals per mapping (allocs), in a target slot. */
+struct watch {
+	struct rows rows;        /* values: see watch_look */
+	int64_t *last;           /* per row: its RSS at the last look */
+	uint32_t *slot;          /* open addressing by addr: row index + 1 */
+	size_t cap;
+};
+
+struct memory_session {
+	struct pt_session base;
+	struct rows before;      /* heap?seconds=N: the first reading */
+	int delta;
+};
+
+static int is_anon(const struct pt_map *m)
+{
+	return !m->inode && !m->path[0];
+}
+
+static enum mclass classify(const struct pt_smaps *sm, size_t i)
+{
+	const struct pt_map *m = &sm->v[i].map, *prev = i ? &sm->v[i - 1].map : NULL;
+
+	if (!strcmp(m->path, "[heap]"))
+		return MC_HEAP;
+	if (!strcmp(m->path, "[stack]"))
+		return MC_STACKS;
+	if (!strncmp(m->path, "[anon:", 6))
+		return MC_NAMED;
+	if (m->path[0] == '[')
+		return MC_OTHER;
+	if (!(m->flags & PT_MAP_P) &&
+	    (is_anon(m) || !strncmp(m->path, "/dev/shm/", 9) || !strncmp(m->path, "/memfd:", 7) ||
+	     !strncmp(m->path, "/SYSV", 5)))
+		return MC_SHM;
+	if (m->inode || m->path[0] == '/')
+		return m->flags & PT_MAP_X ? MC_CODE : MC_DATA;
+	/* Anonymous: a malloc arena starts 64 MiB aligned; a thread stack
+	 * (glibc's, and most runtimes') sits right above its guard page. */
+	if ((m->flags & PT_MAP_W) && !(m->start % ARENA_ALIGN))
+		return MC_HEAP;
+	if ((m->flags & PT_MAP_W) && prev && is_anon(prev) && prev->end == m->start &&
+	    !(prev->flags & (PT_MAP_R | PT_MAP_W | PT_MAP_X)))
+		return MC_STACKS;
+	return MC_ANON;
+}
+
+static int rows_push(struct rows *r, const struct row *x)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 256;
+		struct row *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	r->v[r->n++] = *x;
+	return 0;
+}
+
+/* The row for mapping i: grouped anonymous mappings share one, keyed (and
+ * addressed) by their size and permissions. */
+static void describe(const struct pt_smaps *sm, size_t i, struct row *x)
+{
+	const struct pt_map *m = &sm->v[i].map;
+	uint64_t size = m->end - m->start;
+
+	memset(x, 0, sizeof(*x));
+	x->cls = classify(sm, i);
+	x->addr = m->start;
+	snprintf(x->cname, sizeof(x->cname), "%s", x->cls == MC_NAMED ? m->path :
+			 class_names[x->cls]);
+	if (x->cls == MC_ANON) {
+		x->addr = 0x8000000000000000ull | (size >> 12) << 4 | (m->flags & 15u);
+		snprintf(x->name, sizeof(x->name), "anonymous %s%s%s %llu kB",
+			 m->flags & PT_MAP_R ? "r" : "-", m->flags & PT_MAP_W ? "w" : "-",
+			 m->flags & PT_MAP_X ? "x" : "-", (unsigned long long)(size >> 10));
+	} else if (m->path[0] && x->cls != MC_NAMED) {
+		snprintf(x->name, sizeof(x->name), "%s%s", m->path,
+			 m->flags & PT_MAP_DELETED ? " (deleted)" : "");
+		if (x->cls == MC_DATA || x->cls == MC_CODE)
+			x->addr = m->start;   /* each mapping of the file its own */
+	} else {
+		snprintf(x->name, sizeof(x->name), "%#llx-%#llx %llu kB",
+			 (unsigned long long)m->start, (unsigned long long)m->end,
+			 (unsigned long long)(size >> 10));
+	}
+}
+
+/* Reads smaps into rows (grouped), with values RSS, PSS, dirty, swap. */
+static int read_rows(pid_t pid, struct rows *out)
+{
+	struct pt_smaps *sm;
+	int err = pt_proc_read_smaps(pid, &sm);
+
+	memset(out, 0, sizeof(*out));
+	if (err)
+		return err;
+	for (size_t i = 0; i < sm->n && !err; i++) {
+		const struct pt_smap *e = &sm->v[i];
+		struct row x;
+		size_t k;
+
+		describe(sm, i, &x);
+		k = out->n;
+		if (x.cls == MC_ANON)   /* grouped: few distinct sizes, in practice */
+			for (k = 0; k < out->n && out->v[k].addr != x.addr; k++) {
+			}
+		if (k == out->n && (err = rows_push(out, &x)))
+			break;
+		out->v[k].v[0] += (int64_t)e->rss;
+		out->v[k].v[1] += (int64_t)e->pss;
+		out->v[k].v[2] += (int64_t)e->private_dirty;
+		out->v[k].v[3] += (int64_t)e->swap;
+	}
+	pt_smaps_free(sm);
+	return err;
+}
+
+/* ---- the profile ------------------------------------------------------ */
+
+static uint64_t class_addr(const struct row *x)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (x->cls != MC_NAMED)
+		return 0x10 * ((uint64_t)x->cls + 1);
+	for (const char *c = x->cname; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	return 0x4000000000000000ull | (h & 0xffffffffull) << 4;
+}
+
+/* The location of (addr, name), added at first sight. Returns its index or
+ * -ENOMEM. Class locations are few: a linear search finds them. */
+static int location(struct pt_profile *p, uint64_t addr, const char *name, int shared)
+{
+	if (shared)
+		for (size_t i = 0; i < p->nlocs; i++)
+			if (p->locs[i].addr == addr)
+				return (int)i;
+	if (!(p->locs[p->nlocs].name = strdup(name)))
+		return -ENOMEM;
+	p->locs[p->nlocs].addr = addr;
+	p->locs[p->nlocs].map = -1;
+	return (int)p->nlocs++;
+}
+
+/* A profile of rows: each a sample [mapping, class] with its values. */
+static int rows_profile(const struct rows *r, struct pt_profile **out)
+{
+	struct pt_profile *p = calloc(1, sizeof(*p));
+	int err = -ENOMEM;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->locs = calloc(2 * r->n + 1, sizeof(*p->locs));
+	p->samples = calloc(r->n + 1, sizeof(*p->samples));
+	p->loc_ids = calloc(2 * r->n + 1, sizeof(*p->loc_ids));
+	if (!p->locs || !p->samples || !p->loc_ids)
+		goto out;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct row *x = &r->v[i];
+		struct pt_profile_sample *sm = &p->samples[p->nsamples];
+		int leaf = location(p, x->addr, x->name, 0), cls = location(p, class_addr(x), x->cname, 1);
+
+		if (leaf < 0 || cls < 0)
+			goto out;
+		*sm = (struct pt_profile_sample){ .first = (uint32_t)(2 * p->nsamples), .n = 2,
+						  .syscall = -1 };
+		memcpy(sm->value, x->v, sizeof(sm->value));
+		p->loc_ids[sm->first] = (uint32_t)leaf;
+		p->loc_ids[sm->first + 1] = (uint32_t)cls;
+		p->nsamples++;
+	}
+	*out = p;
+	p = NULL;
+	err = 0;
+out:
+	pt_profile_free(p);
+	return err;
+}
+
+/* ---- allocs: the cumulative watch ------------------------------------- */
+
+static void watch_free(void *p)
+{
+	struct watch *w = p;
+
+	if (!w)
+		return;
+	free(w->rows.v);
+	free(w->last);
+	free(w->slot);
+	free(w);
+}
+
+/* The index of the row of addr in w, or SIZE_MAX (then *at is its slot). */
+static size_t watch_find(const struct watch *w, uint64_t addr, size_t *at)
+{
+	size_t j = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 20) & (w->cap - 1);
+
+	for (; w->slot[j]; j = (j + 1) & (w->cap - 1))
+		if (w->rows.v[w->slot[j] - 1].addr == addr)
+			return w->slot[j] - 1;
+	*at = j;
+	return SIZE_MAX;
+}
+
+static int watch_grow(struct watch *w)
+{
+	size_t cap = w->cap ? w->cap * 2 : 1024, at = 0;
+	uint32_t *slot = calloc(cap, sizeof(*slot)), *old = w->slot;
+
+	if (!slot)
+		return -ENOMEM;
+	w->slot = slot;
+	w->cap = cap;
+	for (size_t i = 0; i < w->rows.n; i++)
+		if (watch_find(w, w->rows.v[i].addr, &at) == SIZE_MAX)
+			slot[at] = (uint32_t)i + 1;
+	free(old);
+	return 0;
+}
+
+/* Adds a new row for x to w. Returns its index, or SIZE_MAX. */
+static size_t watch_add(struct watch *w, const struct row *x)
+{
+	size_t at = 0, k = w->rows.n;
+	int64_t *last;
+
+	if (k >= MAX_KEYS || ((k + 1) * 2 > w->cap && watch_grow(w)) ||
+	    rows_push(&w->rows, x))
+		return SIZE_MAX;
+	if (!(last = realloc(w->last, w->rows.cap * sizeof(*last)))) {
+		w->rows.n--;
+		return SIZE_MAX;
+	}
+	w->last = last;
+	w->last[k] = 0;
+	memset(w->rows.v[k].v, 0, sizeof(w->rows.v[k].v));
+	watch_find(w, x->addr, &at);
+	w->slot[at] = (uint32_t)k + 1;
+	return k;
+}
+
+/* A look: a mapping whose RSS grew since the last look adds the growth to
+ * its alloc_space and one to its alloc_objects; one seen for the first time
+ * counts what it holds (it became resident since it was mapped). Rows'
+ * values: alloc_objects, alloc_space, inuse_objects (1 while mapped),
+ * inuse_space (its RSS now). */
+static int watch_look(struct watch *w, const struct rows *now)
+{
+	for (size_t k = 0; k < w->rows.n; k++) {
+		w->rows.v[k].v[2] = w->rows.v[k].v[3] = 0;
+		w->last[k] = 0;   /* a mapping gone: its memory came back to the system */
+	}
+	for (size_t i = 0; i < now->n; i++) {
+		const struct row *x = &now->v[i];
+		size_t at, k = w->cap ? watch_find(w, x->addr, &at) : SIZE_MAX;
+		struct row *r;
+
+		if (k == SIZE_MAX && (k = watch_add(w, x)) == SIZE_MAX)
+			continue;   /* past MAX_KEYS, or out of memory: not counted */
+		r = &w->rows.v[k];
+		if (x->v[0] > w->last[k]) {
+			r->v[0]++;
+			r->v[1] += x->v[0] - w->last[k];
+		}
+		w->last[k] = x->v[0];
+		r->v[2] = 1;
+		r->v[3] = x->v[0];
+	}
+	return 0;
+}
+
+/* ---- the sessions ------------------------------------------------------ */
+
+static const char watch_key;   /* the allocs watch's target slot */
+
+/* Reads the target's mappings into *now, and counts the look in the
+ * target's allocs watch. */
+static int look(struct pt_session *ss, struct rows *now)
+{
+	void **slot;
+	int err = read_rows(ss->req->pid, now);
+
+	if (err)
+		return err;
+	if ((slot = pt__target_slot(ss, &watch_key, watch_free, NULL)) && !*slot)
+		*slot = calloc(1, sizeof(struct watch));
+	return slot && *slot ? watch_look(*slot, now) : 0;
+}
+
+int pt__memory_look(struct pt_session *ss)
+{
+	struct rows now;
+	int err = look(ss, &now);
+
+	free(now.v);
+	return err;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* now -= before, row by row (matched by address; a row only in before
+ * comes back negated), rows left all zero dropped: Go's delta profile. */
+static int subtract(struct rows *now, struct rows *before)
+{
+	size_t i = 0, j = 0, w = 0, n = now->n;
+
+	qsort(now->v, now->n, sizeof(*now->v), cmp_addr);
+	qsort(before->v, before->n, sizeof(*before->v), cmp_addr);
+	for (; j < before->n; j++) {
+		while (i < n && now->v[i].addr < before->v[j].addr)
+			i++;
+		if (i < n && now->v[i].addr == before->v[j].addr) {
+			for (int k = 0; k < PT_MAX_VALUES; k++)
+				now->v[i].v[k] -= before->v[j].v[k];
+		} else {
+			struct row gone = before->v[j];
+
+			for (int k = 0; k < PT_MAX_VALUES; k++)
+				gone.v[k] = -gone.v[k];
+			if (rows_push(now, &gone))
+				return -ENOMEM;
+		}
+	}
+	for (i = 0; i < now->n; i++) {
+		int zero = 1;
+
+		for (int k = 0; k < PT_MAX_VALUES; k++)
+			zero &= !now->v[i].v[k];
+		if (!zero)
+			now->v[w++] = now->v[i];
+	}
+	now->n = w;
+	return 0;
+}
+
+/* The rows this kind reports now: the mappings (heap), or the watch's
+ * cumulative rows (allocs). */
+static int current(struct pt_session *ss, struct rows *out)
+{
+	struct rows now;
+	struct watch *w;
+	void **slot;
+	int err = look(ss, &now);
+
+	if (err || ss->kind == &pt_kind_heap) {
+		*out = now;
+		return err;
+	}
+	free(now.v);
+	memset(out, 0, sizeof(*out));
+	slot = pt__target_slot(ss, &watch_key, watch_free, NULL);
+	if (!slot || !(w = *slot))
+		return -ENOMEM;
+	for (size_t k = 0; k < w->rows.n; k++)
+		if ((err = rows_push(out, &w->rows.v[k])))
+			return err;
+	return 0;
+}
+
+static int memory_start(struct pt_session *ss)
+{
+	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
+
+	ms->delta = ss->req->duration_ns > 0;
+	return ms->delta ? current(ss, &ms->before) : 0;
+}
+
+static int memory_finish(struct pt_session *ss)
+{
+	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
+	struct rows now;
+	int err = current(ss, &now);
+
+	if (!err && ms->delta)
+		err = subtract(&now, &ms->before);
+	if (!err && !(err = rows_profile(&now, &ss->req->profile))) {
+		ss->req->profile->time_ns = ss->start_wall;
+		ss->req->profile->duration_ns = ms->delta ? pt__now_ns() - ss->start_ns : 0;
+	}
+	pt__sampler_log(ss->s, 0, "%s: pid=%d rows=%zu%s in %.1f ms", ss->kind->name,
+			(int)ss->req->pid, now.n, ms->delta ? " (delta)" : "",
+			(double)(pt__now_ns() - ss->start_ns) / 1e6 -
+				(ms->delta ? (double)ss->req->duration_ns / 1e6 : 0));
+	free(now.v);
+	return err;
+}
+
+static void memory_free(struct pt_session *ss)
+{
+	free(PT_SESSION_OF(ss, struct memory_session)->before.v);
+}
+
+const struct pt_session_kind pt_kind_heap = {
+	.name = "heap",
+	.size = sizeof(struct memory_session),
+	.flags = PT_KIND_F_WINDOW,
+	.start = memory_start,
+	.finish = memory_finish,
+	.free = memory_free,
+};
+
+const struct pt_session_kind pt_kind_allocs = {
+	.name = "allocs",
+	.size = sizeof(struct memory_session),
+	.flags = PT_KIND_F_WINDOW,
+	.start = memory_start,
+	.finish = memory_finish,
+	.free = memory_free,
+};

@@ -1,0 +1,43 @@
+/* Symbol lookup (pprof's symbolz): names of addresses, from the target's
+ * current maps. Needs no attach. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptrace/session.h"
+
+static int symbols_start(struct pt_session *ss)
+{
+	struct pt_request *req = ss->req;
+
+	pt_tracee_refresh_maps(ss->t);
+	req->names = calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
+	if (!req->names)
+		return -ENOMEM;
+	for (size_t i = 0; i < req->naddrs; i++) {
+		const struct pt_module *mod;
+		const char *name;
+
+		pt_tracee_symbolize(ss->t, req->addrs[i], &name, &mod);
+		/* Go's symbolz (runtime.FuncForPC) names inlined code by the
+		 * innermost function. */
+		if (name)
+			pt_tracee_inlined(ss->t, req->addrs[i], &name, 1);
+		if (name)
+			req->names[i] = strdup(name);
+	}
+	return 0;
+}
+
+static int symbols_finish(struct pt_session *ss)
+{
+	(void)ss;
+	return 0;
+}
+
+const struct pt_session_kind pt_kind_symbols = {
+	.name = "symbol",
+	.size = sizeof(struct pt_session),
+	.start = symbols_start,
+	.finish = symbols_finish,
+};

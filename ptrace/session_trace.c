@@ -1,0 +1,344 @@
+/* The timeline (trace): each thread's state at each tick, kept as changes,
+ * with the CPU samples the ticks take anyway, thread creation and exit, and
+ * the target's RSS. A blocked thread's stack is its cached one (no stop for
+ * a thread that has not run since it was last seen). Bounded: past
+ * max_trace_events the timeline ends early, says so, and stays valid. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ptrace/proc.h"
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/session.h"
+#include "ptrace/stacks.h"
+#include "ptrace/tracee_internal.h"
+
+#define MAX_EVENTS 400000u          /* 24 bytes each: about 10 MB (--max-trace-events) */
+#define RSS_EVERY_NS 100000000ull   /* the RSS counter, ten times a second */
+#define RAN_GAP_NS 1000ull          /* a thread that ran between two waits */
+
+/* What the session remembers of a thread between ticks. */
+struct thr {
+	pid_t tid;             /* 0: an empty slot of the index */
+	uint32_t idx;          /* into the timeline's threads */
+	uint8_t state;         /* enum pt_tl_state last emitted, 0 if none */
+	int16_t syscall;
+	int exited;
+	uint64_t run_ns, wait_ns, last_ns;
+};
+
+struct trace_session {
+	struct pt_session base;
+	struct pt_stacks *stacks;
+	struct pt_timeline *tl;
+	size_t threads_cap, events_cap;
+	struct thr *idx;       /* open addressing by tid, cap a power of two */
+	size_t cap, used;
+	uint64_t rss_at, page;
+	int statm_fd;
+};
+
+static int16_t syscall_of(int nr)
+{
+	return nr >= 0 && nr < INT16_MAX ? (int16_t)nr : -1;
+}
+
+/* The timeline state of a thread state (0: not one a timeline shows). */
+static uint8_t classify(const struct pt_thread_state *st, const struct thr *th)
+{
+	switch (st->state) {
+	case 'R':
+		/* Runnable but not on a core: its run delay grew more than its
+		 * CPU time since the tick before. */
+		return th->last_ns && st->wait_ns - th->wait_ns > st->run_ns - th->run_ns ?
+			       PT_TL_RUNNABLE : PT_TL_RUNNING;
+	case 'T':
+	case 't':
+		return PT_TL_STOPPED;
+	case 'D':
+		return PT_TL_SYSCALL;
+	case 'S':
+		break;
+	default:
+		return 0;
+	}
+	switch (st->syscall) {
+	case SYS_futex:
+		return PT_TL_SYNC;
+	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_epoll_pwait2: case SYS_poll:
+	case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_accept: case SYS_accept4:
+	case SYS_recvfrom: case SYS_recvmsg: case SYS_recvmmsg: case SYS_connect:
+		return PT_TL_NET;
+	case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_pause:
+		return PT_TL_SLEEP;
+	default:
+		return PT_TL_SYSCALL;
+	}
+}
+
+static int grow(void **v, size_t *cap, size_t size, size_t min)
+{
+	size_t n = *cap ? *cap * 2 : min;
+	void *p = realloc(*v, n * size);
+
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = n;
+	return 0;
+}
+
+/* Appends an event; returns 0, or -E2BIG once the cap is reached (the
+ * timeline then ends: truncated). */
+static int emit(struct trace_session *ts, const struct pt_tl_event *ev)
+{
+	struct pt_timeline *tl = ts->tl;
+	size_t cap = ts->base.o->max_trace_events > 0 ? (size_t)ts->base.o->max_trace_events : MAX_EVENTS;
+
+	if (tl->truncated)
+		return -E2BIG;
+	if (tl->nevents >= cap) {
+		tl->truncated = 1;
+		tl->duration_ns = ev->t_ns;   /* the trace ends here */
+		pt__sampler_log(ts->base.s, 2, "trace: pid=%d: %zu events, the cap (--max-trace-events): "
+				"the trace ends at %.3f s", (int)ts->base.req->pid, cap,
+				(double)ev->t_ns / 1e9);
+		return -E2BIG;
+	}
+	if (tl->nevents == ts->events_cap &&
+	    grow((void **)&tl->events, &ts->events_cap, sizeof(*tl->events), 4096))
+		return -ENOMEM;
+	tl->events[tl->nevents++] = *ev;
+	return 0;
+}
+
+static int index_grow(struct trace_session *ts)
+{
+	size_t cap = ts->cap ? ts->cap * 2 : 256;
+	struct thr *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ts->cap; i++) {
+		size_t j;
+
+		if (!ts->idx[i].tid)
+			continue;
+		for (j = (size_t)ts->idx[i].tid & (cap - 1); v[j].tid; j = (j + 1) & (cap - 1)) {
+		}
+		v[j] = ts->idx[i];
+	}
+	free(ts->idx);
+	ts->idx = v;
+	ts->cap = cap;
+	return 0;
+}
+
+/* The thread with this tid, added to the timeline at its first sight (or
+ * when its tid is reused after an exit: a new timeline thread). */
+static struct thr *thread_get(struct trace_session *ts, pid_t tid, const char *comm, uint64_t t,
+			      int created)
+{
+	struct pt_timeline *tl = ts->tl;
+	struct pt_tl_thread *nt;
+	size_t j;
+
+	if ((ts->used + 1) * 2 > ts->cap && index_grow(ts))
+		return NULL;
+	for (j = (size_t)tid & (ts->cap - 1); ts->idx[j].tid; j = (j + 1) & (ts->cap - 1))
+		if (ts->idx[j].tid == tid) {
+			if (ts->idx[j].exited)
+				break;   /* reused: a new thread in the same slot */
+			/* Seen at its clone, before it had a name: name it now. */
+			nt = &tl->threads[ts->idx[j].idx];
+			if (!nt->name[0] && comm && comm[0])
+				snprintf(nt->name, sizeof(nt->name), "%s", comm);
+			return &ts->idx[j];
+		}
+	if (tl->nthreads == ts->threads_cap &&
+	    grow((void **)&tl->threads, &ts->threads_cap, sizeof(*tl->threads), 64))
+		return NULL;
+	nt = &tl->threads[tl->nthreads];
+	*nt = (struct pt_tl_thread){ .tid = tid, .start_ns = t, .created = created };
+	snprintf(nt->name, sizeof(nt->name), "%s", comm ? comm : "");
+	if (!ts->idx[j].tid)
+		ts->used++;
+	ts->idx[j] = (struct thr){ .tid = tid, .idx = (uint32_t)tl->nthreads++, .syscall = -1 };
+	return &ts->idx[j];
+}
+
+static uint64_t since_start(const struct pt_session *ss, uint64_t at)
+{
+	return at > ss->start_ns ? at - ss->start_ns : 0;
+}
+
+static int trace_start(struct pt_session *ss)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	char path[64];
+
+	ts->statm_fd = -1;
+	if (!(ts->tl = calloc(1, sizeof(*ts->tl))))
+		return -ENOMEM;
+	ts->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)ss->req->pid);
+	ts->statm_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return pt_stacks_new(&ts->stacks, (size_t)ss->o->max_stacks);
+}
+
+/* The target's RSS as a counter, at most every RSS_EVERY_NS. */
+static void sample_rss(struct trace_session *ts, uint64_t at)
+{
+	char buf[128], *end;
+	unsigned long long size, rss;
+
+	if (ts->rss_at && at - ts->rss_at < RSS_EVERY_NS)
+		return;
+	ts->rss_at = at;
+	if (pt__pread_text(ts->statm_fd, buf, sizeof(buf)) <= 0)
+		return;
+	/* "1234 567 ..." : size, then resident, in pages */
+	size = strtoull(buf, &end, 10);
+	rss = strtoull(end, NULL, 10);
+	if (!size)
+		return;
+	emit(ts, &(struct pt_tl_event){ .t_ns = since_start(&ts->base, at), .value = rss * ts->page,
+					.stack = -1, .syscall = -1, .kind = PT_TL_EV_RSS });
+}
+
+/* The stack id of a thread's frames (threads share stacks), or -1. */
+static int32_t stack_id(struct trace_session *ts, const struct pt_sample *smp)
+{
+	struct pt_sample any = *smp;
+	int64_t v[PT_MAX_VALUES] = { 1, 0 };
+	int id;
+
+	if (!smp->frames || smp->n <= 0)
+		return -1;
+	any.tid = 0;
+	id = pt_stacks_add(ts->stacks, &any, v);
+	return id < 0 ? -1 : id;
+}
+
+static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *st)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	uint64_t t = since_start(ss, st->at_ns);
+	struct thr *th = thread_get(ts, st->tid, st->comm, t ? t : 0, 0);
+	uint8_t state;
+
+	sample_rss(ts, st->at_ns);
+	if (!th || !(state = classify(st, th)))
+		return;
+	/* It ran between two waits in the same place: show the run. */
+	if (st->ran && state == th->state && state >= PT_TL_SYNC && t > RAN_GAP_NS)
+		emit(ts, &(struct pt_tl_event){ .t_ns = t - RAN_GAP_NS, .thread = th->idx,
+						.stack = -1, .syscall = -1, .kind = PT_TL_EV_STATE,
+						.state = PT_TL_RUNNING });
+	if (state != th->state || syscall_of(st->syscall) != th->syscall || st->ran) {
+		struct pt_sample smp = { .frames = st->stack, .n = st->n };
+		int32_t stk = state >= PT_TL_SYNC ? stack_id(ts, &smp) : -1;
+
+		emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx, .stack = stk,
+						.syscall = syscall_of(st->syscall),
+						.kind = PT_TL_EV_STATE, .state = state });
+	}
+	th->state = state;
+	th->syscall = syscall_of(st->syscall);
+	th->run_ns = st->run_ns;
+	th->wait_ns = st->wait_ns;
+	th->last_ns = st->at_ns;
+}
+
+static void trace_on_sample(struct pt_session *ss, const struct pt_sample *smp)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	uint64_t t = since_start(ss, pt__now_ns());
+	struct thr *th = thread_get(ts, smp->tid, smp->comm, t, 0);
+
+	if (th)
+		emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx,
+						.stack = stack_id(ts, smp), .syscall = -1,
+						.kind = PT_TL_EV_SAMPLE });
+}
+
+static void trace_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+
+	(void)parent;
+	thread_get(ts, child, "", since_start(ss, pt__now_ns()), 1);
+}
+
+static void trace_on_exit(struct pt_session *ss, pid_t tid)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	struct thr *th;
+	uint64_t t = since_start(ss, pt__now_ns());
+
+	for (size_t j = (size_t)tid & (ts->cap - 1); ts->cap && ts->idx[j].tid;
+	     j = (j + 1) & (ts->cap - 1)) {
+		th = &ts->idx[j];
+		if (th->tid != tid || th->exited)
+			continue;
+		th->exited = 1;
+		emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx, .stack = -1,
+						.syscall = -1, .kind = PT_TL_EV_EXIT });
+		return;
+	}
+}
+
+static int trace_finish(struct pt_session *ss)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	struct pt_profile *p;
+	int err = pt_stacks_build(ts->stacks, ss->t, &ss->req->profile);
+
+	if ((p = ss->req->profile)) {
+		p->time_ns = ss->start_wall;
+		p->duration_ns = pt__now_ns() - ss->start_ns;
+		p->hz = ss->req->hz;
+		if (!ts->tl->truncated)
+			ts->tl->duration_ns = p->duration_ns;
+		p->timeline = ts->tl;
+		ts->tl = NULL;
+	}
+	pt__sampler_log(ss->s, 1, "trace: done pid=%d threads=%zu events=%zu stacks=%zu%s%s",
+			(int)ss->req->pid, p ? p->timeline->nthreads : 0,
+			p ? p->timeline->nevents : 0, pt_stacks_count(ts->stacks),
+			p && p->timeline->truncated ? " (truncated)" : "",
+			atomic_load(&ss->req->cancel) ? " (client gone)" : "");
+	return err;
+}
+
+static void trace_free(struct pt_session *ss)
+{
+	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+
+	pt_stacks_free(ts->stacks);
+	if (ts->tl) {
+		free(ts->tl->threads);
+		free(ts->tl->events);
+		free(ts->tl);
+	}
+	free(ts->idx);
+	if (ts->statm_fd >= 0)
+		close(ts->statm_fd);
+}
+
+const struct pt_session_kind pt_kind_trace = {
+	.name = "trace",
+	.size = sizeof(struct trace_session),
+	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
+	.start = trace_start,
+	.on_sample = trace_on_sample,
+	.on_thread_state = trace_on_state,
+	.on_clone = trace_on_clone,
+	.on_exit = trace_on_exit,
+	.finish = trace_finish,
+	.free = trace_free,
+};

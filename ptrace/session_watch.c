@@ -1,0 +1,96 @@
+/* The continuous watch (--continuous): one session that keeps the target
+ * traced at a low rate for as long as it lives, so that the profiles Go
+ * keeps since the program started are cumulative here too, since podprof
+ * started: block and mutex (its waits, from thread states: no stop of a
+ * thread that stays blocked), threadcreate (clone events) and allocs (a look
+ * at the memory every MEMORY_EVERY_NS). Requests of those profiles without
+ * seconds= answer from it. CPU profiles raise the rate while they run. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/session.h"
+
+#define MEMORY_EVERY_NS 10000000000ull
+
+/* The watch's waits, in a target slot: requests find them there. */
+struct watched {
+	struct pt__waits *block, *mutex;
+};
+
+struct watch_session {
+	struct pt_session base;
+	struct watched *w;
+	uint64_t memory_at;
+};
+
+static const char watch_key;
+
+static void watched_free(void *p)
+{
+	struct watched *w = p;
+
+	if (!w)
+		return;
+	pt__waits_free(w->block);
+	pt__waits_free(w->mutex);
+	free(w);
+}
+
+const struct pt__waits *pt__watch_waits(struct pt_session *ss, int futex_only)
+{
+	void **slot = pt__target_slot(ss, &watch_key, watched_free, NULL);
+	struct watched *w = slot ? *slot : NULL;
+
+	return w ? (futex_only ? w->mutex : w->block) : NULL;
+}
+
+static int watch_start(struct pt_session *ss)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+	void **slot = pt__target_slot(ss, &watch_key, watched_free, NULL);
+	size_t max = (size_t)ss->o->max_stacks;
+	int err;
+
+	if (!slot)
+		return -ENOMEM;
+	/* A new watch (the target's last one ended): counts start again. */
+	watched_free(*slot);
+	if (!(*slot = calloc(1, sizeof(struct watched))))
+		return -ENOMEM;
+	ws->w = *slot;
+	if ((err = pt__waits_new(&ws->w->block, 0, ss->start_ns, max)) ||
+	    (err = pt__waits_new(&ws->w->mutex, 1, ss->start_ns, max)) ||
+	    (err = pt__creations_watch(ss)))
+		return err;
+	ws->memory_at = ss->start_ns;
+	return pt__memory_look(ss);
+}
+
+static void watch_on_state(struct pt_session *ss, const struct pt_thread_state *st)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+
+	pt__waits_on_state(ws->w->block, st);
+	pt__waits_on_state(ws->w->mutex, st);
+	if (st->at_ns >= ws->memory_at + MEMORY_EVERY_NS) {
+		ws->memory_at = st->at_ns;
+		pt__memory_look(ss);
+	}
+}
+
+static int watch_finish(struct pt_session *ss)
+{
+	pt__sampler_log(ss->s, 2, "watch: pid=%d: the continuous watch ended after %.1f s",
+			(int)ss->req->pid, (double)(pt__now_ns() - ss->start_ns) / 1e9);
+	return 0;
+}
+
+const struct pt_session_kind pt_kind_watch = {
+	.name = "watch",
+	.size = sizeof(struct watch_session),
+	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
+	.start = watch_start,
+	.on_thread_state = watch_on_state,
+	.finish = watch_finish,
+};

@@ -1,0 +1,112 @@
+/* Naming addresses of a tracee: the module that holds an address and its
+ * symbol, or the target's perf map for code a JIT wrote into anonymous
+ * memory. Sampler thread only. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ptrace/module.h"
+#include "ptrace/perfmap.h"
+#include "ptrace/proc.h"
+#include "ptrace/python.h"
+#include "ptrace/tracee_internal.h"
+
+/* Loads the target's perf map if it changed since the last load. A file
+ * still being appended to is read up to its last complete line. */
+static void perfmap_refresh(struct pt_tracee *t)
+{
+	struct pt_perfmap *pm;
+	struct stat st;
+	char *text = NULL;
+	size_t len = 0, want;
+	int fd;
+
+	t->pm_checked = 1;
+	fd = pt_perfmap_open(t->pid, pt__nspid(t));
+	if (fd < 0)
+		return;   /* none (the usual case), or not a regular file: keep what we had */
+	if (fstat(fd, &st) < 0 || (st.st_ino == t->pm_st.st_ino && st.st_dev == t->pm_st.st_dev &&
+				   st.st_size == t->pm_st.st_size &&
+				   st.st_mtim.tv_sec == t->pm_st.st_mtim.tv_sec &&
+				   st.st_mtim.tv_nsec == t->pm_st.st_mtim.tv_nsec))
+		goto out;
+	want = st.st_size > (off_t)PT_PERFMAP_MAX_BYTES ? PT_PERFMAP_MAX_BYTES : (size_t)st.st_size;
+	if (!(text = malloc(want + 1)))
+		goto out;
+	while (len < want) {
+		ssize_t n = read(fd, text + len, want - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	while (len && text[len - 1] != '\n')
+		len--;
+	if (pt_perfmap_parse(text, len, &pm, NULL) == 0) {
+		pt_perfmap_free(t->pm);
+		t->pm = pm;
+		t->pm_st = st;
+		t->st.perfmap_entries = pt_perfmap_count(pm);
+	}
+out:
+	free(text);
+	close(fd);
+}
+
+void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
+			 const struct pt_module **modp)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	*name = mod ? pt_module_symbol(t->mods, mod, addr) : NULL;
+	*modp = mod;
+	if (!mod) {
+		/* Anonymous memory: code a JIT wrote, named in its perf map. */
+		if (!t->pm_checked)
+			perfmap_refresh(t);
+		*name = pt_perfmap_lookup(t->pm, addr);
+	}
+}
+
+pid_t pt__nspid(struct pt_tracee *t)
+{
+	if (!t->nspid) {
+		char path[64], buf[4096];
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) < 0 || pt_proc_parse_nspid(buf, &t->nspid))
+			t->nspid = t->pid;
+	}
+	return t->nspid;
+}
+
+int pt_tracee_python_lines(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max)
+{
+	return t->py && pt_py_is_token(addr) ? pt_py_lines(t->py, addr, out, max) : 0;
+}
+
+const char *pt_tracee_python_note(struct pt_tracee *t)
+{
+	if (t->py_noted || !t->py_note[0])
+		return NULL;
+	t->py_noted = 1;
+	return t->py_note;
+}
+
+int pt_tracee_inlined(struct pt_tracee *t, uint64_t addr, const char **names, int max)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod && mod->go ? pt_module_go_inline(mod, addr, names, max) : 0;
+}
+
+const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod ? mod->build_id : "";
+}

@@ -1,0 +1,162 @@
+#include "sidecar/index.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "ptrace/proc.h"
+#include "sidecar/http.h"
+#include "sidecar/server.h"
+#include "sidecar/util.h"
+
+/* The pod's processes: one /proc scan, kept this long. */
+#define POD_PANEL_TTL_NS 1000000000ull
+#define POD_PANEL_MAX 200
+
+static void target_panel(pid_t pid, struct sc_buf *b)
+{
+	char path[64], buf[4096], exe[PT_PROC_MAX_PATH];
+	struct pt_stat st;
+	long long rss = -1;
+	ssize_t n;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
+		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)pid);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0)
+		pt_proc_status_value(buf, "VmRSS", &rss);
+	sc_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
+		      "<tr><td>comm</td><td>", (int)pid);
+	sc_buf_html(b, st.comm);
+	sc_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
+	sc_buf_html(b, exe[0] ? exe : "?");
+	sc_buf_printf(b, "</td></tr>\n<tr><td>threads</td><td>%ld</td></tr>\n"
+		      "<tr><td>RSS</td><td>%lld kB</td></tr>\n"
+		      "<tr><td>CPU</td><td>%.2f s</td></tr>\n</table>\n</p>\n",
+		      st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
+}
+
+/* The other processes of the pod (our PID namespace), each with a link;
+ * kernel threads and podprof itself left out. */
+static int scan_pod(pid_t current, struct sc_buf *b)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int shown = 0;
+
+	if (!d)
+		return -1;
+	sc_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
+	while ((de = readdir(d)) && shown < POD_PANEL_MAX) {
+		char path[64], buf[1024], *end;
+		struct pt_stat st;
+		long v = strtol(de->d_name, &end, 10);
+
+		if (*end || v <= 0 || v == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", v);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
+		    (st.flags & PT_PF_KTHREAD))
+			continue;
+		sc_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
+			      v == current ? " (shown)" : "");
+		sc_buf_html(b, st.comm);
+		sc_buf_printf(b, "</td></tr>\n");
+		shown++;
+	}
+	closedir(d);
+	sc_buf_printf(b, "</table>\n</p>\n");
+	return 0;
+}
+
+static void pod_panel(struct sc_index_cache *cache, pid_t current, struct sc_buf *out)
+{
+	struct sc_buf fresh;
+	uint64_t now = uv_hrtime();
+
+	if (cache->html && cache->pid == current && now - cache->at < POD_PANEL_TTL_NS) {
+		sc_buf_append(out, cache->html, cache->len);
+		return;
+	}
+	sc_buf_init(&fresh, 1u << 20);
+	if (scan_pod(current, &fresh) || fresh.err) {
+		sc_buf_free(&fresh);
+		return;
+	}
+	sc_buf_append(out, fresh.data, fresh.len);
+	free(cache->html);
+	cache->html = sc_buf_steal(&fresh, &cache->len);
+	cache->pid = current;
+	cache->at = now;
+}
+
+/* Go's index: a row per listed route, in table order, then descriptions. */
+static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, struct sc_buf *b)
+{
+	size_t n, skip = strlen(SC_PPROF_PREFIX);
+	const struct sc_route *r = sc_server_routes(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(r[i].flags & SC_ROUTE_LISTED))
+			continue;
+		sc_buf_printf(b, "<tr><td>%lld</td><td><a href='%s?debug=1%s'>%s</a>",
+			      (long long)(r[i].count ? r[i].count(srv, pid) : 0), r[i].path + skip, extra,
+			      r[i].path + skip);
+		if (r[i].also)
+			sc_buf_printf(b, " (<a href='%s?%s%s'>%s</a>)", r[i].path + skip, r[i].also, extra,
+				      r[i].also);
+		sc_buf_printf(b, "</td></tr>\n");
+	}
+	sc_buf_printf(b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+	for (size_t i = 0; i < n; i++) {
+		if (!(r[i].flags & SC_ROUTE_LISTED))
+			continue;
+		sc_buf_printf(b, "<li><div class=profile-name>%s: </div> ", r[i].path + skip);
+		sc_buf_html(b, r[i].desc);
+		sc_buf_printf(b, "</li>\n");
+	}
+	sc_buf_printf(b, "</ul>\n</p>\n");
+}
+
+void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	struct sc_buf b;
+	char extra[32] = "";
+	pid_t pid = sc_request_pid(srv, c, req->query);
+
+	if (!pid)
+		return;
+	/* The links keep looking at the process this page is about. */
+	if (pid != sc_server_target(srv))
+		snprintf(extra, sizeof(extra), "&pid=%d", (int)pid);
+	sc_buf_init(&b, 1u << 20);
+	sc_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
+		      "\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
+		      "/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
+		      "text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
+		      "<thead><td>Count</td><td>Profile</td></thead>\n");
+	profile_table(srv, pid, extra, &b);
+	target_panel(pid, &b);
+	pod_panel(sc_server_index_cache(srv), pid, &b);
+	sc_buf_printf(&b, "</body>\n</html>\n");
+	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
+}
+
+void sc_index_cache_free(struct sc_index_cache *cache)
+{
+	if (!cache)
+		return;
+	free(cache->html);
+	cache->html = NULL;
+	cache->len = 0;
+}

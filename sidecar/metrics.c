@@ -1,0 +1,215 @@
+#include "sidecar/metrics.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptrace/proc.h"
+#include "ptrace/sampler.h"
+#include "sidecar/http.h"
+#include "sidecar/server.h"
+#include "sidecar/util.h"
+
+/* A metric read from a struct pt_sampler_stats field (uint64_t), divided
+ * by div (1e9: nanoseconds to seconds). A summary reads four fields: its
+ * 0.5 and 0.99 quantiles (over the recent ring, in ns), its _sum (ns, since
+ * start) and its _count: the observations the sum adds up. */
+struct stat_metric {
+	const char *name, *type, *help;
+	size_t off, off99, off_sum, off_count;
+	double div;
+};
+
+#define STAT(f) offsetof(struct pt_sampler_stats, f)
+#define COUNTER(n, f, h) { n, "counter", h, STAT(f), 0, 0, 0, 1 }
+#define GAUGE(n, f, h)   { n, "gauge", h, STAT(f), 0, 0, 0, 1 }
+#define SUMMARY(n, f50, f99, fsum, fcount, h) \
+	{ n, "summary", h, STAT(f50), STAT(f99), STAT(fsum), STAT(fcount), 1e9 }
+
+static const struct stat_metric stat_metrics[] = {
+	COUNTER("thread_samples_total", thread_samples, "Thread stacks captured by CPU ticks and snapshots."),
+	COUNTER("stops_total", stops, "Threads stopped (one at a time) to capture a stack."),
+	COUNTER("late_stops_total", late_stops,
+		"Threads that stopped after their tick (runnable but not on a core): a CPU tick's are "
+		"captured when they stop, a thread dump's resumed without a stack."),
+	COUNTER("incomplete_stacks_total", incomplete_stacks,
+		"Stacks whose unwind ended before the outermost frame."),
+	COUNTER("signals_reinjected_total", signals_reinjected,
+		"Signals that arrived while the target was traced, passed on to it."),
+	COUNTER("group_stops_total", group_stops, "Group stops (SIGSTOP and the like) honoured."),
+	COUNTER("snapshot_reused_total", snapshot_reused,
+		"Thread-dump stacks reused because the thread stayed blocked (no stop)."),
+	COUNTER("maps_rereads_total", maps_rereads,
+		"Reads of the target's maps forced by an address outside them."),
+	COUNTER("stack_copies_short_total", short_copies,
+		"Stacks cut short because the unwind needed more than was copied (the next copy is whole)."),
+	COUNTER("stack_copies_signal_total", signal_copies,
+		"Go stacks interrupted by a signal, copied in the same stop as the signal handler's."),
+	COUNTER("ticks_total", ticks, "Sampling ticks run."),
+	COUNTER("ticks_late_total", ticks_late,
+		"Ticks that started a period or more late (the sampler fell behind; never queued)."),
+	/* The pause and unwind times are added up per thread-sample (a stop
+	 * whose stack was unwound and reported), so thread_samples is the
+	 * _count that matches each _sum; quantiles are over recent samples. */
+	SUMMARY("pause_seconds", pause_p50_ns, pause_p99_ns, pause_ns_total, thread_samples,
+		"Time a target thread spent stopped by podprof per thread-sample (quantiles: "
+		"recent samples; sum and count: since start)."),
+	SUMMARY("unwind_seconds", unwind_p50_ns, unwind_p99_ns, unwind_ns_total, thread_samples,
+		"Time spent unwinding one captured stack (quantiles: recent samples; sum and "
+		"count: since start)."),
+	GAUGE("rate_divisor", rate_div,
+	      "1, or the factor the sampling rate is lowered by while the sampler is over its CPU budget."),
+	COUNTER("rate_changes_total", rate_changes, "Times the sampler lowered or restored its rate."),
+	COUNTER("sessions_done_total", sessions_done, "Profiles finished."),
+	GAUGE("sessions_active", sessions_active, "Profiles running now."),
+	GAUGE("targets_attached", targets_attached, "Processes traced now (0 when idle)."),
+};
+
+/* A metric of the default target, from its /proc/<pid>/stat. */
+struct target_metric {
+	const char *name, *type, *help;
+	double (*get)(const struct pt_stat *st);
+};
+
+static double target_threads(const struct pt_stat *st)
+{
+	return (double)st->num_threads;
+}
+
+static double target_rss(const struct pt_stat *st)
+{
+	return (double)st->rss_pages * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double target_cpu(const struct pt_stat *st)
+{
+	return (double)(st->utime + st->stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static const struct target_metric target_metrics[] = {
+	{ "target_threads", "gauge", "Threads of the default target.", target_threads },
+	{ "target_resident_bytes", "gauge", "Resident memory of the default target.", target_rss },
+	{ "target_cpu_seconds_total", "counter", "CPU time of the default target.", target_cpu },
+};
+
+static void header(struct sc_buf *b, const char *name, const char *type, const char *help)
+{
+	sc_buf_printf(b, "# HELP podprof_%s %s\n# TYPE podprof_%s %s\n", name, help, name, type);
+}
+
+/* podprof's own process, under the names Prometheus' client libraries use
+ * (process_*), so that dashboards made for any exporter show it. */
+static void process_metrics(struct sc_buf *b)
+{
+	char buf[4096];
+	struct pt_stat ps;
+	double boot = -1;
+	long fds = 0;
+	struct dirent *de;
+	DIR *dir;
+
+	if (pt_proc_slurp("/proc/self/stat", buf, sizeof(buf)) > 0 && !pt_proc_parse_stat(buf, &ps)) {
+		const char *bt;
+
+		sc_buf_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time "
+			      "spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
+			      "process_cpu_seconds_total %.9g\n",
+			      (double)(ps.utime + ps.stime) / (double)sysconf(_SC_CLK_TCK));
+		sc_buf_printf(b, "# HELP process_resident_memory_bytes Resident memory size in "
+			      "bytes.\n# TYPE process_resident_memory_bytes gauge\n"
+			      "process_resident_memory_bytes %.9g\n",
+			      (double)ps.rss_pages * (double)sysconf(_SC_PAGESIZE));
+		/* starttime is in clock ticks since boot; /proc/stat's btime is
+		 * the boot in seconds since the epoch. */
+		if (pt_proc_slurp("/proc/stat", buf, sizeof(buf)) > 0 && (bt = strstr(buf, "\nbtime ")))
+			boot = strtod(bt + 7, NULL);
+		if (boot > 0)
+			sc_buf_printf(b, "# HELP process_start_time_seconds Start time of the process "
+				      "since unix epoch in seconds.\n# TYPE process_start_time_seconds "
+				      "gauge\nprocess_start_time_seconds %.3f\n",
+				      boot + (double)ps.starttime / (double)sysconf(_SC_CLK_TCK));
+	}
+	if (!(dir = opendir("/proc/self/fd")))
+		return;
+	while ((de = readdir(dir)))
+		fds += de->d_name[0] != '.';
+	closedir(dir);
+	/* Less the descriptor of the directory being read. */
+	sc_buf_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+		      "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds > 0 ? fds - 1 : 0);
+}
+
+/* podprof_build_info{version,revision} 1: PODPROF_VERSION is
+ * "VERSION (REVISION)" (see the Makefile). */
+static void build_info(struct sc_buf *b)
+{
+	const char *v = PODPROF_VERSION, *open = strstr(v, " (");
+	int vlen = open ? (int)(open - v) : (int)strlen(v), rlen = 0;
+	const char *rev = "unknown";
+
+	if (open && strchr(open, ')')) {
+		rev = open + 2;
+		rlen = (int)(strchr(open, ')') - rev);
+	} else {
+		rlen = (int)strlen(rev);
+	}
+	header(b, "build_info", "gauge", "podprof's version and the git revision it was built from.");
+	sc_buf_printf(b, "podprof_build_info{version=\"%.*s\",revision=\"%.*s\"} 1\n", vlen, v, rlen,
+		      rev);
+}
+
+static double field(const struct pt_sampler_stats *st, size_t off)
+{
+	return (double)*(const uint64_t *)(const void *)((const char *)st + off);
+}
+
+static void stat_metric(struct sc_buf *b, const struct stat_metric *m,
+			const struct pt_sampler_stats *st)
+{
+	header(b, m->name, m->type, m->help);
+	if (!strcmp(m->type, "summary")) {
+		sc_buf_printf(b, "podprof_%s{quantile=\"0.5\"} %.9g\n"
+			      "podprof_%s{quantile=\"0.99\"} %.9g\n"
+			      "podprof_%s_sum %.9g\npodprof_%s_count %.9g\n",
+			      m->name, field(st, m->off) / m->div, m->name, field(st, m->off99) / m->div,
+			      m->name, field(st, m->off_sum) / m->div, m->name, field(st, m->off_count));
+		return;
+	}
+	sc_buf_printf(b, "podprof_%s %.9g\n", m->name, field(st, m->off) / m->div);
+}
+
+void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	struct pt_sampler_stats st;
+	struct pt_stat ps;
+	struct sc_buf b;
+	char path[64], buf[1024];
+
+	(void)req;
+	pt_sampler_stats(sc_server_sampler(srv), &st);
+	sc_buf_init(&b, 1u << 20);
+	for (size_t i = 0; i < SC_ARRAY_LEN(stat_metrics); i++)
+		stat_metric(&b, &stat_metrics[i], &st);
+	/* A target that is gone has no figures: leave them out, not 0. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)sc_server_target(srv));
+	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0 && !pt_proc_parse_stat(buf, &ps))
+		for (size_t i = 0; i < SC_ARRAY_LEN(target_metrics); i++) {
+			const struct target_metric *m = &target_metrics[i];
+
+			header(&b, m->name, m->type, m->help);
+			sc_buf_printf(&b, "podprof_%s %.9g\n", m->name, m->get(&ps));
+		}
+	process_metrics(&b);
+	build_info(&b);
+	if (b.err) {
+		sc_buf_free(&b);
+		sc_go_error(c, 500, "out of memory");
+		return;
+	}
+	sc_http_respond_owned(c, 200, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
+			      b.data, b.len);
+}

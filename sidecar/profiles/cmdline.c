@@ -1,0 +1,31 @@
+/* /debug/pprof/cmdline: the target's command line as Go's Cmdline. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "ptrace/proc.h"
+#include "sidecar/http.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/util.h"
+
+void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	char path[64], *text;
+	size_t len;
+	int err;
+	pid_t pid = sc_request_pid(srv, c, req->query);
+
+	if (!pid)
+		return;
+	/* Small (a megabyte at most): read on the loop, no job. */
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);
+	if (err) {
+		sc_go_error(c, err == -ESRCH ? 404 : 500,
+			    err == -ESRCH ? "target process is gone" : sc_strerror(err));
+		return;
+	}
+	/* /proc ends each argument with NUL; Go joins with NUL, nothing after. */
+	if (len && text[len - 1] == '\0')
+		len--;
+	sc_http_respond_owned(c, 200, SC_TEXT_PLAIN, text, len);
+}

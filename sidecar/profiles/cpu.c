@@ -1,0 +1,86 @@
+/* /debug/pprof/profile: on-CPU stacks, Go's CPU profile. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "encoder/pprof.h"
+#include "sidecar/cfg.h"
+#include "sidecar/http.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/stacks.h"
+
+static const struct sc_stack_value cpu_values[] = {
+	{ "samples", "count", SC_COL_COUNT },
+	{ "cpu", "nanoseconds", SC_COL_CPU_NS },
+};
+/* Which thread each sample is of: pprof -tagfocus=thread=NAME or tid=N. */
+static const struct sc_stack_spec cpu_spec = { cpu_values, 2, SC_LABEL_THREAD | SC_LABEL_TID };
+
+static int build(struct enc_pprof *e, const struct pt_profile *pr)
+{
+	struct sc_stacks_info in;
+	char comment[256];
+	int err;
+
+	sc_stacks_info(pr, &in);
+	if ((err = sc_stacks_types(e, &cpu_spec)) ||
+	    (err = enc_pprof_period(e, "cpu", "nanoseconds", 1000000000ll / in.hz)))
+		return err;
+	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
+	snprintf(comment, sizeof(comment),
+		 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
+		 " dropped_stacks=%" PRIu64, in.hz, in.thread_samples, in.dropped_stacks);
+	if ((err = enc_pprof_comment(e, comment)))
+		return err;
+	if ((err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, &cpu_spec);
+}
+
+static enum sc_job_next cpu_done(struct sc_job *j)
+{
+	return sc_job_check(j, "Could not enable CPU profiling: ");
+}
+
+static void cpu_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct enc_pprof *e = NULL;
+	int err = enc_pprof_new(&e);
+
+	if (!err)
+		err = build(e, j->req.profile);
+	sc_reply_pprof(r, e, err, "profile");
+	enc_pprof_free(e);
+}
+
+static const struct sc_job_ops cpu_ops = { cpu_done, cpu_encode, NULL };
+
+void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	const struct sc_cfg *cfg = sc_server_cfg(srv);
+	int seconds = sc_parse_profile_seconds(req->query), hz;
+	pid_t pid = sc_request_pid(srv, c, req->query);
+	struct sc_job *j;
+
+	if (!pid)
+		return;
+	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
+		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+		return;
+	}
+	if (seconds > cfg->max_seconds) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "profile duration exceeds the limit of %d seconds",
+			 cfg->max_seconds);
+		sc_go_error(c, 400, msg);
+		return;
+	}
+	if (!(j = sc_job_new(srv, c, &cpu_ops, sizeof(*j))))
+		return;
+	j->req.kind = &pt_kind_cpu;
+	j->req.pid = pid;
+	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	j->req.hz = hz;
+	sc_job_submit(j);
+}

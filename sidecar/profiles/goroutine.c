@@ -1,0 +1,113 @@
+/* /debug/pprof/goroutine: every thread of the target now, in Go's three
+ * shapes (debug=0 pprof, 1 the count profile, 2 the panic-style dump). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "encoder/pprof.h"
+#include "ptrace/proc.h"
+#include "sidecar/http.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/stacks.h"
+#include "sidecar/util.h"
+
+struct goroutine_job {
+	struct sc_job job;
+	int debug;      /* 0, 1 or 2 */
+	int delta;      /* seconds=: the threads at the end less those at the start */
+};
+
+static const struct sc_stack_value dump_values[] = { { "goroutine", "count", SC_COL_COUNT } };
+static const struct sc_stack_spec dump_spec = {
+	dump_values, 1, SC_LABEL_THREAD | SC_LABEL_TID | SC_LABEL_STATE | SC_LABEL_SYSCALL,
+};
+
+static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
+{
+	struct sc_stacks_info in;
+	char comment[256];
+	int err;
+
+	sc_stacks_info(pr, &in);
+	if ((err = sc_stacks_types(e, &dump_spec)) ||
+	    (err = enc_pprof_period(e, "goroutine", "count", 1)))
+		return err;
+	enc_pprof_time(e, (int64_t)in.time_ns, 0);
+	snprintf(comment, sizeof(comment),
+		 "podprof: every thread of pid %d, one sample each; threads=%zu stopped=%" PRIu64
+		 " (the others were blocked, unchanged since their last snapshot)",
+		 (int)pid, in.nsamples, in.threads_stopped);
+	if ((err = enc_pprof_comment(e, comment)))
+		return err;
+	if ((err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, &dump_spec);
+}
+
+static enum sc_job_next goroutine_done(struct sc_job *j)
+{
+	return sc_job_check(j, NULL);
+}
+
+static void goroutine_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct goroutine_job *g = SC_CONTAINER_OF(j, struct goroutine_job, job);
+	struct enc_pprof *e = NULL;
+	char *text;
+	size_t len;
+	int err;
+
+	if (g->debug == 0) {
+		if (!(err = enc_pprof_new(&e)))
+			err = build(e, j->req.profile, j->req.pid);
+		sc_reply_pprof(r, e, err, g->delta ? "goroutine-delta" : "goroutine");
+		enc_pprof_free(e);
+		return;
+	}
+	err = sc_stacks_text(j->req.profile, "goroutine", g->debug, SC_MAX_PROFILE_BYTES, &text, &len);
+	if (err)
+		sc_reply_error(r, 500, err == -E2BIG ? "thread dump too large" : "out of memory");
+	else
+		sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
+}
+
+static const struct sc_job_ops goroutine_ops = { goroutine_done, goroutine_encode, NULL };
+
+void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	struct goroutine_job *g;
+	struct sc_job *j;
+	int64_t debug;
+	int seconds;
+	pid_t pid;
+
+	if ((seconds = sc_named_seconds(srv, c, req)) < 0)
+		return;
+	if (!(pid = sc_request_pid(srv, c, req->query)))
+		return;
+	debug = sc_query_debug(req->query);
+	if (!(j = sc_job_new(srv, c, &goroutine_ops, sizeof(*g))))
+		return;
+	g = SC_CONTAINER_OF(j, struct goroutine_job, job);
+	/* Go: any debug other than 0 is text, and only 2 (here: 2 or more)
+	 * the dump. */
+	g->debug = debug < 0 ? 1 : debug > 2 ? 2 : (int)debug;
+	g->delta = seconds > 0;
+	j->req.kind = &pt_kind_threads;
+	j->req.pid = pid;
+	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	sc_job_submit(j);
+}
+
+int64_t sc_count_threads(struct sc_server *srv, pid_t pid)
+{
+	char path[64], buf[1024];
+	struct pt_stat st;
+
+	(void)srv;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+		return 0;
+	return st.num_threads;
+}

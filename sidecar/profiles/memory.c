@@ -1,0 +1,196 @@
+/* /debug/pprof/heap and /debug/pprof/allocs: where the process's memory
+ * lives, by mapping, from /proc/<pid>/smaps (ptrace/session_memory.c).
+ * Allocation stacks would need code inside the target; the profiles say so. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encoder/pprof.h"
+#include "ptrace/proc.h"
+#include "sidecar/http.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/stacks.h"
+#include "sidecar/util.h"
+
+struct memory_job {
+	struct sc_job job;
+	int allocs;
+	int debug;
+	int delta;
+};
+
+static const struct sc_stack_value heap_values[] = {
+	{ "inuse_space", "bytes", SC_COL_0 },
+	{ "pss", "bytes", SC_COL_1 },
+	{ "private_dirty", "bytes", SC_COL_2 },
+	{ "swap", "bytes", SC_COL_3 },
+};
+static const struct sc_stack_spec heap_spec = { heap_values, 4, 0 };
+
+static const struct sc_stack_value allocs_values[] = {
+	{ "alloc_objects", "count", SC_COL_0 },
+	{ "alloc_space", "bytes", SC_COL_1 },
+	{ "inuse_objects", "count", SC_COL_2 },
+	{ "inuse_space", "bytes", SC_COL_3 },
+};
+static const struct sc_stack_spec allocs_spec = { allocs_values, 4, 0 };
+
+static const char HEAP_NOTE[] =
+	"podprof: heap: the target's memory by mapping from /proc/<pid>/smaps, under its class "
+	"(heap = brk and malloc arenas, thread stacks, anonymous, code and data of each file, "
+	"shared memory, [anon:name], other); inuse_space is resident memory (RSS), then PSS, "
+	"private dirty and swap. Allocation stacks would need code inside the target.";
+static const char ALLOCS_NOTE[] =
+	"podprof: allocs: per mapping, the bytes that became resident (each growth of its RSS "
+	"seen, summed: alloc_space) and how many growths (alloc_objects), since podprof first "
+	"looked at the target (every heap and allocs request looks); never decreasing. "
+	"inuse_* is what each holds now. Allocation stacks would need code inside the target.";
+
+static int build(struct enc_pprof *e, const struct memory_job *m)
+{
+	const struct pt_profile *pr = m->job.req.profile;
+	const struct sc_stack_spec *spec = m->allocs ? &allocs_spec : &heap_spec;
+	struct sc_stacks_info in;
+	int err;
+
+	sc_stacks_info(pr, &in);
+	if ((err = sc_stacks_types(e, spec)) || (err = enc_pprof_period(e, "space", "bytes", 1)) ||
+	    (err = enc_pprof_default_type(e, m->allocs ? "alloc_space" : "inuse_space")))
+		return err;
+	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
+	if ((err = enc_pprof_comment(e, m->allocs ? ALLOCS_NOTE : HEAP_NOTE)) ||
+	    (m->delta && (err = enc_pprof_comment(e, "podprof: the change over the window "
+							"(seconds=): negative where memory was returned"))))
+		return err;
+	if ((err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, spec);
+}
+
+static enum sc_job_next memory_done(struct sc_job *j)
+{
+	return sc_job_check(j, NULL);
+}
+
+static int cmp_rows(const void *a, const void *b, void *col)
+{
+	const struct pt_profile_sample *x = *(const struct pt_profile_sample *const *)a;
+	const struct pt_profile_sample *y = *(const struct pt_profile_sample *const *)b;
+	int c = *(const int *)col;
+
+	return (x->value[c] < y->value[c]) - (x->value[c] > y->value[c]);
+}
+
+/* debug=1: a table, largest first (RSS for heap, alloc_space for allocs),
+ * and a totals line. */
+static int table(const struct pt_profile *pr, int allocs, char **out, size_t *len)
+{
+	const struct pt_profile_sample **order = calloc(pr->nsamples + 1, sizeof(*order));
+	struct sc_buf b;
+	int64_t tot[4] = { 0 };
+	int col = allocs ? 1 : 0, err;
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < pr->nsamples; i++)
+		order[i] = &pr->samples[i];
+	qsort_r(order, pr->nsamples, sizeof(*order), cmp_rows, &col);
+	sc_buf_init(&b, SC_MAX_PROFILE_BYTES);
+	sc_buf_printf(&b, "%-14s %14s %14s %14s %14s  %s\n", "class",
+		      allocs ? "alloc_objects" : "rss", allocs ? "alloc_space" : "pss",
+		      allocs ? "inuse_objects" : "private_dirty", allocs ? "inuse_space" : "swap",
+		      "mapping");
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = order[i];
+		const char *map = s->n > 0 ? pr->locs[pr->loc_ids[s->first]].name : "?";
+		const char *cls = s->n > 1 ? pr->locs[pr->loc_ids[s->first + 1]].name : "?";
+
+		sc_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "  %s\n",
+			      cls, s->value[0], s->value[1], s->value[2], s->value[3], map);
+		for (int k = 0; k < 4; k++)
+			tot[k] += s->value[k];
+	}
+	sc_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64
+		      "  (%zu rows, bytes)\n", "total", tot[0], tot[1], tot[2], tot[3], pr->nsamples);
+	free(order);
+	if ((err = b.err)) {
+		sc_buf_free(&b);
+		return err;
+	}
+	*out = sc_buf_steal(&b, len);
+	return 0;
+}
+
+static void memory_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct memory_job *m = SC_CONTAINER_OF(j, struct memory_job, job);
+	const char *name = m->allocs ? (m->delta ? "allocs-delta" : "allocs") :
+				       (m->delta ? "heap-delta" : "heap");
+	struct enc_pprof *e = NULL;
+	char *text;
+	size_t len;
+	int err;
+
+	if (m->debug) {
+		if ((err = table(j->req.profile, m->allocs, &text, &len)))
+			sc_reply_error(r, 500, err == -E2BIG ? "profile too large" : "out of memory");
+		else
+			sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
+		return;
+	}
+	if (!(err = enc_pprof_new(&e)))
+		err = build(e, m);
+	sc_reply_pprof(r, e, err, name);
+	enc_pprof_free(e);
+}
+
+static const struct sc_job_ops memory_ops = { memory_done, memory_encode, NULL };
+
+static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+		   int allocs)
+{
+	int seconds = sc_named_seconds(srv, c, req);
+	struct memory_job *m;
+	struct sc_job *j;
+	pid_t pid;
+
+	if (seconds < 0 || !(pid = sc_request_pid(srv, c, req->query)))
+		return;
+	if (!(j = sc_job_new(srv, c, &memory_ops, sizeof(*m))))
+		return;
+	m = SC_CONTAINER_OF(j, struct memory_job, job);
+	m->allocs = allocs;
+	m->debug = sc_query_debug(req->query) != 0;
+	m->delta = seconds > 0;
+	j->req.kind = allocs ? &pt_kind_allocs : &pt_kind_heap;
+	j->req.pid = pid;
+	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	j->req.hz = 1;   /* a window has ticks; memory needs none but its ends */
+	sc_job_submit(j);
+}
+
+void sc_profile_heap(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	memory(srv, c, req, 0);
+}
+
+void sc_profile_allocs(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	memory(srv, c, req, 1);
+}
+
+int64_t sc_count_mappings(struct sc_server *srv, pid_t pid)
+{
+	struct pt_maps *m;
+	int64_t n;
+
+	(void)srv;
+	if (pt_proc_read_maps(pid, &m))
+		return 0;
+	n = (int64_t)m->n;
+	pt_maps_free(m);
+	return n;
+}

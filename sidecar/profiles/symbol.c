@@ -1,0 +1,102 @@
+/* /debug/pprof/symbol: pprof's symbolz. google/pprof POSTs the addresses
+ * of locations it could not name; a GET carries them in the raw query. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sidecar/http.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/util.h"
+
+#define MAX_SYMBOL_ADDRS 100000
+
+struct symbol_job {
+	struct sc_job job;
+	uint64_t *addrs;        /* the sampler's input, ours to free */
+};
+
+static enum sc_job_next symbol_done(struct sc_job *j)
+{
+	const char *m;
+
+	if (!j->req.err)
+		return SC_JOB_ENCODE;
+	m = sc_job_strerror(j->req.err);
+	return sc_job_error(j, 500, m ? m : sc_strerror(j->req.err));
+}
+
+static void symbol_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct symbol_job *s = SC_CONTAINER_OF(j, struct symbol_job, job);
+	struct sc_buf b;
+	size_t len;
+	char *text;
+
+	/* Unknown addresses are left out, as Go leaves them out. */
+	sc_buf_init(&b, 64u << 20);
+	sc_buf_printf(&b, "num_symbols: 1\n");
+	for (size_t i = 0; i < j->req.naddrs; i++)
+		if (j->req.names[i])
+			sc_buf_printf(&b, "%#" PRIx64 " %s\n", s->addrs[i], j->req.names[i]);
+	text = sc_buf_steal(&b, &len);
+	sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
+}
+
+static void symbol_release(struct sc_job *j)
+{
+	struct symbol_job *s = SC_CONTAINER_OF(j, struct symbol_job, job);
+
+	if (j->req.names)
+		for (size_t i = 0; i < j->req.naddrs; i++)
+			free(j->req.names[i]);
+	free(j->req.names);
+	j->req.names = NULL;
+	free(s->addrs);
+	s->addrs = NULL;
+}
+
+static const struct sc_job_ops symbol_ops = { symbol_done, symbol_encode, symbol_release };
+
+void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	/* pprof's symbolz puts addresses in the raw query: a pid= for another
+	 * process comes only with POST (body = addresses). */
+	int post = !strcmp(req->method, "POST");
+	const char *in = post ? req->body : req->query;
+	size_t len = post ? req->body_len : strlen(req->query);
+	size_t max = len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS;
+	pid_t pid = post ? sc_request_pid(srv, c, req->query) : sc_server_target(srv);
+	struct symbol_job *s;
+	struct sc_job *j;
+	uint64_t *addrs;
+	int n;
+
+	if (!pid)
+		return;
+	if (!(addrs = malloc(sizeof(*addrs) * max))) {
+		sc_go_error(c, 500, "out of memory");
+		return;
+	}
+	n = sc_parse_symbol_addrs(in, len, addrs, max);
+	if (n <= 0) {
+		free(addrs);
+		if (n == 0)
+			sc_http_respond(c, 200, SC_TEXT_PLAIN, "num_symbols: 1\n", 15);
+		else
+			sc_go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
+		return;
+	}
+	if (!(j = sc_job_new(srv, c, &symbol_ops, sizeof(*s)))) {
+		free(addrs);
+		return;
+	}
+	s = SC_CONTAINER_OF(j, struct symbol_job, job);
+	s->addrs = addrs;
+	j->req.kind = &pt_kind_symbols;
+	j->req.pid = pid;
+	j->req.addrs = addrs;
+	j->req.naddrs = (size_t)n;
+	sc_job_submit(j);
+}

@@ -1,0 +1,173 @@
+/* /debug/pprof/trace: a per-thread timeline (ptrace/session_trace.c) as a
+ * Go 1.19 execution trace, which `go tool trace` opens, or with
+ * ?format=json as Chrome Trace Event JSON (?gz=1: gzipped) for Perfetto,
+ * speedscope and chrome://tracing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encoder/trace.h"
+#include "ptrace/proc.h"
+#include "sidecar/cfg.h"
+#include "sidecar/http.h"
+#include "sidecar/log.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/util.h"
+
+_Static_assert((int)ENC_TR_RUNNING == (int)PT_TL_RUNNING &&
+		       (int)ENC_TR_STOPPED == (int)PT_TL_STOPPED &&
+		       (int)ENC_TR_STATE == (int)PT_TL_EV_STATE && (int)ENC_TR_RSS == (int)PT_TL_EV_RSS,
+	       "the timeline's states and kinds keep their numbers in the encoder");
+
+struct trace_job {
+	struct sc_job job;
+	int json, gz;
+	char comm[64];
+};
+
+/* The neutral trace of pr (frames, stacks, threads and events point into
+ * pr and into the arrays made here, freed by trace_free). */
+struct trace_in {
+	struct enc_trace tr;
+	struct enc_trace_frame *frames;
+	struct enc_trace_stack *stacks;
+	struct enc_trace_thread *threads;
+	struct enc_trace_event *events;
+};
+
+static void trace_free(struct trace_in *in)
+{
+	free(in->frames);
+	free(in->stacks);
+	free(in->threads);
+	free(in->events);
+}
+
+static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, struct trace_in *in)
+{
+	const struct pt_timeline *tl = pr->timeline;
+	size_t nf = 0;
+
+	memset(in, 0, sizeof(*in));
+	for (size_t i = 0; i < pr->nsamples; i++)
+		for (uint32_t k = 0; k < pr->samples[i].n; k++)
+			nf += 1 + (size_t)pr->locs[pr->loc_ids[pr->samples[i].first + k]].nouter;
+	in->frames = calloc(nf + 1, sizeof(*in->frames));
+	in->stacks = calloc(pr->nsamples + 1, sizeof(*in->stacks));
+	in->threads = calloc(tl->nthreads + 1, sizeof(*in->threads));
+	in->events = calloc(tl->nevents + 1, sizeof(*in->events));
+	if (!in->frames || !in->stacks || !in->threads || !in->events)
+		return -ENOMEM;
+	nf = 0;
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = &pr->samples[i];
+		size_t start = nf;
+
+		/* Code the compiler inlined: a frame per function at the same
+		 * pc, the innermost first, as Go's own traces have them. */
+		for (uint32_t k = 0; k < s->n; k++) {
+			const struct pt_profile_loc *l = &pr->locs[pr->loc_ids[s->first + k]];
+
+			for (uint32_t j = 0; j <= l->nouter; j++)
+				in->frames[nf++] = (struct enc_trace_frame){
+					l->addr, j ? l->outer[j - 1] : l->name,
+					l->file ? l->file[j] : l->map >= 0 ? pr->maps[l->map].path : "",
+					l->line ? l->line[j] : 0 };
+		}
+		in->stacks[i] = (struct enc_trace_stack){ in->frames + start, (uint32_t)(nf - start) };
+	}
+	for (size_t i = 0; i < tl->nthreads; i++)
+		in->threads[i] = (struct enc_trace_thread){ tl->threads[i].tid, tl->threads[i].name,
+							    tl->threads[i].start_ns,
+							    tl->threads[i].created };
+	for (size_t i = 0; i < tl->nevents; i++) {
+		const struct pt_tl_event *e = &tl->events[i];
+
+		in->events[i] = (struct enc_trace_event){
+			.t_ns = e->t_ns, .value = e->value, .thread = e->thread, .stack = e->stack,
+			.syscall = e->syscall >= 0 ? pt_syscall_name(e->syscall) : NULL,
+			.kind = e->kind, .state = e->state };
+		if (e->syscall >= 0 && !in->events[i].syscall)
+			in->events[i].syscall = "?";
+	}
+	in->tr = (struct enc_trace){ pid, comm, tl->duration_ns, in->threads, tl->nthreads,
+				     in->events, tl->nevents, in->stacks, pr->nsamples };
+	return 0;
+}
+
+static enum sc_job_next trace_done(struct sc_job *j)
+{
+	if (j->req.err == 0 && (!j->req.profile || !j->req.profile->timeline))
+		return sc_job_error(j, 500, "Could not enable tracing: no timeline");
+	return sc_job_check(j, "Could not enable tracing: ");
+}
+
+static void trace_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct trace_job *t = SC_CONTAINER_OF(j, struct trace_job, job);
+	struct trace_in in;
+	uint8_t *body = NULL;
+	size_t len = 0;
+	int err = trace_of(j->req.profile, t->comm, j->req.pid, &in);
+
+	if (!err)
+		err = t->json ? enc_trace_json(&in.tr, SC_MAX_PROFILE_BYTES, t->gz, &body, &len) :
+				enc_trace_go(&in.tr, SC_MAX_PROFILE_BYTES, &body, &len);
+	trace_free(&in);
+	if (err) {
+		log_error("trace: encoding failed: %s", sc_strerror(err));
+		sc_reply_error(r, 500, err == -E2BIG ? "trace too large" : "failed to encode trace");
+		return;
+	}
+	if (!t->json)
+		sc_reply_body(r, 200, "Content-Type: application/octet-stream\r\n"
+			      "Content-Disposition: attachment; filename=\"trace\"\r\n"
+			      "X-Content-Type-Options: nosniff\r\n", body, len);
+	else if (t->gz)
+		sc_reply_body(r, 200, "Content-Type: application/gzip\r\n"
+			      "Content-Disposition: attachment; filename=\"trace.json.gz\"\r\n", body, len);
+	else
+		sc_reply_body(r, 200, "Content-Type: application/json\r\n"
+			      "Content-Disposition: attachment; filename=\"trace.json\"\r\n", body, len);
+}
+
+static const struct sc_job_ops trace_ops = { trace_done, trace_encode, NULL };
+
+void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	const struct sc_cfg *cfg = sc_server_cfg(srv);
+	double seconds = sc_query_trace_seconds(req->query);
+	struct trace_job *t;
+	struct sc_job *j;
+	char v[16], path[64];
+	int hz;
+	pid_t pid;
+
+	if (!(pid = sc_request_pid(srv, c, req->query)))
+		return;
+	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
+		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+		return;
+	}
+	if (seconds > cfg->max_seconds) {
+		snprintf(path, sizeof(path), "profile duration exceeds the limit of %d seconds",
+			 cfg->max_seconds);
+		sc_go_error(c, 400, path);
+		return;
+	}
+	if (!(j = sc_job_new(srv, c, &trace_ops, sizeof(*t))))
+		return;
+	t = SC_CONTAINER_OF(j, struct trace_job, job);
+	t->json = sc_query_get(req->query, "format", v, sizeof(v)) == 1 && !strcmp(v, "json");
+	t->gz = sc_query_get(req->query, "gz", v, sizeof(v)) == 1 && !strcmp(v, "1");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (pt_proc_slurp(path, t->comm, sizeof(t->comm)) > 0)
+		t->comm[strcspn(t->comm, "\n")] = '\0';
+	j->req.kind = &pt_kind_trace;
+	j->req.pid = pid;
+	j->req.duration_ns = (uint64_t)(seconds * 1e9);
+	j->req.hz = hz;
+	sc_job_submit(j);
+}

@@ -1,0 +1,196 @@
+/* /debug/pprof/block and /debug/pprof/mutex: where threads wait. From the
+ * threads' states at each tick (ptrace/session_waiting.c), never a stop of a
+ * thread that stays blocked. Go's block and mutex are cumulative since the
+ * program started; here they are measured over a window: ?seconds=N, or
+ * --wait-seconds when none is given (said in the profile's comment). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "encoder/pprof.h"
+#include "ptrace/proc.h"
+#include "sidecar/cfg.h"
+#include "sidecar/http.h"
+#include "sidecar/log.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/query.h"
+#include "sidecar/stacks.h"
+#include "sidecar/util.h"
+
+struct waiting_job {
+	struct sc_job job;
+	const char *name;    /* "block" or "mutex" */
+	int debug;
+	int asked;           /* seconds= was given: a delta, Go's "<name>-delta" */
+	int cumulative;      /* since the continuous watch began */
+};
+
+static const struct sc_stack_value waiting_values[] = {
+	{ "contentions", "count", SC_COL_0 },
+	{ "delay", "nanoseconds", SC_COL_1 },
+};
+static const struct sc_stack_spec waiting_spec = {
+	waiting_values, 2, SC_LABEL_THREAD | SC_LABEL_TID | SC_LABEL_SYSCALL | SC_LEAF_SYSCALL,
+};
+
+static int build(struct enc_pprof *e, const struct waiting_job *w)
+{
+	const struct pt_profile *pr = w->job.req.profile;
+	struct sc_stacks_info in;
+	char comment[512];
+	int err;
+
+	sc_stacks_info(pr, &in);
+	if ((err = sc_stacks_types(e, &waiting_spec)) ||
+	    (err = enc_pprof_period(e, "contentions", "count", 1)))
+		return err;
+	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
+	snprintf(comment, sizeof(comment),
+		 "podprof: %s: threads of pid %d seen blocked (%s) at %d Hz over %.1f s%s, each "
+		 "weighted by the time since the tick before; a contention is a new wait (the "
+		 "thread ran or changed system call in between); stacks as cached since each "
+		 "thread blocked; leaf frame: the system call. waits=%" PRIu64,
+		 w->name, (int)w->job.req.pid,
+		 !strcmp(w->name, "mutex") ? "in futex: lock and condition waiters" : "S or D",
+		 in.hz, (double)in.duration_ns / 1e9,
+		 w->asked ? "" : w->cumulative ? " (since the continuous watch began)" :
+		 " (no seconds= given: the default window, --wait-seconds)",
+		 in.thread_samples);
+	if ((err = enc_pprof_comment(e, comment)))
+		return err;
+	if ((err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, &waiting_spec);
+}
+
+static enum sc_job_next waiting_done(struct sc_job *j)
+{
+	if (j->req.err == -EAGAIN)   /* the watch ended (its target exited) */
+		return sc_job_error(j, 503, "the continuous watch of this process is not running");
+	return sc_job_check(j, NULL);
+}
+
+static void waiting_encode(struct sc_job *j, struct sc_reply *r)
+{
+	struct waiting_job *w = SC_CONTAINER_OF(j, struct waiting_job, job);
+	struct enc_pprof *e = NULL;
+	char name[32], *text;
+	size_t len;
+	int err;
+
+	if (w->debug) {
+		err = sc_stacks_contention_text(j->req.profile,
+						!strcmp(w->name, "mutex") ? "mutex" : "contention",
+						SC_COL_0, SC_COL_1, SC_MAX_PROFILE_BYTES, &text, &len);
+		if (err)
+			sc_reply_error(r, 500, err == -E2BIG ? "profile too large" : "out of memory");
+		else
+			sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
+		return;
+	}
+	snprintf(name, sizeof(name), "%s%s", w->name, w->asked ? "-delta" : "");
+	if (!(err = enc_pprof_new(&e)))
+		err = build(e, w);
+	sc_reply_pprof(r, e, err, name);
+	enc_pprof_free(e);
+}
+
+static const struct sc_job_ops waiting_ops = { waiting_done, waiting_encode, NULL };
+
+static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+		    const struct pt_session_kind *kind, const char *name)
+{
+	const struct sc_cfg *cfg = sc_server_cfg(srv);
+	int seconds = sc_named_seconds(srv, c, req), hz;
+	struct waiting_job *w;
+	struct sc_job *j;
+	pid_t pid;
+
+	if (seconds < 0 || !(pid = sc_request_pid(srv, c, req->query)))
+		return;
+	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
+		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+		return;
+	}
+	if (!(j = sc_job_new(srv, c, &waiting_ops, sizeof(*w))))
+		return;
+	w = SC_CONTAINER_OF(j, struct waiting_job, job);
+	w->name = name;
+	w->debug = sc_query_debug(req->query) != 0;
+	w->asked = seconds > 0;
+	/* Without seconds=, Go answers with what accumulated since the start:
+	 * so does the continuous watch; else a default window. */
+	w->cumulative = !seconds && pid == sc_server_target(srv) && sc_server_watching(srv);
+	if (!seconds && !w->cumulative) {
+		seconds = cfg->wait_seconds;
+		log_info("%s: no seconds= given: measuring over the default window of %d s "
+			 "(--wait-seconds)", name, seconds);
+	}
+	j->req.kind = kind;
+	j->req.pid = pid;
+	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	j->req.hz = w->cumulative ? cfg->continuous_hz : hz;
+	sc_job_submit(j);
+}
+
+void sc_profile_block(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	waiting(srv, c, req, &pt_kind_block, "block");
+}
+
+void sc_profile_mutex(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+{
+	waiting(srv, c, req, &pt_kind_mutex, "mutex");
+}
+
+/* The index's counts: the target's threads waiting now (state S or D), for
+ * mutex those in futex (0 where /proc/<tid>/syscall cannot be read: another
+ * uid's). Go counts the records of its cumulative profiles; these are
+ * windows, so the index shows what a window would catch. At most
+ * COUNT_MAX_THREADS threads are read, on the loop thread. */
+#define COUNT_MAX_THREADS 4096
+
+static int64_t count_waiting(pid_t pid, int futex_only)
+{
+	pid_t *tids;
+	size_t n;
+	int64_t count = 0;
+
+	if (pt_proc_list_tasks(pid, COUNT_MAX_THREADS, &tids, &n) && !tids)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[64], buf[1024];
+		struct pt_stat st;
+		long nr;
+		uint64_t sp, pc;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tids[i]);
+		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
+		    (st.state != 'S' && st.state != 'D'))
+			continue;
+		if (futex_only) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tids[i]);
+			if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 ||
+			    pt_proc_parse_syscall(buf, &nr, &sp, &pc) || nr != SYS_futex)
+				continue;
+		}
+		count++;
+	}
+	free(tids);
+	return count;
+}
+
+int64_t sc_count_blocked(struct sc_server *srv, pid_t pid)
+{
+	(void)srv;
+	return count_waiting(pid, 0);
+}
+
+int64_t sc_count_futex(struct sc_server *srv, pid_t pid)
+{
+	(void)srv;
+	return count_waiting(pid, 1);
+}

@@ -1,0 +1,332 @@
+#include "sidecar/stacks.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encoder/pprof.h"
+#include "encoder/text.h"
+#include "ptrace/proc.h"
+#include "ptrace/sampler.h"
+
+static const char *state_name(char state)
+{
+	switch (state) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "uninterruptible";
+	case 'T': return "stopped";
+	case 't': return "traced";
+	case 'Z': return "zombie";
+	default: return "unknown";
+	}
+}
+
+/* The one place that knows how the sampler lays out a sample's values. */
+static int64_t column(const struct pt_profile_sample *s, enum sc_stack_column c)
+{
+	return s->value[c];
+}
+
+/* A name for the system call a sample was taken in: NULL when it was not
+ * in one, "?" when the number has no name here. */
+static const char *syscall_of(const struct pt_profile_sample *s)
+{
+	const char *sc;
+
+	if (s->syscall < 0)
+		return NULL;
+	sc = pt_syscall_name(s->syscall);
+	return sc ? sc : "?";
+}
+
+void sc_stacks_info(const struct pt_profile *pr, struct sc_stacks_info *out)
+{
+	out->time_ns = pr->time_ns;
+	out->duration_ns = pr->duration_ns;
+	out->hz = pr->hz;
+	out->nsamples = pr->nsamples;
+	out->thread_samples = pr->thread_samples;
+	out->dropped_stacks = pr->dropped_stacks;
+	out->threads_stopped = pr->threads_stopped;
+}
+
+int sc_stacks_types(struct enc_pprof *e, const struct sc_stack_spec *spec)
+{
+	int err;
+
+	for (size_t i = 0; i < spec->nvalues; i++)
+		if ((err = enc_pprof_sample_type(e, spec->values[i].type, spec->values[i].unit)))
+			return err;
+	return 0;
+}
+
+/* Functions named at one location at most (the inlined ones and the one
+ * holding the code, or the Python frames of one eval call). */
+#define MAX_LINES 128
+
+/* Mappings, then locations (each with its function); loc_ids[i] gets the
+ * pprof ID of pr->locs[i]. */
+static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint64_t *loc_ids)
+{
+	int64_t *map_ids = calloc(pr->nmaps + 1, sizeof(*map_ids));
+	int err = 0;
+
+	if (!map_ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < pr->nmaps && !err; i++) {
+		const struct pt_profile_map *m = &pr->maps[i];
+
+		/* Every location of ours carries a function name (a symbol or
+		 * an honest "lib.so+0x..."), so clients never re-symbolize from
+		 * their own, possibly different, copy of the file. */
+		map_ids[i] = enc_pprof_mapping(e, m->start, m->limit, m->offset, m->path, m->build_id, 1);
+		if (map_ids[i] < 0)
+			err = (int)map_ids[i];
+	}
+	for (size_t i = 0; i < pr->nlocs && !err; i++) {
+		const struct pt_profile_loc *l = &pr->locs[i];
+		uint64_t fns[1 + MAX_LINES];
+		int64_t lines[1 + MAX_LINES];
+		size_t nl = 0;
+		int64_t id;
+
+		/* One Line per function where code was inlined (Go's own
+		 * profiles do so), or per Python frame of an eval call, the
+		 * innermost first; Python's with their files and lines. */
+		for (uint32_t k = 0; k <= l->nouter && k <= MAX_LINES && !err; k++) {
+			const char *name = k ? l->outer[k - 1] : l->name;
+			int64_t fn = l->file ? enc_pprof_function_src(e, name, l->file[k], l->start[k]) :
+					       enc_pprof_function(e, name);
+
+			if (fn < 0) {
+				err = (int)fn;
+			} else {
+				lines[nl] = l->line ? l->line[k] : 0;
+				fns[nl++] = (uint64_t)fn;
+			}
+		}
+		if (err)
+			break;
+		id = enc_pprof_location_src(e, l->map >= 0 ? (uint64_t)map_ids[l->map] : 0, l->addr,
+					    fns, lines, nl);
+		if (id < 0)
+			err = (int)id;
+		else
+			loc_ids[i] = (uint64_t)id;
+	}
+	free(map_ids);
+	return err;
+}
+
+/* The labels spec asks for, in SC_LABEL_* order; returns how many. */
+static size_t labels_of(const struct pt_profile_sample *s, unsigned want, struct enc_label *lab)
+{
+	const char *sc = syscall_of(s);
+	size_t n = 0;
+
+	/* Which thread: pprof -tagfocus=thread=NAME or -tagfocus=tid=N (not for
+	 * samples of no thread: stacks summed over threads). */
+	if ((want & SC_LABEL_THREAD) && s->tid)
+		lab[n++] = (struct enc_label){ .key = "thread", .str = s->thread[0] ? s->thread : "?" };
+	if ((want & SC_LABEL_TID) && s->tid)
+		lab[n++] = (struct enc_label){ .key = "tid", .num = s->tid };
+	if (want & SC_LABEL_STATE)
+		lab[n++] = (struct enc_label){ .key = "state", .str = state_name(s->state) };
+	if ((want & SC_LABEL_SYSCALL) && sc)
+		lab[n++] = (struct enc_label){ .key = "syscall", .str = sc };
+	if ((want & SC_LABEL_CREATION) && (s->flags & PT_SAMPLE_F_UNSEEN))
+		lab[n++] = (struct enc_label){ .key = "creation", .str = "not seen" };
+	return n;
+}
+
+#define SYSCALL_LEAF_BASE 0x1000u   /* below any mapping (mmap_min_addr) */
+#define MAX_SYSCALL_NR 1024
+
+/* The location of the pseudo frame naming system call s's, added at first
+ * use into sys[] (MAX_SYSCALL_NR + 1 slots: the last for unnamed ones).
+ * Returns its pprof id, or a negative errno. */
+static int64_t syscall_leaf(struct enc_pprof *e, const struct pt_profile_sample *s, int64_t *sys)
+{
+	int nr = s->syscall >= 0 && s->syscall < MAX_SYSCALL_NR ? s->syscall : MAX_SYSCALL_NR;
+	char name[64];
+	int64_t fn;
+
+	if (sys[nr])
+		return sys[nr];
+	snprintf(name, sizeof(name), "syscall %s", syscall_of(s));
+	if ((fn = enc_pprof_function(e, name)) < 0)
+		return fn;
+	return sys[nr] = enc_pprof_location(e, 0, SYSCALL_LEAF_BASE + 16u * (uint64_t)nr,
+					    (uint64_t)fn);
+}
+
+int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
+		    const struct sc_stack_spec *spec)
+{
+	uint64_t *loc_ids = calloc(pr->nlocs + 1, sizeof(*loc_ids)), *stack = NULL;
+	int64_t *v = calloc(spec->nvalues + 1, sizeof(*v));
+	int64_t *sys = (spec->labels & SC_LEAF_SYSCALL) ? calloc(MAX_SYSCALL_NR + 1, sizeof(*sys)) : NULL;
+	size_t maxn = 0;
+	int err = -ENOMEM;
+
+	for (size_t i = 0; i < pr->nsamples; i++)
+		if (pr->samples[i].n > maxn)
+			maxn = pr->samples[i].n;
+	stack = calloc(maxn + 2, sizeof(*stack));
+	if (!loc_ids || !stack || !v || ((spec->labels & SC_LEAF_SYSCALL) && !sys) ||
+	    (err = add_locations(e, pr, loc_ids)))
+		goto out;
+	for (size_t i = 0; i < pr->nsamples && !err; i++) {
+		const struct pt_profile_sample *s = &pr->samples[i];
+		struct enc_label lab[5];
+		size_t nl = labels_of(s, spec->labels, lab), n = 0;
+
+		for (size_t k = 0; k < spec->nvalues; k++)
+			v[k] = column(s, spec->values[k].column);
+		if (sys && syscall_of(s)) {
+			int64_t id = syscall_leaf(e, s, sys);
+
+			if (id < 0) {
+				err = (int)id;
+				break;
+			}
+			stack[n++] = (uint64_t)id;
+		}
+		for (uint32_t k = 0; k < s->n; k++)
+			stack[n++] = loc_ids[pr->loc_ids[s->first + k]];
+		err = enc_pprof_sample_labels(e, stack, n, v, spec->nvalues, lab, nl);
+	}
+out:
+	free(sys);
+	free(loc_ids);
+	free(stack);
+	free(v);
+	return err;
+}
+
+/* The neutral description encoder/text.h prints. A location where code
+ * was inlined becomes a frame per function, at the same address, the
+ * innermost first (as Go's tracebacks print them). */
+struct text_view {
+	struct enc_text_profile tp;
+	struct enc_text_loc *locs;
+	struct enc_text_stack *stacks;
+	uint32_t *ids;       /* every stack's frames: indices into locs */
+	uint32_t *first;     /* pr->locs[i]'s first frame in locs */
+};
+
+static void text_view_free(struct text_view *v)
+{
+	free(v->locs);
+	free(v->stacks);
+	free(v->ids);
+	free(v->first);
+}
+
+static int text_view_new(const struct pt_profile *pr, const char *name, struct text_view *v)
+{
+	size_t nl = 0, nf = 0;
+
+	memset(v, 0, sizeof(*v));
+	for (size_t i = 0; i < pr->nlocs; i++)
+		nl += 1 + (size_t)pr->locs[i].nouter;
+	for (size_t i = 0; i < pr->nsamples; i++)
+		for (uint32_t k = 0; k < pr->samples[i].n; k++)
+			nf += 1 + (size_t)pr->locs[pr->loc_ids[pr->samples[i].first + k]].nouter;
+	v->locs = calloc(nl + 1, sizeof(*v->locs));
+	v->stacks = calloc(pr->nsamples + 1, sizeof(*v->stacks));
+	v->ids = calloc(nf + 1, sizeof(*v->ids));
+	v->first = calloc(pr->nlocs + 1, sizeof(*v->first));
+	if (!v->locs || !v->stacks || !v->ids || !v->first) {
+		text_view_free(v);
+		return -ENOMEM;
+	}
+	nl = 0;
+	for (size_t i = 0; i < pr->nlocs; i++) {
+		const struct pt_profile_loc *l = &pr->locs[i];
+		const struct pt_profile_map *m = l->map >= 0 ? &pr->maps[l->map] : NULL;
+
+		v->first[i] = (uint32_t)nl;
+		for (uint32_t k = 0; k <= l->nouter; k++) {
+			struct enc_text_loc *t = &v->locs[nl++];
+
+			*t = (struct enc_text_loc){ .addr = l->addr, .name = k ? l->outer[k - 1] : l->name };
+			if (l->file) {
+				t->file = l->file[k];
+				t->line = l->line[k];
+			} else if (m) {
+				t->file = m->path;
+				t->file_off = l->addr - m->start + m->offset;
+			}
+		}
+	}
+	nf = 0;
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = &pr->samples[i];
+		size_t start = nf;
+
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint32_t li = pr->loc_ids[s->first + k];
+
+			for (uint32_t j = 0; j <= pr->locs[li].nouter; j++)
+				v->ids[nf++] = v->first[li] + j;
+		}
+		v->stacks[i] = (struct enc_text_stack){
+			.locs = v->ids + start, .n = (uint32_t)(nf - start), .count = s->value[SC_COL_COUNT],
+			.id = s->tid, .thread = s->thread, .state = state_name(s->state),
+			.syscall = syscall_of(s),
+		};
+	}
+	v->tp = (struct enc_text_profile){ .name = name, .locs = v->locs, .nlocs = nl,
+					   .stacks = v->stacks, .nstacks = pr->nsamples };
+	return 0;
+}
+
+int sc_stacks_text(const struct pt_profile *pr, const char *name, int debug, size_t max,
+		   char **out, size_t *len)
+{
+	struct text_view v;
+	int err;
+
+	*out = NULL;
+	if ((err = text_view_new(pr, name, &v)))
+		return err;
+	if (debug >= 2)
+		err = enc_text_dump_encode(&v.tp, max, out, len);
+	else
+		err = enc_text_count_encode(&v.tp, max, out, len);
+	text_view_free(&v);
+	return err;
+}
+
+int sc_stacks_contention_text(const struct pt_profile *pr, const char *kind,
+			      enum sc_stack_column count, enum sc_stack_column delay, size_t max,
+			      char **out, size_t *len)
+{
+	struct text_view v;
+	int err;
+
+	*out = NULL;
+	if ((err = text_view_new(pr, kind, &v)))
+		return err;
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		v.stacks[i].count = column(&pr->samples[i], count);
+		v.stacks[i].weight = column(&pr->samples[i], delay);
+	}
+	err = enc_text_contention_encode(&v.tp, kind, max, out, len);
+	text_view_free(&v);
+	return err;
+}
+
+int sc_stacks_note_cut(struct enc_pprof *e, const struct pt_profile *pr)
+{
+	char note[160];
+
+	if (!pr->cut)
+		return 0;
+	snprintf(note, sizeof(note), "podprof: the target %s %.3f s into the window: this is what "
+		 "was gathered until then", pr->cut, (double)pr->cut_ns / 1e9);
+	return enc_pprof_comment(e, note);
+}

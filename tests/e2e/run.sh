@@ -1,0 +1,525 @@
+#!/bin/bash
+# The pod end-to-end test (make e2e): podprof's image and chart, for real.
+#
+#   base image   localhost/debian:bookworm-slim from debootstrap when missing
+#                (podman's store caches it between runs; a fresh machine makes it)
+#   images       the podprof image (Dockerfile) and an application image
+#                (tests/e2e/app: tests/fixtures/busy.c, which the sidecar image
+#                does not contain), built with podman
+#   chart        charts/podprof rendered by tests/e2e/render (helm's engine:
+#                text/template + sprig), bad values rejected naming the value
+#   pod specs    the chart's example Deployment played with
+#                `podman kube play --network none`, twice: SYS_PTRACE only
+#                (loopback listen), and SYS_PTRACE + SYS_NICE (listen :8008,
+#                a token from a Secret, probes); the user's workflow through
+#                the pod's network namespace as kubectl port-forward reaches
+#                it (nsenter --net): go tool pprof on the CPU profile, the
+#                thread dump, the index, cmdline, symbol, metrics, healthz
+#   ephemeral    podman run --pid=container:APP --network=container:APP
+#                --cap-add SYS_PTRACE IMAGE, the analogue of kubectl debug --target
+#   k8s caps     podman gives a non-root container its added capabilities as
+#                ambient ones; Kubernetes does not (bounding set only), which is
+#                why the image's binary has file capabilities. These runs start
+#                podprof the Kubernetes way (setpriv: uid 65532, the pod's
+#                capabilities in the bounding set only, nothing else), with
+#                SYS_PTRACE, with SYS_PTRACE + SYS_NICE, and under no_new_privs
+#                (allowPrivilegeEscalation: false), where it must say so.
+#
+# Prints PASS/FAIL/SKIP lines, each phase's time, and ends with
+# "N passed, N failed, N skipped".
+# Needs root, podman, runc, debootstrap, go, nsenter, curl (scripts/deps.sh).
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export CONTAINERS_CONF=$ROOT/tests/e2e/containers.conf
+OUT=$ROOT/tests/out/e2e
+rm -rf "$OUT" && mkdir -p "$OUT"
+export PPROF_TMPDIR=$OUT/pprof HOME=${HOME:-/root}
+export GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$ROOT/build/e2e/gocache GOFLAGS=
+
+BASE=${PODPROF_E2E_BASE:-localhost/debian:bookworm-slim}
+IMG=localhost/podprof:e2e
+APP=localhost/podprof-e2e-app:e2e
+RENDER=$ROOT/build/e2e/render
+PREFIX=podprof-e2e                      # every container, pod and secret we make
+PASSED=0 FAILED=0 SKIPPED=0
+T0=$(date +%s.%N)
+PHASE="" PHASE_T0=$T0
+TIMINGS=()
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1${2:+: $2}"; }
+# check NAME CMD...: PASS when CMD succeeds.
+check() { local n=$1; shift; if "$@"; then pass "$n"; else fail "$n"; fi; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+phase() {
+	local now; now=$(date +%s.%N)
+	if [ -n "$PHASE" ]; then
+		TIMINGS+=("$(printf '%-34s %6ss' "$PHASE" "$(secs "$PHASE_T0" "$now")")")
+		echo "time $PHASE: $(secs "$PHASE_T0" "$now")s"
+	fi
+	PHASE=$1 PHASE_T0=$now
+	[ -n "$1" ] && echo "== $1"
+}
+
+cleanup() {
+	for y in "$OUT"/*.play.yaml; do
+		[ -e "$y" ] && podman kube down "$y" > /dev/null 2>&1
+	done
+	podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman rm -f -t 0 > /dev/null 2>&1
+	podman pod ps --format '{{.Name}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman pod rm -f > /dev/null 2>&1
+	podman secret ls --format '{{.Name}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman secret rm > /dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+finish() {
+	cleanup
+	phase ""
+	echo "== timings"
+	printf '  %s\n' "${TIMINGS[@]}"
+	echo "  total $(secs "$T0" "$(date +%s.%N)")s"
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+	[ "$FAILED" -eq 0 ]
+	exit
+}
+# A step everything after depends on: stop here when it fails.
+must() { local n=$1; shift; if "$@"; then pass "$n"; else fail "$n"; finish; fi; }
+
+section() { sed -n "/^# \[$1\]/,/^# \[/{/^[^#]/p}" scripts/packages.txt | cut -d' ' -f1 | tr '\n' ' '; }
+
+# In the pod's network namespace, as kubectl port-forward reaches the port.
+in_net() { local pid=$1; shift; nsenter --net="/proc/$pid/ns/net" "$@"; }
+# get PID PATH FILE [curl args...]: the body into FILE, the status into CODE.
+get() {
+	local pid=$1 path=$2 file=$3; shift 3
+	CODE=$(in_net "$pid" curl -s -m 30 -o "$file" -w '%{http_code}' "$@" "http://127.0.0.1:8008$path")
+}
+
+# wait_log CONTAINER REGEX SECONDS: until the container's log matches.
+wait_log() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		podman logs "$1" 2>&1 | grep -qE "$2" && return 0
+		sleep 0.1
+	done
+	echo "  log of $1:"; podman logs "$1" 2>&1 | sed 's/^/    /' | tail -n 20
+	return 1
+}
+cpid() { podman inspect "$1" --format '{{.State.Pid}}' 2>/dev/null; }
+status_field() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" | head -n 1; }
+has_cap() { (( (16#$(status_field "$1" CapEff) >> $2) & 1 )); }   # PID BIT
+lacks_cap() { ! has_cap "$@"; }
+# all_in FILE STRING...: every string occurs in FILE.
+all_in() { local f=$1 s; shift; for s; do grep -qF -- "$s" "$f" || return 1; done; }
+sampler_nice() {   # the nice value of podprof's thread named sampler
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = sampler ] && awk '{ sub(/.*\) /, ""); print $17 }' "$t/stat" && return
+	done
+}
+
+# The user's workflow against a podprof whose network namespace is PID's.
+# workflow NAME PID CONTAINER [curl auth args...]
+workflow() {
+	local n=$1 pid=$2 ctr=$3; shift 3
+	local o=$OUT/$n
+	get "$pid" /healthz "$o.healthz"
+	check "$n: /healthz answers ok" [ "$CODE" = 200 -a "$(cat "$o.healthz")" = ok ]
+	get "$pid" "/debug/pprof/profile?seconds=3" "$o.cpu.pb.gz" "$@"
+	check "$n: profile?seconds=3 answers 200" [ "$CODE" = 200 ]
+	# go tool pprof fetches the URL itself where no token is needed, as a
+	# user would after kubectl port-forward; else it reads what curl saved.
+	if [ $# -eq 0 ]; then
+		in_net "$pid" go tool pprof -raw "http://127.0.0.1:8008/debug/pprof/profile?seconds=3" \
+			> "$o.raw" 2> "$o.pprof.err"
+	else
+		go tool pprof -raw "$o.cpu.pb.gz" > "$o.raw" 2> "$o.pprof.err"
+	fi
+	check "$n: go tool pprof reads the CPU profile" grep -q '^Samples:' "$o.raw"
+	check "$n: CPU stacks name busy's functions (hot_a, hot_b, level3, level1, main)" \
+		all_in "$o.raw" ' hot_a ' ' hot_b ' ' level3 ' ' level1 ' ' main '
+	check "$n: its mapping is the app container's binary, /usr/local/bin/busy" grep -q '/usr/local/bin/busy' "$o.raw"
+	get "$pid" "/debug/pprof/goroutine?debug=2" "$o.goroutine2.txt" "$@"
+	check "$n: goroutine?debug=2 shows the app's threads (\"blocked\" in blocked_reader, main)" \
+		eval '[ "$CODE" = 200 ] && all_in "$o.goroutine2.txt" "thread \"blocked\"" "blocked_reader(" "main("'
+	get "$pid" "/debug/pprof/goroutine?debug=1" "$o.goroutine1.txt" "$@"
+	check "$n: goroutine?debug=1 groups the threads" \
+		eval '[ "$CODE" = 200 ] && grep -q "^goroutine profile: total [0-9]" "$o.goroutine1.txt"'
+	get "$pid" /debug/pprof/goroutine "$o.goroutine.pb.gz" "$@"
+	go tool pprof -traces "$o.goroutine.pb.gz" > "$o.goroutine.traces" 2>&1
+	check "$n: go tool pprof reads the goroutine profile" \
+		eval '[ "$CODE" = 200 ] && grep -q blocked_reader "$o.goroutine.traces"'
+	get "$pid" /debug/pprof/ "$o.index.html" "$@"
+	check "$n: /debug/pprof/ index names the target (busy) and links the profiles" \
+		eval '[ "$CODE" = 200 ] && all_in "$o.index.html" "<td>busy</td>" "/usr/local/bin/busy" "goroutine?debug=1"'
+	get "$pid" /debug/pprof/cmdline "$o.cmdline" "$@"
+	check "$n: cmdline is the app's argv, NUL-separated" \
+		eval '[ "$CODE" = 200 ] && [ "$(tr "\0" " " < "$o.cmdline")" = "/usr/local/bin/busy -t 1 -b 2" ]'
+	local addr
+	addr=$(awk '/^Locations/ { l = 1; next } l && / hot_a / { print $2; exit }' "$o.raw")
+	get "$pid" "/debug/pprof/symbol?$addr" "$o.symbol" "$@"
+	check "$n: symbol names hot_a's address ($addr)" \
+		eval '[ "$CODE" = 200 ] && [ -n "$addr" ] && all_in "$o.symbol" "num_symbols: 1" " hot_a"'
+	get "$pid" /metrics "$o.metrics" "$@"
+	check "$n: /metrics counts the samples" eval '[ "$CODE" = 200 ] && grep -Eq "^podprof_thread_samples_total [1-9]" "$o.metrics"'
+	get "$pid" /debug/pprof/heap "$o.heap.pb.gz" "$@"
+	go tool pprof -top "$o.heap.pb.gz" > "$o.heap.top" 2>&1
+	check "$n: heap: the app's memory by mapping, its binary's code among it" \
+		eval '[ "$CODE" = 200 ] && all_in "$o.heap.top" "Type: inuse_space" "/usr/local/bin/busy" "code"'
+	get "$pid" "/debug/pprof/block?seconds=2" "$o.block.pb.gz" "$@"
+	go tool pprof -traces -sample_index=delay "$o.block.pb.gz" > "$o.block.traces" 2>&1
+	check "$n: block: the blocked readers wait in read under blocked_reader" \
+		eval '[ "$CODE" = 200 ] && all_in "$o.block.traces" "syscall read" "blocked_reader"'
+	# The user's command, wget .../trace?seconds=5 && go tool trace 'trace?seconds=5',
+	# with curl (which sends the token) saving under wget's file name.
+	local tdir=$o.trace   # check() has a local n of its own: use no $n in its evals
+	mkdir -p "$tdir"
+	get "$pid" "/debug/pprof/trace?seconds=2" "$tdir/trace?seconds=2" "$@"
+	check "$n: trace?seconds=2, then go tool trace -d reads it" \
+		eval '(cd "$tdir" && [ -s "trace?seconds=2" ] && go tool trace -d "trace?seconds=2" > trace.d 2>&1)'
+	check "$n: go tool trace -pprof=syscall names the readers' read" \
+		eval '(cd "$tdir" && go tool trace -pprof=syscall "trace?seconds=2" > sys.pb 2> /dev/null && go tool pprof -top sys.pb 2>&1 | grep -q "syscall read")'
+}
+
+# ---------------------------------------------------------------------------
+phase "base image"
+must "base image $BASE (debootstrap when missing)" tests/e2e/base-image.sh "$BASE"
+
+phase "podprof image"
+if podman build --network=host --build-arg BASE="$BASE" \
+	--build-arg GIT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+	-t "$IMG" . > "$OUT/build-podprof.log" 2>&1; then
+	pass "podman build the podprof image"
+else
+	tail -n 30 "$OUT/build-podprof.log"; fail "podman build the podprof image"; finish
+fi
+SIZE=$(podman image inspect "$IMG" --format '{{.Size}}')
+echo "  image size: $SIZE bytes ($(awk -v s="$SIZE" 'BEGIN { printf "%.1f MB", s / 1e6 }')); base: $(podman image inspect "$BASE" --format '{{.Size}}') bytes"
+check "image runs as uid 65532" [ "$(podman image inspect "$IMG" --format '{{.Config.User}}')" = 65532:65532 ]
+check "image exposes 8008" sh -c "podman image inspect '$IMG' --format '{{json .Config.ExposedPorts}}' | grep -q 8008/tcp"
+MNT=$(podman image mount "$IMG")
+check "binary has permitted-only file capabilities cap_sys_ptrace,cap_sys_nice=p" \
+	sh -c "getcap '$MNT/usr/local/bin/podprof' | grep -q 'cap_sys_ptrace,cap_sys_nice=p$'"
+check "no compiler, make or setcap in the runtime image" \
+	sh -c "! ls '$MNT'/usr/bin/{cc,gcc,make,setcap,protoc-c} 2>/dev/null | grep -q ."
+check "no setuid/setgid files in the runtime image" \
+	sh -c "[ -z \"\$(find '$MNT' -xdev -type f -perm /6000 2>/dev/null)\" ]"
+check "libc6-dbg's build-id files are in the image" sh -c "ls '$MNT'/usr/lib/debug/.build-id/*/*.debug > /dev/null 2>&1"
+check "the application's binary is not in the sidecar image" sh -c "[ ! -e '$MNT/usr/local/bin/busy' ]"
+podman image unmount "$IMG" > /dev/null
+podman run --rm "$IMG" --help > "$OUT/help.txt" 2>&1
+check "podprof --help runs in the image" grep -q -- '--auth-token-file' "$OUT/help.txt"
+
+phase "application image"
+if podman build --network=host --build-arg BASE="$BASE" --build-arg PKGS="$(section e2e-app)" \
+	-t "$APP" -f tests/e2e/app/Dockerfile tests/fixtures > "$OUT/build-app.log" 2>&1; then
+	pass "podman build the application image (busy.c)"
+else
+	tail -n 30 "$OUT/build-app.log"; fail "podman build the application image"; finish
+fi
+
+phase "chart render"
+must "build the renderer (text/template + sprig, GOPATH mode)" go build -o "$RENDER" ./tests/e2e/render
+C=charts/podprof
+"$RENDER" "$C" > "$OUT/default.yaml" 2> "$OUT/default.err"
+check "default values render (nothing but the named templates)" [ $? -eq 0 -a ! -s "$OUT/default.yaml" ]
+"$RENDER" --notes "$C" > "$OUT/notes.txt" 2>&1
+check "NOTES.txt prints port-forward and go tool pprof" \
+	sh -c "grep -q 'kubectl -n default port-forward' '$OUT/notes.txt' && grep -q 'go tool pprof http://localhost:8008/debug/pprof/profile' '$OUT/notes.txt'"
+bad() {   # bad NAME EXPECTED-MESSAGE --set ...
+	local n=$1 want=$2; shift 2
+	if "$RENDER" "$@" "$C" > /dev/null 2> "$OUT/bad.err"; then
+		fail "$n" "rendered"
+	elif grep -qF -- "$want" "$OUT/bad.err"; then
+		pass "$n"
+	else
+		fail "$n" "$(cat "$OUT/bad.err")"
+	fi
+}
+bad "schema rejects hz=5000, naming it" "- hz: Must be less than or equal to 1000" --set hz=5000
+bad "schema rejects a string port, naming it" "- listen.port: Invalid type. Expected: integer, given: string" --set listen.port=http
+bad "schema rejects an unknown model, naming it" "- security.model: model must be one of the following" --set security.model=admin
+bad "schema rejects a misspelt value, naming it" "Additional property maxSecond is not allowed" --set maxSecond=10
+bad "schema rejects log.format=xml, naming it" "- log.format: format must be one of the following: \"text\", \"json\"" --set log.format=xml
+bad "two target selectors fail, naming them" "set at most one of target.pid, target.comm and target.exe" \
+	--set example.enabled=true --set example.app.image=x --set target.pid=7 --set target.comm=busy
+bad "the example needs an app image (required)" "example.app.image is required" --set example.enabled=true
+"$RENDER" --set example.enabled=true --set example.app.image=x "$C" > "$OUT/nonroot.yaml"
+check "nonRoot model renders uid 65532, allowPrivilegeEscalation: true, drop ALL, add SYS_PTRACE+SYS_NICE" \
+	all_in "$OUT/nonroot.yaml" "runAsUser: 65532" "runAsNonRoot: true" "allowPrivilegeEscalation: true" \
+	"readOnlyRootFilesystem: true" "drop: [ALL]" "add: [SYS_PTRACE, SYS_NICE]"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set security.model=root \
+	--set security.sysNice=false "$C" > "$OUT/root.yaml"
+check "root model renders uid 0, allowPrivilegeEscalation: false, add SYS_PTRACE only" \
+	all_in "$OUT/root.yaml" "runAsUser: 0" "runAsNonRoot: false" "allowPrivilegeEscalation: false" "add: [SYS_PTRACE]"
+# Every flag the chart passes exists in podprof --help.
+"$RENDER" --set example.enabled=true --set example.app.image=x --set target.comm=busy \
+	--set auth.existingSecret=s "$C" > "$OUT/all-flags.yaml"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set target.pid=7 "$C" >> "$OUT/all-flags.yaml"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set target.exe=busy "$C" >> "$OUT/all-flags.yaml"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set continuous.enabled=true \
+	--set switch.configMap=podprof-switch "$C" > "$OUT/switch.yaml"
+cat "$OUT/switch.yaml" >> "$OUT/all-flags.yaml"
+check "switch.configMap mounts the ConfigMap whole and passes --enable-file; continuous.enabled passes --continuous" \
+	all_in "$OUT/switch.yaml" "- --enable-file=/etc/podprof/switch/profiling.enable" "name: podprof-switch" \
+	"configMap:" "mountPath: /etc/podprof/switch" "- --continuous" "- --continuous-hz=10"
+missing=""
+for f in $(grep -oE -- '- --[a-z-]+' "$OUT/all-flags.yaml" | sed 's/^- //' | sort -u); do
+	grep -q -- "  $f " "$OUT/help.txt" || missing="$missing $f"
+done
+check "every flag the chart passes is in podprof --help${missing:+ (missing:$missing)}" [ -z "$missing" ]
+
+# ---------------------------------------------------------------------------
+# A manifest without its "ports:" lists.
+without_ports() {
+	awk 'skip { match($0, /^ */); if (RLENGTH > ind || (RLENGTH == ind && $0 ~ /^ *- /)) next; skip = 0 }
+	     /^ *ports:$/ { skip = 1; match($0, /^ */); ind = RLENGTH; next }
+	     { print }'
+}
+
+# set_switch DIR true|false: the ConfigMap key profiling.enable, written as
+# the kubelet writes a ConfigMap volume (..data -> a new directory, swapped).
+set_switch() {
+	local d=$1 v=$2 new=..$(date +%s%N)
+	mkdir "$1/$new" && printf '%s' "$v" > "$1/$new/profiling.enable"
+	ln -sfn "$new" "$1/..data_tmp" && mv -T "$1/..data_tmp" "$1/..data"
+	[ -L "$1/profiling.enable" ] || ln -s ..data/profiling.enable "$1/profiling.enable"
+}
+
+# wait_count CONTAINER REGEX N SECONDS: until N lines of its log match.
+wait_count() {
+	local i
+	for ((i = 0; i < $4 * 10; i++)); do
+		[ "$(podman logs "$1" 2>&1 | grep -cE "$2")" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# switch_flip NAME PID CONTAINER DIR: the Knative-style switch off and on.
+switch_flip() {
+	local n=$1 pid=$2 side=$3 sw=$4
+	set_switch "$sw" false
+	check "$n: switch false: podprof says so within seconds" wait_log "$side" 'profiling disabled' 5
+	get "$pid" /debug/pprof/goroutine "$OUT/$n.off"
+	check "$n: switch false: /debug/pprof/* answers 404" [ "$CODE" = 404 ]
+	get "$pid" /healthz "$OUT/$n.off.healthz"
+	check "$n: switch false: /healthz still answers" [ "$CODE" = 200 ]
+	set_switch "$sw" true
+	check "$n: switch true: podprof says so within seconds" wait_count "$side" 'profiling enabled' 2 5
+	get "$pid" /debug/pprof/goroutine "$OUT/$n.on"
+	check "$n: switch true: profiles again" [ "$CODE" = 200 ]
+}
+
+# play_spec NAME VALUES-FILE [SECRET-TOKEN]: render the chart's example,
+# play it, run the workflow, take it down.
+play_spec() {
+	local n=$1 values=$2 token=${3:-}
+	local y=$OUT/$n.play.yaml
+	{
+		if [ -n "$token" ]; then
+			printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s-token\ntype: Opaque\ndata:\n  token: %s\n---\n' \
+				"$PREFIX" "$(printf '%s' "$token" | base64 -w0)"
+		fi
+		"$RENDER" -f "$values" --name "$PREFIX-$n" "$C"
+	} > "$y.rendered" || { fail "$n: render the example Deployment"; return; }
+	pass "$n: render the example Deployment"
+	check "$n: the sidecar declares containerPort 8008" grep -q 'containerPort: 8008' "$y.rendered"
+	# podman 4.3's kube play publishes every containerPort on the host, which
+	# Kubernetes never does, and refuses ports with --network none: play a
+	# copy without the ports lists (informational in Kubernetes).
+	# The switch's ConfigMap: podman cannot update one in place as the kubelet
+	# does, so the test plays it as a directory of its own, updated the
+	# kubelet's way (a new ..data directory swapped in by a rename).
+	local sw=$OUT/$n.switch
+	if grep -q "name: $PREFIX-switch" "$y.rendered"; then
+		rm -rf "$sw" && mkdir -p "$sw" && set_switch "$sw" true
+		without_ports < "$y.rendered" |
+			sed "s#^\( *\)configMap:\$#\1hostPath:#; s#^\( *\)name: $PREFIX-switch\$#\1path: $sw#" > "$y"
+	else
+		without_ports < "$y.rendered" > "$y"
+	fi
+	podman kube play --network none "$y" > "$OUT/$n.play.log" 2>&1
+	local pod
+	pod=$(podman pod ps --format '{{.Name}}' | grep "^$PREFIX-$n" | head -n 1)
+	if [ -z "$pod" ]; then
+		fail "$n: podman kube play" "$(grep -v 'level=error msg=".*systemd' "$OUT/$n.play.log" | tail -n 5)"
+		return
+	fi
+	pass "$n: podman kube play --network none (pod $pod)"
+	local side=$pod-podprof app=$pod-app
+	if ! wait_log "$side" 'serving http' 20; then
+		fail "$n: podprof starts in the pod"; podman kube down "$y" > /dev/null 2>&1; return
+	fi
+	pass "$n: podprof starts in the pod and picks the app by itself"
+	local pid apppid
+	pid=$(cpid "$side") apppid=$(cpid "$app")
+	podman logs "$side" > "$OUT/$n.podprof.log" 2>&1
+	check "$n: podprof runs as uid 65532, not 0" [ "$(status_field "$pid" Uid | awk '{ print $2 }')" = 65532 ]
+	check "$n: podprof's effective capabilities: CAP_SYS_PTRACE" has_cap "$pid" 19
+	check "$n: no capability warning at start-up" sh -c "! grep -q 'lacks CAP_SYS_PTRACE' '$OUT/$n.podprof.log'"
+	check "$n: podprof profiles the app's process (pid $apppid in the pod's namespace)" \
+		grep -q "profiling pid $(status_field "$apppid" NSpid | awk '{ print $NF }');" "$OUT/$n.podprof.log"
+	check "$n: the pod shares one PID namespace" [ "$(readlink /proc/$pid/ns/pid)" = "$(readlink /proc/$apppid/ns/pid)" ]
+	check "$n: root filesystem is read-only" sh -c "podman inspect '$side' --format '{{.HostConfig.ReadonlyRootfs}}' | grep -q true"
+	if grep -q 'SYS_NICE' "$y"; then
+		check "$n: the sampler thread runs at nice -10 (SYS_NICE)" [ "$(sampler_nice "$pid")" = -10 ]
+	else
+		check "$n: without SYS_NICE podprof says so and samples at nice 0" \
+			sh -c "grep -q 'sampler runs at nice 0' '$OUT/$n.podprof.log' && [ '$(sampler_nice "$pid")' = 0 ]"
+	fi
+	if [ -n "$token" ]; then
+		# podman 4.3 writes a kube Secret's value still base64-encoded into
+		# the volume; the token is whatever the mounted file holds.
+		local tok
+		tok=$(head -n 1 "/proc/$pid/root/run/secrets/podprof/token" 2>/dev/null)
+		check "$n: the token Secret is mounted where --auth-token-file points" [ -n "$tok" ]
+		get "$pid" /debug/pprof/cmdline "$OUT/$n.noauth"
+		check "$n: without the token: 401" [ "$CODE" = 401 ]
+		check "$n: probes on /healthz are rendered (listen :8008)" grep -q 'path: /healthz' "$y"
+		workflow "$n" "$pid" "$side" -H "Authorization: Bearer $tok"
+	else
+		check "$n: no probes when listening on loopback (the kubelet probes the pod IP)" \
+			sh -c "! grep -q livenessProbe '$y'"
+		workflow "$n" "$pid" "$side"
+	fi
+	[ -d "$sw" ] && switch_flip "$n" "$pid" "$side" "$sw"
+	podman logs "$side" > "$OUT/$n.podprof.log" 2>&1
+	podman kube down "$y" > "$OUT/$n.down.log" 2>&1
+	check "$n: podman kube down removes the pod" \
+		sh -c "! podman pod exists '$pod' && ! podman container exists '$side' && ! podman container exists '$app'"
+	rm -f "$y"
+}
+
+cat > "$OUT/values-ptrace.yaml" <<EOF
+image: {repository: localhost/podprof, tag: e2e, pullPolicy: Never}
+security: {sysNice: false}
+switch: {configMap: $PREFIX-switch}
+example:
+  enabled: true
+  app: {image: "$APP", securityContext: {runAsUser: 65532, runAsGroup: 65532}}
+EOF
+cat > "$OUT/values-ptrace-nice.yaml" <<EOF
+image: {repository: localhost/podprof, tag: e2e, pullPolicy: Never}
+listen: {host: ""}
+auth: {existingSecret: $PREFIX-token}
+security: {sysNice: true}
+log: {format: json}
+example:
+  enabled: true
+  app: {image: "$APP", securityContext: {runAsUser: 65532, runAsGroup: 65532}}
+EOF
+
+phase "pod spec: SYS_PTRACE"
+play_spec ptrace "$OUT/values-ptrace.yaml"
+phase "pod spec: SYS_PTRACE + SYS_NICE, token"
+play_spec ptrace-nice "$OUT/values-ptrace-nice.yaml" "e2e-$RANDOM$RANDOM"
+
+# ---------------------------------------------------------------------------
+phase "ephemeral container"
+# A running application (a pod without podprof), then podprof joined to its
+# PID and network namespaces, as kubectl debug --target=app --profile=general.
+# The application runs as podprof's uid (see "root-owned target" below).
+podman run -d --name "$PREFIX-app" --user 65532:65532 --network none "$APP" > /dev/null
+EPH=$PREFIX-debug
+podman run -d --name "$EPH" --pid="container:$PREFIX-app" --network="container:$PREFIX-app" \
+	--cap-drop ALL --cap-add SYS_PTRACE "$IMG" > /dev/null
+if wait_log "$EPH" 'serving http' 20; then
+	pass "ephemeral: podprof joined to the running app starts"
+	pid=$(cpid "$EPH")
+	check "ephemeral: podprof runs as uid 65532" [ "$(status_field "$pid" Uid | awk '{ print $2 }')" = 65532 ]
+	workflow ephemeral "$pid" "$EPH"
+else
+	fail "ephemeral: podprof joined to the running app starts"
+fi
+podman rm -f -t 0 "$EPH" > /dev/null 2>&1
+
+# A root-owned target. The kernel lets only a process's owner read
+# /proc/<tid>/syscall (mode 0400, no CAP_DAC_OVERRIDE here), which the sampler
+# reads to see which threads run: the root model (uid 0 + SYS_PTRACE) profiles
+# it; a non-root podprof gets no samples until the sampler falls back to
+# /proc/<tid>/stat. Counted as SKIP, by name, while that holds.
+podman run -d --name "$PREFIX-rootapp" --network none "$APP" > /dev/null
+# root_ep NAME [podman run options]: podprof joined to the root-owned app;
+# prints the number of CPU samples in 2 s.
+root_ep() {
+	local n=$1; shift
+	podman run -d --name "$PREFIX-$n" --pid="container:$PREFIX-rootapp" --network="container:$PREFIX-rootapp" \
+		--cap-drop ALL --cap-add SYS_PTRACE "$@" "$IMG" > /dev/null
+	wait_log "$PREFIX-$n" 'serving http' 20 > /dev/null || { echo 0; return; }
+	get "$(cpid "$PREFIX-$n")" "/debug/pprof/profile?seconds=2" "$OUT/$n.pb.gz"
+	go tool pprof -raw "$OUT/$n.pb.gz" 2>/dev/null | awk '/^Samples/ { s = 1; getline; next } /^Locations/ { s = 0 } s && NF' | wc -l
+	podman rm -f -t 0 "$PREFIX-$n" > /dev/null 2>&1
+}
+samples=$(root_ep rootmodel --user 0)
+check "root model (uid 0 + SYS_PTRACE): samples a root-owned app ($samples stacks)" [ "$samples" -gt 0 ]
+samples=$(root_ep nonroot-rootapp)
+if [ "$samples" -gt 0 ]; then
+	pass "nonRoot model: samples a root-owned app ($samples stacks)"
+else
+	SKIPPED=$((SKIPPED + 1))
+	echo "SKIP nonRoot model: samples a root-owned app (known: 0 samples, /proc/<tid>/syscall is EACCES for another uid; ptrace/ falls back to nothing)"
+fi
+
+# ---------------------------------------------------------------------------
+phase "kubernetes capability semantics"
+# k8s_run NAME APP CAPS [--no-new-privs]: podprof as Kubernetes starts a
+# non-root container: uid 65532, the pod's added capabilities in the bounding
+# set only (no ambient ones, unlike podman). The first setpriv switches user
+# and bounding set; the second exec starts from an empty permitted set (as
+# runtimes that clear a non-root process's permitted set do: the strict case
+# for no_new_privs) and sets no_new_privs when asked.
+k8s_run() {
+	local n=$1 app=$2 caps=$3; shift 3
+	local bset
+	bset=$(echo "$caps" | tr 'A-Z,' 'a-z\n' | sed 's/^/+/' | paste -sd,)
+	podman rm -f -t 0 "$PREFIX-$n" > /dev/null 2>&1
+	podman run -d --name "$PREFIX-$n" --pid="container:$app" --network="container:$app" \
+		--user 0 --cap-drop ALL --cap-add "$caps,SETUID,SETGID,SETPCAP" --entrypoint /usr/bin/setpriv "$IMG" \
+		--reuid=65532 --regid=65532 --clear-groups --inh-caps=-all --bounding-set="-all,$bset" \
+		-- /usr/bin/setpriv --inh-caps=-all "$@" -- /usr/local/bin/podprof > /dev/null
+}
+k8s_run k8s-ptrace "$PREFIX-app" SYS_PTRACE
+if wait_log "$PREFIX-k8s-ptrace" 'serving http' 20; then
+	pid=$(cpid "$PREFIX-k8s-ptrace")
+	check "k8s SYS_PTRACE: execve works although the file also has cap_sys_nice (permitted-only)" true
+	check "k8s SYS_PTRACE: no ambient capabilities, bounding set SYS_PTRACE" \
+		[ "$(status_field "$pid" CapAmb)" = 0000000000000000 -a "$(status_field "$pid" CapBnd)" = 0000000000080000 ]
+	check "k8s SYS_PTRACE: the file capability gives CAP_SYS_PTRACE, podprof raises it" has_cap "$pid" 19
+	get "$pid" "/debug/pprof/profile?seconds=2" "$OUT/k8s-ptrace.pb.gz"
+	go tool pprof -raw "$OUT/k8s-ptrace.pb.gz" > "$OUT/k8s-ptrace.raw" 2>&1
+	check "k8s SYS_PTRACE: the CPU profile names hot_a" eval '[ "$CODE" = 200 ] && grep -q " hot_a " "$OUT/k8s-ptrace.raw"'
+else
+	fail "k8s SYS_PTRACE: podprof starts with cap_sys_ptrace,cap_sys_nice+p and SYS_PTRACE alone"
+fi
+podman rm -f -t 0 "$PREFIX-k8s-ptrace" > /dev/null 2>&1
+k8s_run k8s-nice "$PREFIX-app" SYS_PTRACE,SYS_NICE
+if wait_log "$PREFIX-k8s-nice" 'serving http' 20; then
+	pid=$(cpid "$PREFIX-k8s-nice")
+	check "k8s SYS_PTRACE+SYS_NICE: CAP_SYS_PTRACE effective" has_cap "$pid" 19
+	check "k8s SYS_PTRACE+SYS_NICE: the sampler runs at nice -10" [ "$(sampler_nice "$pid")" = -10 ]
+	check "k8s SYS_PTRACE+SYS_NICE: CAP_SYS_NICE dropped once used" lacks_cap "$pid" 23
+else
+	fail "k8s SYS_PTRACE+SYS_NICE: podprof starts"
+fi
+podman rm -f -t 0 "$PREFIX-k8s-nice" > /dev/null 2>&1
+# allowPrivilegeEscalation: false sets no_new_privs: the kernel ignores file
+# capabilities, and podprof must say so on its first line. The root-owned app:
+# a target of podprof's own uid needs no capability at all where Yama is
+# absent or its ptrace_scope is 0 (as here).
+k8s_run k8s-nnp "$PREFIX-rootapp" SYS_PTRACE --no-new-privs
+if wait_log "$PREFIX-k8s-nnp" 'serving http' 20; then
+	pid=$(cpid "$PREFIX-k8s-nnp")
+	podman logs "$PREFIX-k8s-nnp" > "$OUT/k8s-nnp.log" 2>&1
+	check "k8s no_new_privs: the first log line says CAP_SYS_PTRACE is missing" \
+		sh -c "head -n 1 '$OUT/k8s-nnp.log' | grep -q 'lacks CAP_SYS_PTRACE.*allowPrivilegeEscalation'"
+	get "$pid" "/debug/pprof/profile?seconds=1" "$OUT/k8s-nnp.body"
+	check "k8s no_new_privs: a profile is a 500 naming the capability" \
+		eval '[ "$CODE" = 500 ] && grep -q CAP_SYS_PTRACE "$OUT/k8s-nnp.body"'
+else
+	fail "k8s no_new_privs: podprof starts"
+fi
+podman rm -f -t 0 "$PREFIX-k8s-nnp" "$PREFIX-app" "$PREFIX-rootapp" > /dev/null 2>&1
+
+finish

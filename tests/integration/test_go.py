@@ -1,0 +1,237 @@
+"""Go targets: stacks unwound with .gopclntab, held to the Go program's own
+net/http/pprof profile taken at the same time, a stripped binary, and cgo
+crossings between Go and C frames."""
+import os
+import re
+import select
+import subprocess
+import threading
+
+import lib
+from lib import *  # noqa: F401,F403  (Podprof, http, pprof, check, test, traces, ...)
+
+GOHOT = os.path.join(BUILD, "fixtures", "gohot")
+GOCGO = os.path.join(BUILD, "fixtures", "gocgo")
+
+# main.work's two callers, as Go's profiles show them: the main goroutine,
+# and the one main starts (through a generated wrapper, main.main.func2,
+# that Go leaves out, as it leaves out runtime.goexit at the top of every
+# goroutine).
+WORK_TAILS = [["main.work", "main.main", "runtime.main"], ["main.work"]]
+CRUNCH = {"main.crunchAlpha": "main.leafAlpha", "main.crunchBeta": "main.leafBeta"}
+
+
+class GoFixture:
+    """A Go fixture that prints "ready <pid> [port]" on stdout.
+
+    Async preemption is off: with it, Go 1.19's own profile of a busy
+    goroutine puts 15-30% of the samples on runtime.asyncPreempt (the
+    profiling signal lands right after sysmon's preemption signal moved
+    the PC there, both every 10 ms), attributed to whatever code the
+    preemption hit rather than to where the time went. The loops call
+    functions, so they are still preempted at their prologues."""
+
+    def __init__(self, exe):
+        if not os.path.exists(exe):
+            raise Skip("%s not built (make fixtures needs Debian's golang-go)" % exe)
+        env = dict(os.environ, GODEBUG="asyncpreemptoff=1")
+        self.proc = subprocess.Popen([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
+        PROCS.append(self.proc)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10)
+        line = self.proc.stdout.readline() if ready else ""
+        m = re.match(r"ready (\d+)(?: (\d+))?", line)
+        check(m, "Go fixture %s did not get ready: %r" % (exe, line))
+        self.pid = int(m.group(1))
+        self.port = int(m.group(2)) if m.group(2) else None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+def flat_shares(tr):
+    total = sum(v for v, _ in tr)
+    shares = {}
+    for v, frames in tr:
+        shares[frames[0]] = shares.get(frames[0], 0.0) + 100.0 * v / total
+    return shares
+
+
+def cum_share(tr, name):
+    total = sum(v for v, _ in tr)
+    return 100.0 * sum(v for v, frames in tr if name in frames) / total
+
+
+def callers(tr, name):
+    """The distinct caller chains of `name` (the frames after it)."""
+    return {tuple(frames[frames.index(name) + 1:]) for _, frames in tr if name in frames}
+
+
+def through_signal(frames):
+    """A stack that runs through Go's signal handler (Go's own profiler
+    handles its SIGPROF there)."""
+    return "runtime.sigreturn" in frames or "runtime.sigreturn__sigaction" in frames
+
+
+def interrupted(frames):
+    """The frames a signal interrupted: those after the restorer."""
+    i = max(i for i, f in enumerate(frames) if f.startswith("runtime.sigreturn"))
+    return frames[i + 1:]
+
+
+@test
+def go_stacks_match_gos_own_profile():
+    """gohot profiled by podprof and by its own net/http/pprof at once: the
+    top functions' flat shares agree within 5 points (Go samples at 100 Hz:
+    about 1600 samples in 8 s, so its own shares wander by 2 or 3 points), crunchAlpha/crunchBeta
+    split 70/30 in both, and every stack through main.crunchAlpha or
+    main.crunchBeta has the callers Go's own profile gives it (frameless
+    leaves included, which frame pointers lose); the inlined main.scramble
+    is a Line of its caller's location, as in Go's profile."""
+    f = GoFixture(GOHOT)
+    pp = Podprof("--pid", str(f.pid))
+    bodies = {}
+
+    def fetch_go():
+        st, _, body = http(f.port, "/debug/pprof/profile?seconds=8")
+        bodies["go"] = body if st == 200 else None
+
+    t = threading.Thread(target=fetch_go)
+    t.start()
+    bodies["pp"] = get_profile(pp, "seconds=8&hz=400")
+    t.join(30)
+    check(bodies.get("go"), "Go's own profile failed")
+    gotr = traces(save(bodies["go"], "go-own.pb.gz"))
+    pptr = traces(save(bodies["pp"], "go-pp.pb.gz"))
+    sig = [(v, interrupted(frames)) for v, frames in pptr if through_signal(frames)]
+    print("  info: %.1f%% of podprof's samples in Go's signal handler" %
+          (100 * sum(v for v, _ in sig) / sum(v for v, _ in pptr)))
+    # A thread stopped in its handler has the interrupted goroutine's stack
+    # copied in the same stop, once an earlier unwind found its signal
+    # stack: all but a thread's first such stack go on to its callers.
+    crossed = [frames for _, frames in sig if frames and frames[-1] in ("runtime.main", "main.work")]
+    print("  info: %d stacks through the handler, %d reach the interrupted goroutine's top" %
+          (len(sig), len(crossed)))
+    check(len(sig) < 10 or len(crossed) >= len(sig) // 2,
+          "stacks through Go's signal handler stop there: %s" % [f for _, f in sig][:5])
+    whole = [(v, frames) for v, frames in pptr
+             if not through_signal(frames) or interrupted(frames)[-1:] in (["runtime.main"], ["main.work"])]
+    pp.stop(), f.stop()
+
+    gos, pps = flat_shares(gotr), flat_shares(pptr)
+    top = sorted(gos, key=gos.get, reverse=True)[:6]
+    for fn in top:
+        print("  info: %-22s podprof %5.1f%%  Go %5.1f%%" % (fn, pps.get(fn, 0.0), gos[fn]))
+        if gos[fn] >= 2.0:
+            check(abs(pps.get(fn, 0.0) - gos[fn]) <= 5.0,
+                  "%s: %.1f%% in podprof's profile, %.1f%% in Go's" % (fn, pps.get(fn, 0.0), gos[fn]))
+    for fn in CRUNCH:
+        a, b = cum_share(pptr, fn), cum_share(gotr, fn)
+        print("  info: %-22s cum podprof %5.1f%%  Go %5.1f%%" % (fn, a, b))
+        check(abs(a - b) <= 5.0, "%s cumulative: podprof %.1f%%, Go %.1f%%" % (fn, a, b))
+    check(abs(cum_share(pptr, "main.crunchAlpha") - 70.0) <= 6.0, "crunchAlpha is not ~70%")
+
+    for fn, leaf in CRUNCH.items():
+        want = callers(gotr, fn)
+        check(want <= {tuple(t) for t in WORK_TAILS}, "Go's own callers of %s: %s" % (fn, want))
+        got = callers(whole, fn)
+        check(got and got <= want, "callers of %s: podprof %s, Go %s" % (fn, got, want))
+        # The frameless leaf's caller is found (no frame pointer to follow).
+        check(any(frames[:2] == [leaf, fn] for _, frames in pptr), "no %s <- %s stack" % (leaf, fn))
+    for _, frames in whole:
+        if frames[0].startswith("main."):
+            i = frames.index("main.work")
+            check(frames[i:] in WORK_TAILS, "stack does not reach its goroutine's top: %s" % frames)
+    # Inlined code: one location, two Lines (scramble, then its caller).
+    scr = [frames for _, frames in pptr if frames[0] == "main.scramble (inline)"]
+    check(scr, "no sample in the inlined main.scramble")
+    for frames in scr:
+        check(frames[1] in CRUNCH, "main.scramble inlined into %s" % frames[1])
+    raw = pprof("-raw", os.path.join(lib.TMP, "go-pp.pb.gz"))
+    check(re.search(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ main\.scramble :0 s=0\n\s+main\.crunch(Alpha|Beta) :0 s=0$",
+                    raw, re.M), "no location with Lines main.scramble, main.crunch*:\n%s" % raw[-1500:])
+
+
+@test
+def stripped_go_binary_keeps_go_names():
+    """strip removes .symtab; Go's names are in .gopclntab, which stays."""
+    exe = GOHOT + "-stripped"
+    syms = subprocess.run(["readelf", "-sW", exe], capture_output=True, text=True).stdout
+    check("main.crunchAlpha" not in syms, "%s still has a symbol table" % exe)
+    f = GoFixture(exe)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=2&hz=200"), "go-stripped.pb.gz")
+    pp.stop(), f.stop()
+    tr = traces(path)
+    for fn in CRUNCH:
+        check(any(fn in frames for _, frames in tr), "no %s in the stripped binary's profile" % fn)
+    for _, frames in tr:
+        for fr in frames:
+            check("gohot-stripped+0x" not in fr, "unnamed Go frame %s in %s" % (fr, frames))
+        if frames[0].startswith("main."):
+            check(frames[frames.index("main.work"):] in WORK_TAILS,
+                  "stack does not reach its goroutine's top: %s" % frames)
+
+
+def libc_or(name):
+    return lambda fr: fr == name or LIBC_RE.match(fr)
+
+
+def shape(frames, want):
+    """frames match want: each a name or a predicate, a trailing ... for any rest."""
+    if want[-1] == "...":
+        want = want[:-1]
+        frames = frames[:len(want)]
+    if len(frames) != len(want):
+        return False
+    return all((w(fr) if callable(w) else fr == w) for fr, w in zip(frames, want))
+
+
+@test
+def cgo_stacks_cross_between_go_and_c():
+    """gocgo: a C leaf under a cgo call continues into the goroutine that
+    made it; a libc system call made from C called by Go does too; Go code
+    called back from a thread C created runs on to start_thread; Go's
+    runtime threads under C's start_thread reach it."""
+    f = GoFixture(GOCGO)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=4&hz=200"), "cgo.pb.gz")
+    pp.stop(), f.stop()
+    tr = traces(path)
+    go_tail = ["runtime.asmcgocall", "runtime.cgocall"]
+    spin = ["c_spin_inner", "c_spin"] + go_tail + ["main._Cfunc_c_spin", "main.cSpinLoop"]
+    sysc = ["c_syscalls"] + go_tail + ["main._Cfunc_c_syscalls", "main.cSyscallLoop"]
+    back = ["main.goBurn", "main.goCallback (inline)", lambda fr: fr.startswith("_cgoexp_"),
+            "runtime.cgocallbackg1", "runtime.cgocallbackg", "runtime.cgocallback", "crosscall2",
+            "goCallback", "c_thread", libc_or("start_thread"), libc_or("__clone3")]
+    seen = {"spin": 0, "syscall": 0, "callback": 0, "mstart": 0}
+    for value, frames in tr:
+        if frames[0] == "c_spin_inner":
+            check(shape(frames, spin), "C leaf under a cgo call: %s" % frames)
+            seen["spin"] += value
+        elif "c_syscalls" in frames:
+            i = frames.index("c_syscalls")
+            check(shape(frames[i:], sysc), "system call under a cgo call: %s" % frames)
+            seen["syscall"] += value * (i > 0)
+        elif frames[0] == "main.goBurn":
+            # The C side of a callback is found through the goroutine's m
+            # (g.m), read once the thread runs on: where the goroutine was
+            # descheduled or its callback ended meanwhile (g.m = nil), the
+            # stack stops at the crossing, short, never wrong. A few
+            # percent of them (more under ASan, whose podprof is slower).
+            short = shape(frames, back[:6])
+            check(shape(frames, back) or short, "Go called back from a C thread: %s" % frames)
+            seen["callback"] += value
+            seen["callback_short"] = seen.get("callback_short", 0) + short * value
+        elif "runtime.mstart" in frames:
+            i = frames.index("runtime.mstart")
+            check(shape(frames[i + 1:], [lambda fr: fr.startswith("gocgo+0x") or fr == "crosscall_amd64",
+                                         "threadentry", libc_or("start_thread"), libc_or("__clone3")]),
+                  "Go's thread under C's start_thread: %s" % frames)
+            seen["mstart"] += value
+    print("  info: ns of samples per kind of stack %s" % seen)
+    for k in ("spin", "syscall", "callback"):
+        check(seen[k] > 0, "no %s stack in %s" % (k, seen))
+    check(seen.get("callback_short", 0) <= 0.2 * seen["callback"], "too many short callback stacks: %s" % seen)

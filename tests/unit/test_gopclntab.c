@@ -1,0 +1,187 @@
+/* The .gopclntab parser: the committed synthetic tables of each layout
+ * (tests/fuzz/make_gopclntab_seeds.py), the gohot fixture built by Debian's
+ * Go against its own .symtab, and hostile variants of both. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptrace/elf.h"
+#include "ptrace/gopclntab.h"
+#include "tests/harness.h"
+
+#define VADDR 0x400000u
+#define TEXT 0x401000u
+
+/* The whole of a file, or NULL (*len 0). */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n;
+	fclose(f);
+	if (!*len) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+static void check_seed(const char *file, int ver)
+{
+	char path[256];
+	const char *names[8];
+	struct pt_gotab *g;
+	struct pt_gofunc f;
+	size_t len;
+	uint8_t *img;
+	int32_t d;
+
+	snprintf(path, sizeof(path), "tests/fuzz/corpus/gopclntab/%s", file);
+	img = slurp(path, &len);
+	if (!img)
+		SKIP("%s missing (run from the source tree)", path);
+	ASSERT_EQ(pt_gotab_scan(img, len, VADDR, TEXT, TEXT + 0x1000), 0x300);
+	ASSERT_OK(pt_gotab_new(&g, img, len, VADDR, 0x300, len - 0x300, 0));
+	ASSERT_EQ(pt_gotab_version(g), ver);
+	ASSERT_OK(pt_gotab_find_gofunc(g, img, len, VADDR, 0));
+	ASSERT(pt_gotab_has_inline(g));
+	ASSERT_EQ(pt_gotab_lookup(g, TEXT - 1, &f), -ENOENT);
+	ASSERT_EQ(pt_gotab_lookup(g, TEXT + 0xc0, &f), -ENOENT);
+	ASSERT_OK(pt_gotab_lookup(g, TEXT + 0x3f, &f));
+	ASSERT_STR_EQ(f.name, "main.a");
+	ASSERT_OK(pt_gotab_lookup(g, TEXT + 0x40, &f));
+	ASSERT_STR_EQ(f.name, "main.b");
+	ASSERT_U64_EQ(f.entry, TEXT + 0x40);
+	ASSERT_U64_EQ(f.end, TEXT + 0x80);
+	/* pcsp: 0 at the entry, 0x18 in the body, 0 at the last 4 bytes. */
+	ASSERT_OK(pt_gotab_spdelta(g, &f, TEXT + 0x40, &d));
+	ASSERT_EQ(d, 0);
+	ASSERT_OK(pt_gotab_spdelta(g, &f, TEXT + 0x44, &d));
+	ASSERT_EQ(d, 0x18);
+	ASSERT_OK(pt_gotab_spdelta(g, &f, TEXT + 0x7c, &d));
+	ASSERT_EQ(d, 0);
+	/* main.inl is inlined at [0x10, 0x20) of main.b, nowhere else. */
+	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x4f, names, 8), 0);
+	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x50, names, 8), 1);
+	ASSERT_STR_EQ(names[0], "main.inl");
+	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x5f, names, 8), 1);
+	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x60, names, 8), 0);
+	ASSERT_OK(pt_gotab_lookup(g, TEXT + 0x80, &f));
+	ASSERT_STR_EQ(f.name, "runtime.goexit");
+	if (ver >= 118)
+		ASSERT_EQ(f.flag & PT_GOFUNC_TOPFRAME, PT_GOFUNC_TOPFRAME);
+	pt_gotab_free(g);
+	free(img);
+}
+
+TEST(gopclntab_go116_layout) { check_seed("go116", 116); }
+TEST(gopclntab_go118_layout) { check_seed("go118", 118); }
+TEST(gopclntab_go120_layout) { check_seed("go120", 120); }
+
+/* Every cut of a table, and every byte of its header and first records
+ * flipped, parses or fails cleanly (ASan watches the reads). */
+TEST(gopclntab_hostile_variants)
+{
+	const char *names[PT_GOTAB_MAX_INLINE];
+	size_t len;
+	uint8_t *img = slurp("tests/fuzz/corpus/gopclntab/go118", &len), *bad;
+
+	if (!img)
+		SKIP("seed missing (run from the source tree)");
+	for (size_t cut = 0x300; cut <= len; cut++) {
+		struct pt_gotab *g;
+		struct pt_gofunc f;
+		int32_t d;
+
+		bad = malloc(cut);
+		memcpy(bad, img, cut);
+		if (pt_gotab_new(&g, bad, cut, VADDR, 0x300, cut - 0x300, 0) == 0) {
+			pt_gotab_find_gofunc(g, bad, cut, VADDR, 0);
+			for (uint64_t pc = TEXT; pc < TEXT + 0xc0; pc += 3)
+				if (pt_gotab_lookup(g, pc, &f) == 0) {
+					pt_gotab_spdelta(g, &f, pc, &d);
+					pt_gotab_inline(g, &f, pc, names, PT_GOTAB_MAX_INLINE);
+				}
+			pt_gotab_free(g);
+		}
+		free(bad);
+	}
+	bad = malloc(len);
+	for (size_t i = 0; i < len; i++) {
+		struct pt_gotab *g;
+		struct pt_gofunc f;
+		int32_t d;
+
+		memcpy(bad, img, len);
+		bad[i] ^= 0xa5;
+		if (pt_gotab_new(&g, bad, len, VADDR, 0x300, len - 0x300, 0) == 0) {
+			pt_gotab_find_gofunc(g, bad, len, VADDR, 0);
+			for (uint64_t pc = TEXT; pc < TEXT + 0xc0; pc += 5)
+				if (pt_gotab_lookup(g, pc, &f) == 0) {
+					pt_gotab_spdelta(g, &f, pc, &d);
+					pt_gotab_inline(g, &f, pc, names, PT_GOTAB_MAX_INLINE);
+				}
+			pt_gotab_free(g);
+		}
+	}
+	free(bad);
+	free(img);
+}
+
+/* gohot, built by Debian's Go: every Go function .symtab names is the
+ * function .gopclntab finds at its address, with its name. */
+TEST(gopclntab_agrees_with_symtab_of_gohot)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct pt_symtab st = { 0 };
+	uint64_t addr, off, size, lo, hi;
+	struct pt_gotab *g;
+	struct pt_elf e;
+	size_t len, checked = 0;
+	uint8_t *img;
+
+	ASSERT(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/fixtures/gohot", self);
+	if (!(img = slurp(path, &len)))
+		SKIP("%s not built (make fixtures)", path);
+	ASSERT_OK(pt_elf_open(&e, img, len));
+	ASSERT_OK(pt_elf_section(&e, ".gopclntab", &addr, &off, &size));
+	ASSERT_OK(pt_gotab_new(&g, img + off, size, addr, 0, size, 0));
+	ASSERT_EQ(pt_gotab_version(g), 118);
+	pt_gotab_range(g, &lo, &hi);
+	ASSERT(pt_elf_add_symbols(&e, &st) > 1000);
+	ASSERT_OK(pt_symtab_finish(&st));
+	for (size_t i = 0; i < st.n; i++) {
+		const char *name = st.names + st.v[i].name;
+		struct pt_gofunc f;
+
+		if (st.v[i].addr < lo || st.v[i].addr >= hi || !st.v[i].size)
+			continue;
+		ASSERT_OK(pt_gotab_lookup(g, st.v[i].addr + st.v[i].size / 2, &f));
+		ASSERT_U64_EQ(f.entry, st.v[i].addr);
+		/* The names of the fixture's and the runtime's functions agree
+		 * (.symtab spells ABI wrappers name.abi0, generated functions
+		 * with other punctuation). */
+		if ((!strncmp(name, "main.", 5) || !strncmp(name, "runtime.", 8)) &&
+		    strncmp(f.name, name, strlen(f.name)))
+			FAIL_AT("%#llx: .symtab %s, .gopclntab %s", (unsigned long long)st.v[i].addr, name,
+				f.name);
+		checked++;
+	}
+	ASSERT(checked > 1000);
+	pt_symtab_free(&st);
+	pt_gotab_free(g);
+	free(img);
+}

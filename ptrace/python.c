@@ -30,7 +30,7 @@ static const struct pt_py_layout layouts[] = {
 		 * points outside any eval call, is its last field). */
 		.ts_next = 8, .ts_native_tid = 160, .ts_cframe = 56, .ts_chunk = 296, .ts_top = 304,
 		.ts_limit = 312, .ts_size = 360,
-		.cf_current_frame = 8,
+		.cf_current_frame = 8, .cf_previous = 16,
 		.fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68, .fr_owner = 69,
 		.fr_size = 72, .owner_cstack = 0xff,
 		.co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_qualname = 128,
@@ -45,7 +45,7 @@ static const struct pt_py_layout layouts[] = {
 		.is_next = 0, .is_threads_head = 72,
 		.ts_next = 8, .ts_native_tid = 144, .ts_cframe = 56, .ts_chunk = 232, .ts_top = 240,
 		.ts_limit = 248, .ts_size = 288,
-		.cf_current_frame = 0,
+		.cf_current_frame = 0, .cf_previous = 8,
 		.fr_code = 0, .fr_previous = 8, .fr_prev_instr = 56, .fr_is_entry = 0, .fr_owner = 70,
 		.fr_size = 72, .owner_cstack = 3,
 		.co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
@@ -466,18 +466,53 @@ static int read_state(struct pt_py *py, uint64_t tstate, uint8_t *ts, const uint
 	return bn && got == (ssize_t)(tn + bn);
 }
 
+/* Appends the chain from `frame` (innermost first) to out; out->truncated
+ * when it did not reach its end. */
+static void walk(struct view *v, uint64_t frame, struct pt_py_cap *out)
+{
+	const struct pt_py_layout *L = v->py->L;
+	uint8_t fr[128];
+
+	while (frame && out->n < PT_PY_MAX_FRAMES) {
+		struct pt_py_raw *r;
+
+		if (fetch(v, frame, fr, L->fr_size)) {
+			out->truncated = 1;
+			return;
+		}
+		r = &out->f[out->n++];
+		r->code = pt__rd64(fr + L->fr_code);
+		r->instr = pt__rd64(fr + L->fr_prev_instr);
+		r->flags = 0;
+		if (L->owner_cstack != 0xff && fr[L->fr_owner] == L->owner_cstack)
+			r->flags = PT_PY_RAW_MARK;
+		else if (L->fr_is_entry && fr[L->fr_is_entry])
+			r->flags = PT_PY_RAW_ENTRY;
+		frame = pt__rd64(fr + L->fr_previous);
+	}
+	out->truncated = frame != 0;
+}
+
+static int has_python_frame(const struct pt_py_cap *pc)
+{
+	for (int i = 0; i < pc->n; i++)
+		if (!(pc->f[i].flags & PT_PY_RAW_MARK))
+			return 1;
+	return 0;
+}
+
 int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk,
 		  const struct pt_capture *cap, struct pt_py_cap *out)
 {
 	const struct pt_py_layout *L = py->L;
-	uint8_t ts[512], fr[128];
+	uint8_t ts[512];
 	struct view v = { py, cap, tstate, ts, 0, 0, 0 };
-	uint64_t cframe, frame, chunk, top, limit;
+	uint64_t cframe, frame, chunk, top, limit, outer, root;
 	int have;
 
 	out->n = 0;
 	out->truncated = 0;
-	if (py->state != PT_PY_ACTIVE || L->ts_size > sizeof(ts) || L->fr_size > sizeof(fr))
+	if (py->state != PT_PY_ACTIVE || L->ts_size > sizeof(ts) || L->fr_size > 128)
 		return -EFAULT;
 	if ((have = read_state(py, tstate, ts, bulk)) < 0)
 		return -EFAULT;
@@ -489,7 +524,7 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 	/* The innermost eval call's _PyCFrame: a local of that call, so on
 	 * the stack we copied, or the thread state's own root_cframe. */
 	cframe = pt__rd64(ts + L->ts_cframe);
-	if (!cframe || fetch(&v, cframe + L->cf_current_frame, &frame, 8) || !frame)
+	if (!cframe || fetch(&v, cframe + L->cf_current_frame, &frame, 8))
 		return 0;
 	/* Frames live in the thread's frame stack (chunks of contiguous
 	 * frames, the innermost at the top), except those of generators and
@@ -519,24 +554,22 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 			bulk[1] = v.bulk_hi;
 		}
 	}
-	while (frame && out->n < PT_PY_MAX_FRAMES) {
-		struct pt_py_raw *r;
-
-		if (fetch(&v, frame, fr, L->fr_size)) {
-			out->truncated = 1;
-			return 0;
-		}
-		r = &out->f[out->n++];
-		r->code = pt__rd64(fr + L->fr_code);
-		r->instr = pt__rd64(fr + L->fr_prev_instr);
-		r->flags = 0;
-		if (L->owner_cstack != 0xff && fr[L->fr_owner] == L->owner_cstack)
-			r->flags = PT_PY_RAW_MARK;
-		else if (L->fr_is_entry && fr[L->fr_is_entry])
-			r->flags = PT_PY_RAW_ENTRY;
-		frame = pt__rd64(fr + L->fr_previous);
+	walk(&v, frame, out);
+	/* An eval call being entered or left: tstate->cframe names its
+	 * _PyCFrame before its current_frame is set, or after the call's last
+	 * frame is gone, so what that points to is stale (seen: a lone marker
+	 * frame, whose previous is NULL or leads nowhere). The caller's
+	 * _PyCFrame is whole: its chain is read instead, and pt_py_merge
+	 * leaves the innermost eval frame native. Not when the caller's is the
+	 * root_cframe (no eval call outside this one). */
+	if (!has_python_frame(out) &&
+	    !fetch(&v, cframe + L->cf_previous, &outer, 8) && outer &&
+	    !fetch(&v, outer + L->cf_previous, &root, 8) && root &&
+	    !fetch(&v, outer + L->cf_current_frame, &frame, 8)) {
+		out->n = 0;
+		walk(&v, frame, out);
+		py->st.unlinked++;
 	}
-	out->truncated = frame != 0;
 	py->st.frames += (uint64_t)out->n;
 	return 0;
 }
@@ -854,7 +887,7 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	struct { uint32_t first, n; } grp[PT_PY_MAX_FRAMES + 1];
 	uint32_t ngf = 0, ng = 0, cur = 0;
 	uint64_t now = pt__now_ns();
-	int g = 0, bad = 0;
+	int g = 0, bad = 0, ne = 0, skip = 0;
 
 	if (py->state != PT_PY_ACTIVE || pc->n <= 0)
 		return n;
@@ -880,12 +913,23 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	if (ngf > cur && !bad)
 		grp[ng++] = (typeof(grp[0])){ cur, ngf - cur };
 	/* Eval frames innermost first, one group each. A group left empty
-	 * (no frame started yet, or unreadable) keeps its native frame. */
+	 * (no frame started yet, or unreadable) keeps its native frame. A
+	 * whole chain with fewer groups than the stack has eval frames: the
+	 * innermost calls are not linked yet (or any more), so the groups go
+	 * to the outermost ones. */
+	for (int k = 0; k < n; k++)
+		ne += frames[k] >= py->eval_lo && frames[k] < py->eval_hi;
+	if (!pc->truncated && (int)ng < ne)
+		skip = ne - (int)ng;
 	for (int k = 0; k < n && g < (int)ng; k++) {
 		uint64_t tok;
 
 		if (frames[k] < py->eval_lo || frames[k] >= py->eval_hi)
 			continue;
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
 		if (grp[g].n) {
 			tok = group_token(py, gf + grp[g].first, grp[g].n);
 			if (tok)

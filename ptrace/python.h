@@ -49,7 +49,7 @@ struct pt_py_layout {
 	/* PyThreadState; ts_size: the bytes read, covering the fields below */
 	uint16_t ts_next, ts_native_tid, ts_cframe, ts_chunk, ts_top, ts_limit, ts_size;
 	/* _PyCFrame */
-	uint16_t cf_current_frame;
+	uint16_t cf_current_frame, cf_previous;
 	/* _PyInterpreterFrame (fr_size: up to its localsplus). An eval call's
 	 * first frame is marked: 3.11 sets its is_entry (fr_is_entry, 0: none);
 	 * 3.12 links it to a frame on the C stack whose owner is
@@ -177,6 +177,7 @@ int pt_py_activate(struct pt_py *py, uint32_t version, uint64_t runtime, uint64_
 /* Counters, for the log and tests. */
 struct pt_py_stats {
 	uint64_t captures, frames, far_reads, stale, code_reads, tokens, full;
+	uint64_t unlinked;   /* captures that read the caller's chain (see pt_py_capture) */
 };
 void pt_py_stats(const struct pt_py *py, struct pt_py_stats *out);
 

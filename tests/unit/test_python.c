@@ -164,7 +164,8 @@ static int check_layout(const char *prog, uint32_t version)
 		{ "ts_native_tid", l->ts_native_tid }, { "ts_cframe", l->ts_cframe },
 		{ "ts_chunk", l->ts_chunk }, { "ts_top", l->ts_top }, { "ts_limit", l->ts_limit },
 		{ "ts_size", l->ts_size },
-		{ "cf_current_frame", l->cf_current_frame }, { "fr_code", l->fr_code },
+		{ "cf_current_frame", l->cf_current_frame }, { "cf_previous", l->cf_previous },
+		{ "fr_code", l->fr_code },
 		{ "fr_previous", l->fr_previous }, { "fr_prev_instr", l->fr_prev_instr },
 		{ "fr_is_entry", l->fr_is_entry }, { "fr_owner", l->fr_owner }, { "fr_size", l->fr_size },
 		{ "owner_cstack", l->owner_cstack },
@@ -473,6 +474,116 @@ TEST(python_frames_grouped_by_eval_call)
 		ASSERT_U64_EQ(fr[1], frames[3]);
 	}
 	pt_py_free(py);
+	free(pc);
+	free(im);
+}
+
+/* An eval call half linked, as a sample can find one while it is entered
+ * or left: what tstate->cframe names has no frame of its own yet (3.11:
+ * the chain read is the caller's, one group for two eval frames; 3.12: a
+ * stale lone marker, so the caller's _PyCFrame is read). The innermost
+ * eval frame stays native, the outer one gets the caller's Python frames;
+ * before, 3.11 gave them to the innermost and 3.12 left both native. */
+TEST(python_eval_call_half_linked)
+{
+	struct image *im = calloc(1, sizeof(*im));
+	struct pt_py_cap *pc = calloc(1, sizeof(*pc));
+	struct pt_py_line ln[8];
+	struct pt_capture cap;
+	pid_t nstids[1] = { 4242 };
+	struct pt_py *py;
+
+	ASSERT(im && pc);
+	memset(&cap, 0, sizeof(cap));
+	cap.regs.rsp = 0x7fff0000;
+	{
+		const struct pt_py_layout *l = pt_py_layout_find(0x030b0000);
+		uint64_t runtime = image_alloc(im, 64), type = image_alloc(im, 16);
+		uint64_t outer = image_code(im, l, type, "outer", "/app/m.py", 30);
+		uint64_t mod = image_code(im, l, type, "<module>", "/app/m.py", 1);
+		uint64_t f1 = image_frame(im, l, mod, 3, 0, 1), f0 = image_frame(im, l, outer, 0, f1, 0);
+		uint64_t ts = image_thread(im, l, runtime, 4242, f0), tstates[1] = { 0 };
+		uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
+
+		ASSERT_OK(pt_py_new(&py, 1, NULL));
+		pt_py_set_reader(py, image_read, im);
+		ASSERT_OK(pt_py_activate(py, 0x030b02f0, runtime, EVAL_LO, EVAL_HI, type));
+		ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
+		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
+		ASSERT_EQ(pc->n, 2);
+		pt_py_merge(py, pc, frames, 5);
+		ASSERT_U64_EQ(frames[1], EVAL_LO + 5);
+		ASSERT(pt_py_is_token(frames[3]));
+		ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
+		ASSERT_STR_EQ(ln[0].func, "outer");
+		ASSERT_STR_EQ(ln[1].func, "<module>");
+		/* A chain cut short proves nothing: matched innermost first. */
+		{
+			uint64_t fr[] = { EVAL_LO + 5, EVAL_LO + 9 };
+
+			pc->truncated = 1;
+			pt_py_merge(py, pc, fr, 2);
+			ASSERT(pt_py_is_token(fr[0]));
+			ASSERT_U64_EQ(fr[1], EVAL_LO + 9);
+		}
+		pt_py_free(py);
+	}
+	memset(im, 0, sizeof(*im));
+	{
+		const struct pt_py_layout *l = pt_py_layout_find(0x030c0000);
+		uint64_t runtime = image_alloc(im, 64), type = image_alloc(im, 16);
+		uint64_t outer = image_code(im, l, type, "outer", "/app/m.py", 30);
+		uint64_t mod = image_code(im, l, type, "<module>", "/app/m.py", 1);
+		uint64_t m_out = image_alloc(im, l->fr_size), f1 = image_alloc(im, l->fr_size);
+		uint64_t f0 = image_alloc(im, l->fr_size), m_in = image_alloc(im, l->fr_size);
+		uint64_t root = image_alloc(im, 24), cf_out = image_alloc(im, 24), cf_in, ts;
+		uint64_t tstates[1] = { 0 };
+		uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
+		struct pt_py_stats st;
+
+		/* <module> and outer run in the outer call, between its marker
+		 * and the inner call's (stale, its previous leading nowhere). */
+		im->mem[m_out - IMG_BASE + l->fr_owner] = l->owner_cstack;
+		im->mem[m_in - IMG_BASE + l->fr_owner] = l->owner_cstack;
+		put64(im, m_in + l->fr_previous, 0xdead0000);
+		put64(im, f1 + l->fr_code, mod);
+		put64(im, f1 + l->fr_prev_instr, mod + l->co_code + 6);
+		put64(im, f1 + l->fr_previous, m_out);
+		put64(im, f0 + l->fr_code, outer);
+		put64(im, f0 + l->fr_prev_instr, outer + l->co_code);
+		put64(im, f0 + l->fr_previous, f1);
+		put64(im, cf_out + l->cf_current_frame, f0);
+		put64(im, cf_out + l->cf_previous, root);
+		ts = image_thread(im, l, runtime, 4242, m_in);
+		memcpy(&cf_in, im->mem + (ts + l->ts_cframe - IMG_BASE), 8);
+		put64(im, cf_in + l->cf_previous, cf_out);
+		/* The _PyCFrames are eval calls' locals: on the stack copied. */
+		cap.regs.rsp = root;
+		cap.stack = im->mem + (root - IMG_BASE);
+		cap.stack_len = cf_in + 24 - root;
+
+		ASSERT_OK(pt_py_new(&py, 1, NULL));
+		pt_py_set_reader(py, image_read, im);
+		ASSERT_OK(pt_py_activate(py, 0x030c01f0, runtime, EVAL_LO, EVAL_HI, type));
+		ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
+		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
+		ASSERT_EQ(pc->n, 3);
+		pt_py_stats(py, &st);
+		ASSERT_U64_EQ(st.unlinked, 1);
+		pt_py_merge(py, pc, frames, 5);
+		ASSERT_U64_EQ(frames[1], EVAL_LO + 5);
+		ASSERT(pt_py_is_token(frames[3]));
+		ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
+		ASSERT_STR_EQ(ln[0].func, "outer");
+		ASSERT_STR_EQ(ln[1].func, "<module>");
+		/* The outermost call being entered (its caller is the root
+		 * _PyCFrame): nothing else to read. */
+		put64(im, cf_out + l->cf_previous, 0);
+		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
+		ASSERT_EQ(pc->n, 1);
+		ASSERT_EQ(pc->truncated, 1);
+		pt_py_free(py);
+	}
 	free(pc);
 	free(im);
 }

@@ -28,6 +28,7 @@ int main(void)
 	P("ts_limit", offsetof(PyThreadState, datastack_limit));
 	P("ts_size", sizeof(PyThreadState));
 	P("cf_current_frame", offsetof(_PyCFrame, current_frame));
+	P("cf_previous", offsetof(_PyCFrame, previous));
 	P("fr_code", offsetof(_PyInterpreterFrame, f_code));
 	P("fr_previous", offsetof(_PyInterpreterFrame, previous));
 	P("fr_prev_instr", offsetof(_PyInterpreterFrame, prev_instr));

@@ -193,6 +193,9 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out)
 	if (skip_fields(&s, 1) || next_i64(&s, &v))  /* 23 vsize, 24 rss */
 		return -EBADMSG;
 	out->rss_pages = (long)v;
+	out->processor = -1;
+	if (!skip_fields(&s, 14) && !next_i64(&s, &v))  /* 25 rsslim .. 38, 39 processor */
+		out->processor = (int)v;
 	return 0;
 }
 

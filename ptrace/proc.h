@@ -27,6 +27,7 @@ struct pt_stat {
 	long num_threads;
 	uint64_t starttime;
 	long rss_pages;
+	int processor;       /* the CPU it last ran on, -1 if the line stops before */
 };
 #define PT_PF_KTHREAD 0x00200000UL
 

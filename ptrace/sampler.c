@@ -529,6 +529,7 @@ static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee
 	st->thread_samples += ts.thread_samples;
 	st->stops += ts.stops;
 	st->late_stops += ts.late_stops;
+	st->preempted_stops += ts.preempted_stops;
 	st->incomplete_stacks += ts.incomplete_stacks;
 	st->signals_reinjected += ts.signals_reinjected;
 	st->frames_total += ts.frames_total;

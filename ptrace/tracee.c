@@ -1165,18 +1165,25 @@ static int finish(struct pt_tracee *t, int ncap, int snap, const struct pt_tick_
 	return ncap;
 }
 
-/* Captures th, stopped by us, into the next slot and resumes it. */
+/* Captures th, stopped by us, into the next slot and resumes it. Returns 1
+ * if the slot holds a sample: not for a tick's thread found to have been
+ * off a core since before it (see pt__preempted_at_tick). */
 static int take(struct pt_tracee *t, struct thread *th, int slot)
 {
 	struct pt_tracer *tr = t->tr;
 	int ok = capture(t, th, &t->caps[slot], t->py_caps ? &t->py_caps[slot] : NULL) == 0;
+	int tick = (th->flags & TH_TICK) != 0, late = th->t_interrupt <= tr->poll_ns;
+	uint64_t now;
 
 	ptrace(PTRACE_CONT, th->tid, 0, 0);
-	t->slot_pause[slot] = pt__now_ns() -
-			      (th->t_interrupt > tr->poll_ns ? th->t_interrupt : tr->late_from);
+	th->flags &= ~TH_TICK;
+	now = pt__now_ns();
+	/* A stop seen as it came (this tick's) came about now; a late one
+	 * when it woke us (see poll_ns). */
+	t->slot_pause[slot] = now - (late ? tr->late_from : th->t_interrupt);
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
-	return ok;
+	return ok && !(tick && pt__preempted_at_tick(t, th, late ? tr->late_from : now));
 }
 
 static void take_late(struct pt_tracee *t, struct thread *th)
@@ -1248,7 +1255,8 @@ static int interrupt_all(struct pt_tracee *t, size_t *sel, int nsel, int snap)
 			sel[i] = SIZE_MAX;
 			continue;
 		}
-		th->flags |= TH_INTERRUPTING | TH_WANTED | (snap ? 0 : TH_LATE);
+		th->flags &= ~TH_TICK;
+		th->flags |= TH_INTERRUPTING | TH_WANTED | (snap ? 0 : TH_LATE | TH_TICK);
 		pending++;
 	}
 	return pending;

@@ -29,6 +29,7 @@ struct pt_unwinder;
 #define TH_GONE         0x04u   /* exited or detached; dropped at the next compaction */
 #define TH_WANTED       0x08u   /* selected in this tick: capture at its stop */
 #define TH_LATE         0x10u   /* a tick's: if it stops after the tick, capture it then */
+#define TH_TICK         0x20u   /* interrupted for a CPU sample (not a snapshot) */
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
  * running then, whatever its CPU (so a thread living for less than a period,
@@ -48,6 +49,11 @@ struct thread {
 	uint64_t acc_ns;         /* CPU used since its last tick-sample */
 	uint64_t credit_ns;      /* CPU not yet paid for by a sample (see pt_tracee_tick) */
 	uint64_t wait_ns;        /* time runnable but waiting for a core, at its last look */
+	/* its last selection for a CPU sample: when that tick began, its wait
+	 * then, the credit the selection took, and how many selections in a
+	 * row were dropped (see pt__preempted_at_tick) */
+	uint64_t tick_ns, tick_wait_ns, credit_paid;
+	int tick_cpu, preempted_in_a_row;
 	char comm[16];           /* thread name, read at most once a second */
 	uint64_t comm_ns;        /* when comm was read */
 	char state;              /* R S D ... as of its last selection or look */
@@ -181,5 +187,9 @@ void pt__compact(struct pt_tracee *t);
 
 /* 1 if polling for stops costs the target nothing now (a spare core). */
 int pt__spare_core(const struct pt_tracee *t);
+/* 1 if th, stopped for a CPU sample at about stop_ns and resumed, had been
+ * waiting for a core since before its tick: the stop is dropped, th stays
+ * due. */
+int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_ns);
 
 #endif

@@ -414,6 +414,50 @@ def idle_threads_are_never_stopped():
     check(f.pid in tids and len(tids) <= 5, "sampled tids %s:\n%s" % (sorted(tids), tags))
 
 
+def pin(pid, cpu):
+    """Pins every thread of pid to one CPU."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        os.sched_setaffinity(int(tid), {cpu})
+
+
+@test
+def threads_sharing_a_core_are_sampled_where_they_run():
+    """busy -K reads its own CPU clock every ~0.5 ms (0.1 % of its time when
+    alone, by the TSC), on one CPU beside a second busy process: each gets
+    half of it, and the kernel ends busy -K's slices mostly in that system
+    call (it updates the thread's runtime), where the thread then waits for
+    the core: over 40 % of its wall time. A stop requested while it waits
+    lands there: podprof took 43 % of its samples in read_cpu_clock. Such
+    stops are dropped (the thread stays due, its CPU counted in its next
+    sample), so the profile shows where the thread runs: read_cpu_clock
+    under 10 %, hot_a and hot_b the rest, split as the TSC says."""
+    cpu = min(os.sched_getaffinity(0))
+    f = Fixture(threads=1, extra=("-K",))
+    hog = Fixture(threads=1)
+    pin(f.pid, cpu), pin(hog.pid, cpu)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=4&hz=250"), "shared-core.pb.gz")
+    dropped = metrics(pp)["podprof_preempted_stops_total"]
+    pp.stop(), hog.stop()
+    truth = f.stop()
+    m = re.search(r"clock=([\d.]+)", f.output)
+    check(m, "busy -K printed no clock share: %r" % f.output)
+    tr = traces(path)
+    total = sum(v for v, _ in tr)
+    clock = 100.0 * sum(v for v, fr in tr if "read_cpu_clock" in fr) / total
+    a = 100.0 * sum(v for v, fr in tr if "hot_a" in fr) / total
+    b = 100.0 * sum(v for v, fr in tr if "hot_b" in fr) / total
+    print("  info: read_cpu_clock %.1f%% of the CPU profile (of busy's wall time, waits for the core "
+          "included: %s%%); hot_a %.1f%% hot_b %.1f%%; %d stops dropped" % (clock, m.group(1), a, b, dropped))
+    check(dropped > 0, "no stop dropped: the two processes did not share a core?")
+    check(clock < 10.0, "read_cpu_clock holds %.1f%% of the profile (~0.1%% of the CPU)" % clock)
+    check(a + b > 85.0, "hot_a and hot_b hold only %.1f%%" % (a + b))
+    # ~500 samples (half a core, 4 s at 250 Hz): one standard deviation of
+    # the split is 2 points.
+    check(abs(100.0 * a / (a + b) - truth) <= 8.0, "hot_a %.1f%% of hot_a+hot_b, truth %.1f%%" %
+          (100.0 * a / (a + b), truth))
+
+
 @test
 def a_target_of_another_uid_is_sampled():
     """A target running as another user: podprof (root, but keeping only

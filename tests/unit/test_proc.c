@@ -22,6 +22,11 @@ TEST(stat_plain)
 	ASSERT_EQ(st.num_threads, 3);
 	ASSERT_EQ(st.starttime, 987654);
 	ASSERT_EQ(st.rss_pages, 321);
+	ASSERT_EQ(st.processor, -1);   /* the line ends before field 39 */
+	ASSERT_OK(pt_proc_parse_stat("4242 (busy) R 1 4242 4242 0 -1 4194304 120 0 0 0 314 15 0 0 20 0 "
+				     "3 0 987654 10000000 321 18446744073709551615 1 1 0 0 0 0 0 0 "
+				     "0 0 0 0 17 3 0 0 0 0 0", &st));
+	ASSERT_EQ(st.processor, 3);
 }
 
 TEST(stat_hostile_comm)

@@ -1183,7 +1183,8 @@ static int take(struct pt_tracee *t, struct thread *th, int slot)
 	t->slot_pause[slot] = now - (late ? tr->late_from : th->t_interrupt);
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
-	return ok && !(tick && pt__preempted_at_tick(t, th, late ? tr->late_from : now));
+	return ok && !(tick && pt__preempted_at_tick(t, th, late ? tr->late_from : now,
+						     (int64_t)t->caps[slot].regs.orig_rax >= 0));
 }
 
 static void take_late(struct pt_tracee *t, struct thread *th)

@@ -61,7 +61,7 @@ class PyFixture:
         self.pid = int(m.group(1))
 
     def spent(self):
-        """SIGUSR1; the CPU seconds (alpha, beta) the fixture has measured so far."""
+        """SIGUSR1; the seconds (alpha, beta) the fixture has measured so far."""
         self.proc.send_signal(signal.SIGUSR1)
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
         line = self.proc.stdout.readline() if ready else ""

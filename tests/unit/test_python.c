@@ -478,6 +478,35 @@ TEST(python_frames_grouped_by_eval_call)
 	free(im);
 }
 
+/* A pt_py reading im as release `version`, its one thread found. */
+static struct pt_py *image_py(struct image *im, uint32_t version, uint64_t runtime, uint64_t type)
+{
+	pid_t nstids[1] = { 4242 };
+	uint64_t tstates[1] = { 0 };
+	struct pt_py *py;
+
+	ASSERT_OK(pt_py_new(&py, 1, NULL));
+	pt_py_set_reader(py, image_read, im);
+	ASSERT_OK(pt_py_activate(py, version, runtime, EVAL_LO, EVAL_HI, type));
+	ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
+	return py;
+}
+
+/* frames (two eval frames, at 1 and 3) merged with pc: the innermost stays
+ * native, the outer one runs outer and <module>. */
+static void check_outer_gets_the_frames(struct pt_py *py, const struct pt_py_cap *pc)
+{
+	uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
+	struct pt_py_line ln[8];
+
+	pt_py_merge(py, pc, frames, 5);
+	ASSERT_U64_EQ(frames[1], EVAL_LO + 5);
+	ASSERT(pt_py_is_token(frames[3]));
+	ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
+	ASSERT_STR_EQ(ln[0].func, "outer");
+	ASSERT_STR_EQ(ln[1].func, "<module>");
+}
+
 /* An eval call half linked, as a sample can find one while it is entered
  * or left: what tstate->cframe names has no frame of its own yet (3.11:
  * the chain read is the caller's, one group for two eval frames; 3.12: a
@@ -488,9 +517,7 @@ TEST(python_eval_call_half_linked)
 {
 	struct image *im = calloc(1, sizeof(*im));
 	struct pt_py_cap *pc = calloc(1, sizeof(*pc));
-	struct pt_py_line ln[8];
 	struct pt_capture cap;
-	pid_t nstids[1] = { 4242 };
 	struct pt_py *py;
 
 	ASSERT(im && pc);
@@ -502,21 +529,12 @@ TEST(python_eval_call_half_linked)
 		uint64_t outer = image_code(im, l, type, "outer", "/app/m.py", 30);
 		uint64_t mod = image_code(im, l, type, "<module>", "/app/m.py", 1);
 		uint64_t f1 = image_frame(im, l, mod, 3, 0, 1), f0 = image_frame(im, l, outer, 0, f1, 0);
-		uint64_t ts = image_thread(im, l, runtime, 4242, f0), tstates[1] = { 0 };
-		uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
+		uint64_t ts = image_thread(im, l, runtime, 4242, f0);
 
-		ASSERT_OK(pt_py_new(&py, 1, NULL));
-		pt_py_set_reader(py, image_read, im);
-		ASSERT_OK(pt_py_activate(py, 0x030b02f0, runtime, EVAL_LO, EVAL_HI, type));
-		ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
+		py = image_py(im, 0x030b02f0, runtime, type);
 		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
 		ASSERT_EQ(pc->n, 2);
-		pt_py_merge(py, pc, frames, 5);
-		ASSERT_U64_EQ(frames[1], EVAL_LO + 5);
-		ASSERT(pt_py_is_token(frames[3]));
-		ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
-		ASSERT_STR_EQ(ln[0].func, "outer");
-		ASSERT_STR_EQ(ln[1].func, "<module>");
+		check_outer_gets_the_frames(py, pc);
 		/* A chain cut short proves nothing: matched innermost first. */
 		{
 			uint64_t fr[] = { EVAL_LO + 5, EVAL_LO + 9 };
@@ -537,8 +555,6 @@ TEST(python_eval_call_half_linked)
 		uint64_t m_out = image_alloc(im, l->fr_size), f1 = image_alloc(im, l->fr_size);
 		uint64_t f0 = image_alloc(im, l->fr_size), m_in = image_alloc(im, l->fr_size);
 		uint64_t root = image_alloc(im, 24), cf_out = image_alloc(im, 24), cf_in, ts;
-		uint64_t tstates[1] = { 0 };
-		uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
 		struct pt_py_stats st;
 
 		/* <module> and outer run in the outer call, between its marker
@@ -562,20 +578,12 @@ TEST(python_eval_call_half_linked)
 		cap.stack = im->mem + (root - IMG_BASE);
 		cap.stack_len = cf_in + 24 - root;
 
-		ASSERT_OK(pt_py_new(&py, 1, NULL));
-		pt_py_set_reader(py, image_read, im);
-		ASSERT_OK(pt_py_activate(py, 0x030c01f0, runtime, EVAL_LO, EVAL_HI, type));
-		ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
+		py = image_py(im, 0x030c01f0, runtime, type);
 		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
 		ASSERT_EQ(pc->n, 3);
 		pt_py_stats(py, &st);
 		ASSERT_U64_EQ(st.unlinked, 1);
-		pt_py_merge(py, pc, frames, 5);
-		ASSERT_U64_EQ(frames[1], EVAL_LO + 5);
-		ASSERT(pt_py_is_token(frames[3]));
-		ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
-		ASSERT_STR_EQ(ln[0].func, "outer");
-		ASSERT_STR_EQ(ln[1].func, "<module>");
+		check_outer_gets_the_frames(py, pc);
 		/* The outermost call being entered (its caller is the root
 		 * _PyCFrame): nothing else to read. */
 		put64(im, cf_out + l->cf_previous, 0);

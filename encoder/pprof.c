@@ -260,7 +260,7 @@ static uint64_t func_hash(int64_t name, int64_t file, int64_t start)
 }
 
 int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
-			       int64_t start_line)
+			       int64_t start_line, int compiled)
 {
 	int64_t s = intern(p, name), f = file ? intern(p, file) : 0;
 	Perftools__Profiles__Function *fn;
@@ -296,11 +296,11 @@ int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char
 	perftools__profiles__function__init(fn);
 	fn->id = p->funcs.n;
 	fn->name = s;
-	/* Source functions (file set: interpreted code) have no system
-	 * name: pprof demangles a function whose name equals its system name,
-	 * and the C++ rule that drops template arguments would blank out
-	 * Python's "<module>" (go tool pprof showed "<unknown>"). */
-	fn->system_name = f ? 0 : s;
+	/* Interpreted code has no system name: pprof demangles a function
+	 * whose name equals its system name, and the C++ rule that drops
+	 * template arguments would blank out Python's "<module>" (go tool
+	 * pprof showed "<unknown>"). */
+	fn->system_name = f && !compiled ? 0 : s;
 	fn->filename = f;
 	fn->start_line = start_line;
 	p->fh[j] = (struct func_slot){ s, f, start_line, (int64_t)fn->id };
@@ -309,7 +309,7 @@ int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char
 
 int64_t enc_pprof_function(struct enc_pprof *p, const char *name)
 {
-	return enc_pprof_function_src(p, name, NULL, 0);
+	return enc_pprof_function_src(p, name, NULL, 0, 1);
 }
 
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,

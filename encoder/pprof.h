@@ -27,11 +27,13 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 /* Functions are deduplicated by name. */
 int64_t enc_pprof_function(struct enc_pprof *p, const char *name);
 /* A function of source code: deduplicated by name, file and first line
- * (file NULL: none, start_line 0: unknown). With a file, its system name
- * is left empty, so that pprof does not demangle the name (it would blank
- * out Python's "<module>"). Returns its ID or -ENOMEM. */
+ * (file NULL: none, start_line 0: unknown). Compiled code (`compiled`, or
+ * no file) has its name as its system name too, as Go's own profiles give
+ * it; interpreted code's is left empty, so that pprof does not demangle the
+ * name (it would blank out Python's "<module>"). Returns its ID or
+ * -ENOMEM. */
 int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
-			       int64_t start_line);
+			       int64_t start_line, int compiled);
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id);
 /* A location whose code several functions share, inlined one into the

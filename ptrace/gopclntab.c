@@ -14,7 +14,9 @@
  *            [textStart: 1.18+], funcnameOffset, cuOffset, filetabOffset,
  *            pctabOffset, pclnOffset                    (pointer-sized words)
  *   funcnametab  NUL-terminated names, referred to by byte offset
- *   cutab, filetab  (file names: not used here)
+ *   cutab    per compilation unit, u32 offsets into filetab (~0: none),
+ *            indexed by a _func's cuOffset plus its pcfile value
+ *   filetab  NUL-terminated file names
  *   pctab    pc-value programs: pairs (zigzag value delta, pc delta/quantum)
  *            as unsigned varints, starting at value -1 and the entry PC; a
  *            value delta of 0 after the first pair ends the program
@@ -61,9 +63,10 @@ struct pt_gotab {
 	uint64_t hdr_funcname;   /* the header's funcnameOffset, for moduledata */
 	/* regions, as [start, end) offsets from img */
 	size_t names, names_end;
+	size_t cutab, cutab_end, filetab, filetab_end;
 	size_t pctab, pctab_end;
 	size_t pcln, pcln_end;
-	size_t func_size, inl_size, inl_name, inl_parentpc;
+	size_t func_size, inl_size, inl_name, inl_parentpc, inl_start;   /* inl_start 0: none */
 	uint64_t lo, hi;         /* code covered */
 	uint64_t gofunc;         /* vaddr of go:func.* (1.18+), 0: unknown */
 	int inline_ok;
@@ -123,6 +126,10 @@ static int parse_header(struct pt_gotab *g, size_t tab, size_t tab_end, uint64_t
 	g->hdr_funcname = off[0];
 	g->names = tab + off[0];
 	g->names_end = tab + off[1];
+	g->cutab = tab + off[1];
+	g->cutab_end = tab + off[2];
+	g->filetab = tab + off[2];
+	g->filetab_end = tab + off[3];
 	g->pctab = tab + off[3];
 	g->pctab_end = tab + off[4];
 	g->pcln = tab + off[4];
@@ -131,6 +138,7 @@ static int parse_header(struct pt_gotab *g, size_t tab, size_t tab_end, uint64_t
 	g->inl_size = ver >= 120 ? 16 : 20;
 	g->inl_name = ver >= 120 ? 4 : 12;
 	g->inl_parentpc = ver >= 120 ? 8 : 16;
+	g->inl_start = ver >= 120 ? 12 : 0;
 	return 0;
 }
 
@@ -301,7 +309,11 @@ int pt_gotab_lookup(const struct pt_gotab *g, uint64_t pc, struct pt_gofunc *f)
 	f->off = (uint32_t)at;
 	f->name = name_at(g, (int32_t)pt__rd32(fn));
 	f->pcsp = pt__rd32(fn + 12);
+	f->pcfile = pt__rd32(fn + 16);
+	f->pcln = pt__rd32(fn + 20);
 	f->npcdata = pt__rd32(fn + 24);
+	f->cuoff = pt__rd32(fn + 28);
+	f->start_line = g->ver >= 120 ? (int32_t)pt__rd32(fn + 32) : 0;
 	fn = g->img + at + g->func_size - 4;
 	f->funcid = fn[0];
 	f->flag = fn[1] & 7;   /* 1.16: padding, 0 */
@@ -405,13 +417,19 @@ static uint64_t funcdata(const struct pt_gotab *g, const struct pt_gofunc *f, ui
 	return o == UINT32_MAX || !g->gofunc ? 0 : g->gofunc + o;
 }
 
-int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
-		    const char **names, int max)
+/* The inline tree at pc in f: names[k] the function inlined at level k
+ * (innermost first), pcs[k] the PC whose line is names[k]'s (pc, then each
+ * call site), pcs[n] f's own; starts[k] its first line (Go 1.20+, else 0).
+ * pcs and starts may be NULL. Returns n. */
+static int inline_walk(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
+		       const char **names, uint64_t *pcs, int32_t *starts, int max)
 {
 	uint32_t prog;
 	uint64_t tree;
 	int n = 0;
 
+	if (pcs)
+		pcs[0] = pc;
 	if (!g->inline_ok || pc < f->entry || pc >= f->end)
 		return 0;
 	prog = pcdata_off(g, f, PCDATA_INLTREE);
@@ -439,8 +457,65 @@ int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_
 		ppc = pt__rd32(g->img + at + g->inl_parentpc);
 		if (!name || ppc >= f->end - f->entry)
 			break;
+		if (starts)
+			starts[n] = g->inl_start ? (int32_t)pt__rd32(g->img + at + g->inl_start) : 0;
 		names[n++] = name;
 		pc = f->entry + ppc;
+		if (pcs)
+			pcs[n] = pc;
 	}
 	return n;
+}
+
+int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
+		    const char **names, int max)
+{
+	return inline_walk(g, f, pc, names, NULL, NULL, max);
+}
+
+/* The file and line of pc in f (Go's funcline1), or -1 and NULL. */
+static int32_t line_at(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
+		       const char **file)
+{
+	int32_t fileno, line;
+	uint64_t at;
+	uint32_t off;
+
+	*file = NULL;
+	if (pcvalue(g, f, f->pcfile, pc, &fileno) || fileno < 0 ||
+	    pcvalue(g, f, f->pcln, pc, &line) || line < 0)
+		return -1;
+	at = g->cutab + 4 * ((uint64_t)f->cuoff + (uint32_t)fileno);
+	if (!fits(g->cutab_end, at, 4) || (off = pt__rd32(g->img + at)) == UINT32_MAX ||
+	    off >= g->filetab_end - g->filetab)
+		return -1;
+	*file = (const char *)g->img + g->filetab + off;
+	if (!**file || !memchr(*file, '\0', g->filetab_end - g->filetab - off)) {
+		*file = NULL;
+		return -1;
+	}
+	return line;
+}
+
+int pt_gotab_frames(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
+		    struct pt_goline *out, int max)
+{
+	const char *names[PT_GOTAB_MAX_INLINE];
+	uint64_t pcs[PT_GOTAB_MAX_INLINE + 1];
+	int32_t starts[PT_GOTAB_MAX_INLINE];
+	int n;
+
+	if (max <= 0 || !f->name || pc < f->entry || pc >= f->end)
+		return 0;
+	n = inline_walk(g, f, pc, names, pcs, starts, max - 1);
+	for (int k = 0; k <= n; k++) {
+		struct pt_goline *o = &out[k];
+
+		o->name = k < n ? names[k] : f->name;
+		o->start = k < n ? starts[k] : f->start_line;
+		o->line = line_at(g, f, pcs[k], &o->file);
+		if (o->line < 0)
+			o->line = 0;
+	}
+	return n + 1;
 }

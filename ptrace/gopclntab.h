@@ -29,6 +29,9 @@ struct pt_gofunc {
 	const char *name;        /* "main.work"; NULL if the table's name is unusable */
 	uint32_t off;            /* its _func record, from the start of the image */
 	uint32_t pcsp;           /* its pcsp table, an offset into pctab (0: none) */
+	uint32_t pcfile, pcln;   /* its file-number and line tables, likewise */
+	uint32_t cuoff;          /* its compilation unit's first entry in cutab */
+	int32_t start_line;      /* the line of its func keyword (Go 1.20+), or 0 */
 	uint32_t npcdata;
 	uint8_t nfuncdata;
 	uint8_t funcid;          /* Go's funcID: version-dependent, informative only */
@@ -101,5 +104,21 @@ int pt_gotab_spdelta(const struct pt_gotab *g, const struct pt_gofunc *f, uint64
  * image. */
 int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
 		    const char **names, int max);
+
+/* One frame of Go's traceback at a PC: a function (inlined there, or the
+ * one holding the code), its source file and the line of the PC in it (for
+ * a function that others were inlined into, the line of that call), and its
+ * first line (Go 1.20+). file is NULL and line 0 where the table has none.
+ * Strings point into the image. */
+struct pt_goline {
+	const char *name, *file;
+	int32_t line, start;
+};
+/* The frames at pc in f, innermost first, f's own last, as Go's traceback
+ * and its profiles give them (pcfile and pcln at pc, then at each inlined
+ * call's site). Returns how many (1 + the inlined ones, at most max), 0 if
+ * f has no name. */
+int pt_gotab_frames(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
+		    struct pt_goline *out, int max);
 
 #endif

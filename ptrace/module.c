@@ -593,6 +593,16 @@ int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names
 	return pt_gotab_inline(mod->go, &f, addr - mod->bias, names, max);
 }
 
+int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *out, int max)
+{
+	struct pt_gofunc f;
+
+	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
+	    pt_gotab_lookup(mod->go, addr - mod->bias, &f))
+		return 0;
+	return pt_gotab_frames(mod->go, &f, addr - mod->bias, out, max);
+}
+
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr)
 {
 	struct pt_gofunc f;

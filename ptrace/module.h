@@ -66,6 +66,12 @@ const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uin
  * addr of a Go module, innermost first (pt_gotab_inline); the function that
  * holds the code is pt_module_symbol's. Returns how many, 0 if none. */
 int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names, int max);
+/* Go's traceback frames at runtime address addr of a Go module: the
+ * functions inlined there and the one holding the code, innermost first,
+ * with files and lines (pt_gotab_frames). Returns how many, 0 if the code is
+ * not a named Go function's. */
+struct pt_goline;
+int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *out, int max);
 /* Looks up names[0..n) (functions or data) in the module's file, opened
  * as the target sees it (checked to be the mapped file): addrs[i] gets the
  * runtime address of each (0 if absent), sizes[i] its size. Returns how

@@ -117,8 +117,9 @@ struct pt_profile_loc {
 	 * NULL and 0 elsewhere. */
 	char **outer;
 	uint32_t nouter;
-	/* Interpreted code (Python): each Line's source, for Line k (0:
-	 * name, k > 0: outer[k - 1]) file[k] (NULL: none), line[k] and the
+	/* Source positions, where known (Python's frames, which have no
+	 * mapping; Go's, from .gopclntab): for Line k (0: name, k > 0:
+	 * outer[k - 1]) file[k] ("?": unknown), line[k] (0: unknown) and the
 	 * function's first line start[k] (0: unknown). NULL elsewhere. */
 	char **file;
 	uint32_t *line, *start;

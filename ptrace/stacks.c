@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptrace/gopclntab.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
@@ -230,6 +231,28 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 /* Python frames at one location at most (the frames one eval call runs). */
 #define PT_MAX_PY_LINES PT_PY_MAX_FRAMES
 
+/* Fills l from frames[0..n) (innermost first): one Line per frame, each
+ * with its function, file (NULL: "?", as Go says), line and first line. */
+static int set_lines(struct pt_profile_loc *l, int n, const char *const *func,
+		     const char *const *file, const int32_t *line, const int32_t *start)
+{
+	if (!(l->file = calloc((size_t)n, sizeof(*l->file))) ||
+	    !(l->line = calloc((size_t)n, sizeof(*l->line))) ||
+	    !(l->start = calloc((size_t)n, sizeof(*l->start))) ||
+	    (n > 1 && !(l->outer = calloc((size_t)n - 1, sizeof(*l->outer)))) ||
+	    !(l->name = strdup(func[0])))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		if (i && !(l->outer[l->nouter++] = strdup(func[i])))
+			return -ENOMEM;
+		if (!(l->file[i] = strdup(file[i] ? file[i] : "?")))
+			return -ENOMEM;
+		l->line[i] = line[i] > 0 ? (uint32_t)line[i] : 0;
+		l->start[i] = start[i] > 0 ? (uint32_t)start[i] : 0;
+	}
+	return 0;
+}
+
 /* The location of a Python token: one Line per Python frame, innermost
  * first, with its file and lines; no mapping (the code is the
  * interpreter's data, not a file's). */
@@ -245,22 +268,42 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 		p->symbolize_ns += pt__now_ns() - t0;
 		return (l->name = strdup("python")) ? 0 : -ENOMEM;
 	}
-	if (!(l->file = calloc((size_t)n, sizeof(*l->file))) ||
-	    !(l->line = calloc((size_t)n, sizeof(*l->line))) ||
-	    !(l->start = calloc((size_t)n, sizeof(*l->start))) ||
-	    (n > 1 && !(l->outer = calloc((size_t)n - 1, sizeof(*l->outer)))) ||
-	    !(l->name = strdup(ln[0].func)))
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		if (i && !(l->outer[l->nouter++] = strdup(ln[i].func)))
+	{
+		const char *func[PT_MAX_PY_LINES], *file[PT_MAX_PY_LINES];
+		int32_t line[PT_MAX_PY_LINES], start[PT_MAX_PY_LINES];
+
+		for (int i = 0; i < n; i++) {
+			func[i] = ln[i].func;
+			file[i] = ln[i].file;
+			line[i] = (int32_t)ln[i].line;
+			start[i] = (int32_t)ln[i].start_line;
+		}
+		if (set_lines(l, n, func, file, line, start))
 			return -ENOMEM;
-		if (!(l->file[i] = strdup(ln[i].file)))
-			return -ENOMEM;
-		l->line[i] = (uint32_t)ln[i].line;
-		l->start[i] = (uint32_t)ln[i].start_line;
 	}
 	p->symbolize_ns += pt__now_ns() - t0;
 	return 0;
+}
+
+/* The location of Go code: Go's traceback frames at a (the functions
+ * inlined there, then the one holding the code) with their files and
+ * lines, as Go's own profiles give them. Returns 1 if a is Go code. */
+static int add_go_location(struct pt_tracee *t, struct pt_profile_loc *l, uint64_t a)
+{
+	struct pt_goline gl[PT_MAX_INLINED];
+	const char *func[PT_MAX_INLINED], *file[PT_MAX_INLINED];
+	int32_t line[PT_MAX_INLINED], start[PT_MAX_INLINED];
+	int n = pt_tracee_go_frames(t, a, gl, PT_MAX_INLINED);
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		func[i] = gl[i].name;
+		file[i] = gl[i].file;
+		line[i] = gl[i].line;
+		start[i] = gl[i].start;
+	}
+	return set_lines(l, n, func, file, line, start) ? -ENOMEM : 1;
 }
 
 /* A new location for address a: its mapping and its name (the symbol, else
@@ -285,6 +328,10 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 	t0 = pt__now_ns();
 	if (pt_py_is_token(a))
 		return add_python_location(t, p, l, a);
+	if ((ninl = add_go_location(t, l, a)) != 0) {
+		p->symbolize_ns += pt__now_ns() - t0;
+		return ninl < 0 ? ninl : 0;
+	}
 	pt_tracee_symbolize(t, a, &name, &mod);
 	if (name && (ninl = pt_tracee_inlined(t, a, inl, PT_MAX_INLINED)) > 0) {
 		/* inl[0] is the innermost function; the rest and the one that

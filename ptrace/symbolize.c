@@ -104,6 +104,13 @@ int pt_tracee_inlined(struct pt_tracee *t, uint64_t addr, const char **names, in
 	return mod && mod->go ? pt_module_go_inline(mod, addr, names, max) : 0;
 }
 
+int pt_tracee_go_frames(struct pt_tracee *t, uint64_t addr, struct pt_goline *out, int max)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod && mod->go ? pt_module_go_frames(mod, addr, out, max) : 0;
+}
+
 const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr)
 {
 	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);

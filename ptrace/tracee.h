@@ -208,6 +208,12 @@ void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
  * name) is not among them. Returns how many (at most max), 0 where nothing
  * is inlined or the code is not Go. Strings as pt_tracee_symbolize's. */
 int pt_tracee_inlined(struct pt_tracee *t, uint64_t addr, const char **names, int max);
+/* Where addr is Go code, the frames Go's traceback gives there, innermost
+ * first (the inlined functions, then the one holding the code), with their
+ * files and lines (ptrace/gopclntab.h). Returns how many (at most max), 0
+ * for code that is not Go's. Strings as pt_tracee_symbolize's. */
+struct pt_goline;
+int pt_tracee_go_frames(struct pt_tracee *t, uint64_t addr, struct pt_goline *out, int max);
 /* Where addr is a token for Python frames (ptrace/python.h), those frames,
  * innermost first, at most max: names, files and lines, strings owned by
  * the tracee (valid until the next exec). Returns how many, 0 for any other

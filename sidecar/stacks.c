@@ -97,7 +97,10 @@ static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint6
 		 * innermost first; Python's with their files and lines. */
 		for (uint32_t k = 0; k <= l->nouter && k <= MAX_LINES && !err; k++) {
 			const char *name = k ? l->outer[k - 1] : l->name;
-			int64_t fn = l->file ? enc_pprof_function_src(e, name, l->file[k], l->start[k]) :
+			/* Code in a mapped file (Go's) is compiled; Python's
+			 * frames have no mapping. */
+			int64_t fn = l->file ? enc_pprof_function_src(e, name, l->file[k], l->start[k],
+								      l->map >= 0) :
 					       enc_pprof_function(e, name);
 
 			if (fn < 0) {

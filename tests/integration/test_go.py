@@ -81,6 +81,15 @@ def interrupted(frames):
     return frames[i + 1:]
 
 
+def line_shares(path):
+    """{(function, file:line): flat %} of main.* functions, from go tool
+    pprof -lines -top."""
+    out = pprof("-lines", "-top", "-nodecount=200", path)
+    rows = re.findall(r"^\s*\S+\s+([\d.]+)%\s+\S+\s+\S+\s+\S+\s+(main\.\S+) (\S+:\d+)(?: \(inline\))?$",
+                      out, re.M)
+    return {(fn, where): float(share) for share, fn, where in rows}
+
+
 @test
 def go_stacks_match_gos_own_profile():
     """gohot profiled by podprof and by its own net/http/pprof at once: the
@@ -150,8 +159,18 @@ def go_stacks_match_gos_own_profile():
     for frames in scr:
         check(frames[1] in CRUNCH, "main.scramble inlined into %s" % frames[1])
     raw = pprof("-raw", os.path.join(lib.TMP, "go-pp.pb.gz"))
-    check(re.search(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ main\.scramble :0 s=0\n\s+main\.crunch(Alpha|Beta) :0 s=0$",
+    check(re.search(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ main\.scramble \S*/gohot/main\.go:\d+ s=0\n"
+                    r"\s+main\.crunch(Alpha|Beta) \S*/gohot/main\.go:\d+ s=0$",
                     raw, re.M), "no location with Lines main.scramble, main.crunch*:\n%s" % raw[-1500:])
+    # Files and lines from .gopclntab (pcfile, pcln; a caller's at its call
+    # site, an inlined function's at the PC): the same as Go's own profile.
+    pplines, golines = (line_shares(os.path.join(lib.TMP, n)) for n in ("go-pp.pb.gz", "go-own.pb.gz"))
+    for key in sorted(pplines, key=pplines.get, reverse=True)[:8]:
+        print("  info: %-40s podprof %5.1f%%  Go %5.1f%%" % (" ".join(key), pplines[key], golines.get(key, 0.0)))
+    for mine, theirs, who in ((pplines, golines, "Go's own profile"), (golines, pplines, "podprof's")):
+        for key, share in mine.items():
+            check(share < 3.0 or key in theirs, "%s %s (%.1f%%) is not in %s: %s" %
+                  (key[0], key[1], share, who, sorted(theirs)))
 
 
 @test

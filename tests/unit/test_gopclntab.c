@@ -92,6 +92,7 @@ TEST(gopclntab_go120_layout) { check_seed("go120", 120); }
 TEST(gopclntab_hostile_variants)
 {
 	const char *names[PT_GOTAB_MAX_INLINE];
+	struct pt_goline lines[PT_GOTAB_MAX_INLINE + 1];
 	size_t len;
 	uint8_t *img = slurp("tests/fuzz/corpus/gopclntab/go118", &len), *bad;
 
@@ -110,6 +111,7 @@ TEST(gopclntab_hostile_variants)
 				if (pt_gotab_lookup(g, pc, &f) == 0) {
 					pt_gotab_spdelta(g, &f, pc, &d);
 					pt_gotab_inline(g, &f, pc, names, PT_GOTAB_MAX_INLINE);
+					pt_gotab_frames(g, &f, pc, lines, PT_GOTAB_MAX_INLINE + 1);
 				}
 			pt_gotab_free(g);
 		}
@@ -181,6 +183,104 @@ TEST(gopclntab_agrees_with_symtab_of_gohot)
 		checked++;
 	}
 	ASSERT(checked > 1000);
+	pt_symtab_free(&st);
+	pt_gotab_free(g);
+	free(img);
+}
+
+/* The line of tests/fixtures/gohot/main.go that starts with `text` (after
+ * tabs), counting from 1, or 0. */
+static int source_line(const char *text, int after)
+{
+	FILE *f = fopen("tests/fixtures/gohot/main.go", "r");
+	char buf[512];
+	int no = 0, found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		const char *s = buf;
+
+		no++;
+		while (*s == '\t')
+			s++;
+		if (no > after && !strncmp(s, text, strlen(text)))
+			found = no;
+	}
+	fclose(f);
+	return found;
+}
+
+/* gohot's files and lines, as Go's traceback gives them: a function's entry
+ * is on its func line (or its first statement's); where main.scramble is inlined into main.crunchAlpha,
+ * two frames: scramble on a line of its body, crunchAlpha on its call. */
+TEST(gopclntab_lines_of_gohot)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct pt_symtab st = { 0 };
+	uint64_t addr, off, size, ro_addr, ro_off, ro_size, d_addr, d_off, d_size;
+	int leaf_line = source_line("func leafAlpha(", 0), crunch = source_line("func crunchAlpha(", 0);
+	int scr = source_line("func scramble(", 0), call = source_line("x = scramble(x)", crunch);
+	int seen_inline = 0, want;
+	struct pt_goline gl[8];
+	struct pt_gotab *g;
+	struct pt_elf e;
+	size_t len;
+	uint8_t *img;
+
+	ASSERT(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/fixtures/gohot", self);
+	if (!(img = slurp(path, &len)))
+		SKIP("%s not built (make fixtures)", path);
+	if (!leaf_line || !crunch || !scr || !call)
+		SKIP("tests/fixtures/gohot/main.go unreadable (run from the source tree)");
+	ASSERT_OK(pt_elf_open(&e, img, len));
+	/* The table with go:func.* (in .rodata, before it in the same
+	 * segment) and runtime.firstmoduledata (.noptrdata), for the inline
+	 * trees of Go 1.18+. */
+	ASSERT_OK(pt_elf_section(&e, ".gopclntab", &addr, &off, &size));
+	ASSERT_OK(pt_elf_section(&e, ".rodata", &ro_addr, &ro_off, &ro_size));
+	ASSERT_OK(pt_elf_section(&e, ".noptrdata", &d_addr, &d_off, &d_size));
+	ASSERT(ro_off < off && addr - ro_addr == off - ro_off);
+	ASSERT_OK(pt_gotab_new(&g, img + ro_off, off + size - ro_off, ro_addr, off - ro_off, size, 0));
+	ASSERT_OK(pt_gotab_find_gofunc(g, img + d_off, d_size, d_addr, 0));
+	ASSERT(pt_elf_add_symbols(&e, &st) > 1000);
+	ASSERT_OK(pt_symtab_finish(&st));
+	for (size_t i = 0; i < st.n; i++) {
+		const char *name = st.names + st.v[i].name;
+		struct pt_gofunc f;
+
+		if (strcmp(name, "main.leafAlpha") && strcmp(name, "main.crunchAlpha"))
+			continue;
+		ASSERT_OK(pt_gotab_lookup(g, st.v[i].addr, &f));
+		ASSERT_EQ(pt_gotab_frames(g, &f, f.entry, gl, 8), 1);
+		ASSERT_STR_EQ(gl[0].name, name);
+		ASSERT(gl[0].file && strstr(gl[0].file, "/gohot/main.go"));
+		/* On the func line (the prologue), or the first statement's
+		 * for a frameless leaf, which has no prologue. */
+		want = name[5] == 'l' ? leaf_line : crunch;
+		if (gl[0].line != want && gl[0].line != want + 1)
+			FAIL_AT("%s's entry on line %d, its func on %d", name, gl[0].line, want);
+		for (uint64_t pc = f.entry; pc < f.end; pc++) {
+			int k = pt_gotab_frames(g, &f, pc, gl, 8);
+
+			ASSERT(k >= 1);
+			if (k == 1)
+				continue;
+			ASSERT_EQ(k, 2);
+			ASSERT_STR_EQ(gl[0].name, "main.scramble");
+			ASSERT(gl[0].line > scr && gl[0].line < scr + 6);
+			ASSERT_STR_EQ(gl[1].name, "main.crunchAlpha");
+			ASSERT_EQ(gl[1].line, call);
+			seen_inline++;
+		}
+		/* The frames fit what the caller asked for. */
+		ASSERT_EQ(pt_gotab_frames(g, &f, f.entry, gl, 0), 0);
+	}
+	ASSERT(seen_inline > 0);
 	pt_symtab_free(&st);
 	pt_gotab_free(g);
 	free(img);

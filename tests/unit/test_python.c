@@ -231,9 +231,9 @@ TEST(pprof_source_functions)
 	int64_t a, b, c, d;
 
 	ASSERT_OK(enc_pprof_new(&e));
-	a = enc_pprof_function_src(e, "<module>", "/app/a.py", 1);
-	b = enc_pprof_function_src(e, "<module>", "/app/b.py", 1);
-	c = enc_pprof_function_src(e, "<module>", "/app/a.py", 1);
+	a = enc_pprof_function_src(e, "<module>", "/app/a.py", 1, 0);
+	b = enc_pprof_function_src(e, "<module>", "/app/b.py", 1, 0);
+	c = enc_pprof_function_src(e, "<module>", "/app/a.py", 1, 0);
 	d = enc_pprof_function(e, "<module>");
 	ASSERT(a > 0 && b > 0 && d > 0);
 	ASSERT(a != b);

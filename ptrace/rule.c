@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -487,11 +488,13 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
  * due, its CPU kept for its next sample: like Go's SIGPROF, a sample lands
  * where the thread was executing.
  *   Which stops: in a system call (orig_rax >= 0: a stop from user code has
- * -1), after a wait for a core. schedstat's run_delay grows when a thread
- * gets a core, by the wait that ends then; a thread on a core when
- * interrupted stops at once, without one (a wait after it is resumed ends
- * later than the read here, microseconds after). Not if the tick itself
- * preempted it, on the sampler's own core (the thread last ran there) and no
+ * -1) that was not cut short by the stop (a thread that blocked after its
+ * look and was woken by the interrupt: rax -EINTR or -ERESTART*), after a
+ * wait for a core. schedstat's run_delay grows when a thread gets a core,
+ * by the wait that ends then; a thread on a core when interrupted stops at
+ * once, without one. Read while the thread is still stopped (resumed, it
+ * could wait again, and its CPU is chosen anew). Not if the tick itself
+ * preempted it, on the sampler's own core (the thread stopped there) and no
  * earlier than the sampler woke (less PREEMPTED_SLACK_NS, its switch in:
  * 8 us median, 38 us at most measured): then the place is the tick's random
  * choice. Compute threads sharing cores (preempted in their code) cost no
@@ -515,12 +518,22 @@ static int last_cpu(const struct pt_tracee *t, const struct thread *th)
 	return st.processor;
 }
 
-int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_ns, int in_syscall)
+/* 1 if regs are those of a thread stopped at the exit of a system call
+ * that completed (not one our stop interrupted). */
+static int completed_syscall(const struct user_regs_struct *regs)
+{
+	int64_t ret = (int64_t)regs->rax;
+
+	return (int64_t)regs->orig_rax >= 0 && ret != -EINTR && (ret < -516 || ret > -512);
+}
+
+int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_ns,
+			  const struct user_regs_struct *regs)
 {
 	uint64_t run, wait, since = stop_ns > th->tick_ns ? stop_ns - th->tick_ns : 0;
 
-	if (!in_syscall || th->preempted_in_a_row >= PREEMPTED_MAX ||
-	    pt__read_run_ns(th, &run, &wait) || wait == th->tick_wait_ns ||
+	if (!completed_syscall(regs) || th->preempted_in_a_row >= PREEMPTED_MAX ||
+	    pt__read_run_ns(th, &run, &wait) || wait <= th->tick_wait_ns ||
 	    (wait - th->tick_wait_ns <= since + PREEMPTED_SLACK_NS && th->tick_cpu >= 0 &&
 	     last_cpu(t, th) == th->tick_cpu)) {
 		th->preempted_in_a_row = 0;
@@ -528,7 +541,7 @@ int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_
 	}
 	th->preempted_in_a_row++;
 	th->acc_ns += th->cpu_ns;
-	th->credit_ns += th->credit_paid;
+	th->credit_ns += th->credit_paid;   /* at most a period over look's cap */
 	th->cpu_ns = th->credit_paid = 0;
 	t->st.preempted_stops++;
 	return 1;

@@ -1166,25 +1166,28 @@ static int finish(struct pt_tracee *t, int ncap, int snap, const struct pt_tick_
 }
 
 /* Captures th, stopped by us, into the next slot and resumes it. Returns 1
- * if the slot holds a sample: not for a tick's thread found to have been
- * off a core since before it (see pt__preempted_at_tick). */
+ * if the slot holds a sample: not for a tick's thread that stopped where it
+ * waited for a core (see pt__preempted_at_tick, judged while it is still
+ * stopped: its run delay and CPU as of the stop). */
 static int take(struct pt_tracee *t, struct thread *th, int slot)
 {
 	struct pt_tracer *tr = t->tr;
 	int ok = capture(t, th, &t->caps[slot], t->py_caps ? &t->py_caps[slot] : NULL) == 0;
-	int tick = (th->flags & TH_TICK) != 0, late = th->t_interrupt <= tr->poll_ns;
-	uint64_t now;
+	int late = th->t_interrupt <= tr->poll_ns, drop;
+	uint64_t from = late ? tr->late_from : th->t_interrupt;
 
-	ptrace(PTRACE_CONT, th->tid, 0, 0);
-	th->flags &= ~TH_TICK;
-	now = pt__now_ns();
 	/* A stop seen as it came (this tick's) came about now; a late one
 	 * when it woke us (see poll_ns). */
-	t->slot_pause[slot] = now - (late ? tr->late_from : th->t_interrupt);
+	drop = ok && (th->flags & TH_TICK) &&
+	       pt__preempted_at_tick(t, th, late ? tr->late_from : pt__now_ns(), &t->caps[slot].regs);
+	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	th->flags &= ~TH_TICK;
+	t->slot_pause[slot] = pt__now_ns() - from;
 	t->slot_th[slot] = (size_t)(th - t->th);
 	t->st.stops++;
-	return ok && !(tick && pt__preempted_at_tick(t, th, late ? tr->late_from : now,
-						     (int64_t)t->caps[slot].regs.orig_rax >= 0));
+	if (drop)
+		t->st.pause_ns_total += t->slot_pause[slot];   /* a pause all the same */
+	return ok && !drop;
 }
 
 static void take_late(struct pt_tracee *t, struct thread *th)

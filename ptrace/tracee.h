@@ -29,7 +29,7 @@ struct pt_tracee_opts {
 struct pt_tracee_stats {
 	uint64_t thread_samples, stops, pause_ns_total, unwind_ns_total, frames_total;
 	uint64_t late_stops;        /* stopped after their tick (a tick's: captured then) */
-	uint64_t preempted_stops;   /* a tick's, dropped: off a core since before it */
+	uint64_t preempted_stops;   /* a tick's, dropped: stopped where it waited for a core */
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */

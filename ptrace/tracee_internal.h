@@ -187,9 +187,11 @@ void pt__compact(struct pt_tracee *t);
 
 /* 1 if polling for stops costs the target nothing now (a spare core). */
 int pt__spare_core(const struct pt_tracee *t);
-/* 1 if th, stopped for a CPU sample at about stop_ns (in a system call or
- * not) and resumed, stopped where it waited for a core, at the exit of a
- * system call: the stop is dropped, th stays due. */
-int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_ns, int in_syscall);
+/* 1 if th, stopped for a CPU sample at about stop_ns with registers regs
+ * (still stopped), stopped where it waited for a core, at the exit of a
+ * system call: the stop is to be dropped, th stays due. */
+struct user_regs_struct;
+int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_ns,
+			  const struct user_regs_struct *regs);
 
 #endif

@@ -37,8 +37,8 @@ static const struct stat_metric stat_metrics[] = {
 		"Threads that stopped after their tick (runnable but not on a core): a CPU tick's are "
 		"captured when they stop, a thread dump's resumed without a stack."),
 	COUNTER("preempted_stops_total", preempted_stops,
-		"CPU-tick stops resumed without a sample: the thread had been waiting for a core "
-		"since before the tick, so it stopped where it was preempted, not where it runs; "
+		"CPU-tick stops resumed without a sample: the thread waited for a core and stopped "
+		"at the exit of the system call where it was preempted, not where it runs; "
 		"it stays due, its CPU counted in its next sample."),
 	COUNTER("incomplete_stacks_total", incomplete_stacks,
 		"Stacks whose unwind ended before the outermost frame."),

@@ -449,7 +449,11 @@ def threads_sharing_a_core_are_sampled_where_they_run():
     b = 100.0 * sum(v for v, fr in tr if "hot_b" in fr) / total
     print("  info: read_cpu_clock %.1f%% of the CPU profile (of busy's wall time, waits for the core "
           "included: %s%%); hot_a %.1f%% hot_b %.1f%%; %d stops dropped" % (clock, m.group(1), a, b, dropped))
-    check(dropped > 0, "no stop dropped: the two processes did not share a core?")
+    if dropped == 0 and clock < 10.0:
+        # A kernel that ends slices only at its ticks (not EEVDF's, which
+        # does so in the system call too) puts no wait there.
+        raise Skip("busy -K never waited in its system call here: nothing to drop")
+    check(dropped > 0, "no stop dropped, yet read_cpu_clock holds %.1f%%" % clock)
     check(clock < 10.0, "read_cpu_clock holds %.1f%% of the profile (~0.1%% of the CPU)" % clock)
     check(a + b > 85.0, "hot_a and hot_b hold only %.1f%%" % (a + b))
     # ~500 samples (half a core, 4 s at 250 Hz): one standard deviation of

@@ -77,7 +77,11 @@ def goroutine_dump_lists_every_thread_with_its_stack():
             check("blocked_reader" in frames and frames[-2:] == lib.THREAD_TAIL,
                   "blocked reader stack %s" % frames)
         elif (tid == f.pid or name == "worker-1") and state == "running":   # the busy workers
-            check(frames[1:5] == ["level3", "level2", "level1", "worker"], "busy stack %s" % frames)
+            # In hot_a or hot_b under level3, or now and then in level3's
+            # own code (its TSC reads between them: seen once in a CI run).
+            at = frames.index("level3") if "level3" in frames else -1
+            check(at in (0, 1) and frames[at:at + 4] == ["level3", "level2", "level1", "worker"],
+                  "busy stack %s" % frames)
     st, h, body = http(pp.port, "/debug/pprof/goroutine?debug=1")
     text = body.decode()
     check(text.startswith("goroutine profile: total %d\n" % len(names)), text[:200])

@@ -583,16 +583,6 @@ int pt_modules_go_count(const struct pt_modules *mods)
 	return mods->ngo;
 }
 
-int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names, int max)
-{
-	struct pt_gofunc f;
-
-	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
-	    pt_gotab_lookup(mod->go, addr - mod->bias, &f))
-		return 0;
-	return pt_gotab_inline(mod->go, &f, addr - mod->bias, names, max);
-}
-
 int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *out, int max)
 {
 	struct pt_gofunc f;

@@ -62,10 +62,6 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
  * symbol covers it: a Go function's from .gopclntab first, else the ELF
  * symbols'. Loads the module's symbols on first call. */
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr);
-/* The names of the functions the Go compiler inlined at runtime address
- * addr of a Go module, innermost first (pt_gotab_inline); the function that
- * holds the code is pt_module_symbol's. Returns how many, 0 if none. */
-int pt_module_go_inline(struct pt_module *mod, uint64_t addr, const char **names, int max);
 /* Go's traceback frames at runtime address addr of a Go module: the
  * functions inlined there and the one holding the code, innermost first,
  * with files and lines (pt_gotab_frames). Returns how many, 0 if the code is

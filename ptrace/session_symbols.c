@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptrace/gopclntab.h"
 #include "ptrace/session.h"
 
 static int symbols_start(struct pt_session *ss)
@@ -15,14 +16,15 @@ static int symbols_start(struct pt_session *ss)
 	if (!req->names)
 		return -ENOMEM;
 	for (size_t i = 0; i < req->naddrs; i++) {
+		struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1];
 		const struct pt_module *mod;
 		const char *name;
 
 		pt_tracee_symbolize(ss->t, req->addrs[i], &name, &mod);
 		/* Go's symbolz (runtime.FuncForPC) names inlined code by the
 		 * innermost function. */
-		if (name)
-			pt_tracee_inlined(ss->t, req->addrs[i], &name, 1);
+		if (name && pt_tracee_go_frames(ss->t, req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
+			name = gl[0].name;
 		if (name)
 			req->names[i] = strdup(name);
 	}

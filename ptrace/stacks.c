@@ -312,10 +312,10 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 {
 	struct pt_profile_loc *l = &p->locs[p->nlocs];
 	const struct pt_module *mod;
-	const char *name, *inl[PT_MAX_INLINED];
+	const char *name;
 	char buf[PT_PROC_MAX_PATH + 32];
 	uint64_t t0;
-	int ninl;
+	int go;
 
 	p->nlocs++;            /* counted now: pt_profile_free frees what is set */
 	l->addr = a;
@@ -328,21 +328,11 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 	t0 = pt__now_ns();
 	if (pt_py_is_token(a))
 		return add_python_location(t, p, l, a);
-	if ((ninl = add_go_location(t, l, a)) != 0) {
+	if ((go = add_go_location(t, l, a)) != 0) {
 		p->symbolize_ns += pt__now_ns() - t0;
-		return ninl < 0 ? ninl : 0;
+		return go < 0 ? go : 0;
 	}
 	pt_tracee_symbolize(t, a, &name, &mod);
-	if (name && (ninl = pt_tracee_inlined(t, a, inl, PT_MAX_INLINED)) > 0) {
-		/* inl[0] is the innermost function; the rest and the one that
-		 * holds the code are the location's outer functions. */
-		if (!(l->outer = calloc((size_t)ninl, sizeof(*l->outer))))
-			return -ENOMEM;
-		for (int i = 1; i <= ninl; i++)
-			if (!(l->outer[l->nouter++] = strdup(i < ninl ? inl[i] : name)))
-				return -ENOMEM;
-		name = inl[0];
-	}
 	p->symbolize_ns += pt__now_ns() - t0;
 	if (name)
 		snprintf(buf, sizeof(buf), "%s", name);

@@ -97,13 +97,6 @@ const char *pt_tracee_python_note(struct pt_tracee *t)
 	return t->py_note;
 }
 
-int pt_tracee_inlined(struct pt_tracee *t, uint64_t addr, const char **names, int max)
-{
-	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
-
-	return mod && mod->go ? pt_module_go_inline(mod, addr, names, max) : 0;
-}
-
 int pt_tracee_go_frames(struct pt_tracee *t, uint64_t addr, struct pt_goline *out, int max)
 {
 	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);

@@ -202,12 +202,6 @@ const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t);
  * Strings are owned by the tracee and valid until the next exec or refresh. */
 void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
 			 const struct pt_module **mod);
-/* The functions the Go compiler inlined at addr, innermost first: names[0]
- * is the function whose code is at addr, the next the one it was inlined
- * into, and so on; the function that holds the code (pt_tracee_symbolize's
- * name) is not among them. Returns how many (at most max), 0 where nothing
- * is inlined or the code is not Go. Strings as pt_tracee_symbolize's. */
-int pt_tracee_inlined(struct pt_tracee *t, uint64_t addr, const char **names, int max);
 /* Where addr is Go code, the frames Go's traceback gives there, innermost
  * first (the inlined functions, then the one holding the code), with their
  * files and lines (ptrace/gopclntab.h). Returns how many (at most max), 0

@@ -139,25 +139,34 @@ TEST(gopclntab_hostile_variants)
 	free(img);
 }
 
-/* gohot, built by Debian's Go: every Go function .symtab names is the
- * function .gopclntab finds at its address, with its name. */
-TEST(gopclntab_agrees_with_symtab_of_gohot)
+/* The gohot fixture beside this test binary (build/<flavour>/fixtures), read
+ * whole; skips the test (SKIP exits its process) when it is not built. */
+static uint8_t *gohot(size_t *len)
 {
 	char self[4096], path[4200];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	struct pt_symtab st = { 0 };
-	uint64_t addr, off, size, lo, hi;
-	struct pt_gotab *g;
-	struct pt_elf e;
-	size_t len, checked = 0;
 	uint8_t *img;
 
 	ASSERT(n > 0);
 	self[n] = '\0';
 	*strrchr(self, '/') = '\0';
 	snprintf(path, sizeof(path), "%s/fixtures/gohot", self);
-	if (!(img = slurp(path, &len)))
+	if (!(img = slurp(path, len)))
 		SKIP("%s not built (make fixtures)", path);
+	return img;
+}
+
+/* gohot, built by Debian's Go: every Go function .symtab names is the
+ * function .gopclntab finds at its address, with its name. */
+TEST(gopclntab_agrees_with_symtab_of_gohot)
+{
+	struct pt_symtab st = { 0 };
+	uint64_t addr, off, size, lo, hi;
+	struct pt_gotab *g;
+	struct pt_elf e;
+	size_t len, checked = 0;
+	uint8_t *img = gohot(&len);
+
 	ASSERT_OK(pt_elf_open(&e, img, len));
 	ASSERT_OK(pt_elf_section(&e, ".gopclntab", &addr, &off, &size));
 	ASSERT_OK(pt_gotab_new(&g, img + off, size, addr, 0, size, 0));
@@ -216,8 +225,6 @@ static int source_line(const char *text, int after)
  * two frames: scramble on a line of its body, crunchAlpha on its call. */
 TEST(gopclntab_lines_of_gohot)
 {
-	char self[4096], path[4200];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	struct pt_symtab st = { 0 };
 	uint64_t addr, off, size, ro_addr, ro_off, ro_size, d_addr, d_off, d_size;
 	int leaf_line = source_line("func leafAlpha(", 0), crunch = source_line("func crunchAlpha(", 0);
@@ -227,14 +234,8 @@ TEST(gopclntab_lines_of_gohot)
 	struct pt_gotab *g;
 	struct pt_elf e;
 	size_t len;
-	uint8_t *img;
+	uint8_t *img = gohot(&len);
 
-	ASSERT(n > 0);
-	self[n] = '\0';
-	*strrchr(self, '/') = '\0';
-	snprintf(path, sizeof(path), "%s/fixtures/gohot", self);
-	if (!(img = slurp(path, &len)))
-		SKIP("%s not built (make fixtures)", path);
 	if (!leaf_line || !crunch || !scr || !call)
 		SKIP("tests/fixtures/gohot/main.go unreadable (run from the source tree)");
 	ASSERT_OK(pt_elf_open(&e, img, len));

@@ -236,14 +236,17 @@ def cgo_stacks_cross_between_go_and_c():
             seen["syscall"] += value * (i > 0)
         elif frames[0] == "main.goBurn":
             # The C side of a callback is found through the goroutine's m
-            # (g.m), read once the thread runs on: where the goroutine was
-            # descheduled or its callback ended meanwhile (g.m = nil), the
-            # stack stops at the crossing, short, never wrong. A few
-            # percent of them (more under ASan, whose podprof is slower).
-            short = shape(frames, back[:6])
+            # (g.m) and read once the thread runs on: where the goroutine
+            # was descheduled or its callback ended meanwhile (g.m = nil,
+            # or a C stack that moved on), the stack stops at the crossing
+            # or a frame past it: short, never wrong. A few percent of
+            # them (more under ASan, whose podprof is slower).
+            short = any(shape(frames, back[:k]) for k in range(6, len(back)))
             check(shape(frames, back) or short, "Go called back from a C thread: %s" % frames)
             seen["callback"] += value
-            seen["callback_short"] = seen.get("callback_short", 0) + short * value
+            if short:
+                seen["callback_short"] = seen.get("callback_short", 0) + value
+                seen["short_at_" + frames[-1]] = seen.get("short_at_" + frames[-1], 0) + 1
         elif "runtime.mstart" in frames:
             i = frames.index("runtime.mstart")
             check(shape(frames[i + 1:], [lambda fr: fr.startswith("gocgo+0x") or fr == "crosscall_amd64",

@@ -199,11 +199,17 @@ int pt_proc_parse_stat(const char *text, struct pt_stat *out)
 	return 0;
 }
 
-int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns)
+int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns,
+			    uint64_t *slices)
 {
+	uint64_t wait;
 	int err = next_u64(&text, run_ns);
 
-	return err || !wait_ns ? err : next_u64(&text, wait_ns);
+	if (err || (!wait_ns && !slices))
+		return err;
+	if ((err = next_u64(&text, wait_ns ? wait_ns : &wait)))
+		return err;
+	return slices ? next_u64(&text, slices) : 0;
 }
 
 int pt_proc_parse_loadavg(const char *text, uint64_t *running)

@@ -35,9 +35,11 @@ struct pt_stat {
  *   "1234 (my (app)) S 1 1234 1234 0 -1 4194560 ..." (comm may hold ") ").
  * Fields are read after the last ')'. Returns 0 or -EBADMSG. */
 int pt_proc_parse_stat(const char *text, struct pt_stat *out);
-/* Parses /proc/<tid>/schedstat "123456 789 10\n": ns on CPU and, if wait_ns
- * is not NULL, ns spent runnable waiting for a CPU. */
-int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns);
+/* Parses /proc/<tid>/schedstat "123456 789 10\n": ns on CPU and, each if
+ * not NULL, ns spent runnable waiting for a CPU and the number of times the
+ * thread got a CPU. */
+int pt_proc_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns,
+			    uint64_t *slices);
 /* Parses /proc/loadavg "0.52 0.58 0.59 3/345 12345\n": the number of threads
  * runnable in the whole system now (3), the reader included. */
 int pt_proc_parse_loadavg(const char *text, uint64_t *running);

@@ -93,10 +93,10 @@ static uint64_t process_cpu_ns(const struct pt_tracee *t)
 static int look(struct pt_tracee *t, struct thread *th, uint64_t cpu_period_ns, uint64_t now,
 		uint64_t *moved, int sampling)
 {
-	uint64_t run, need = cpu_period_ns;
+	uint64_t run, slices = 0, need = cpu_period_ns;
 
-	if (th->flags & (TH_GONE | TH_GROUPSTOP) || pt__read_run_ns(th, &run, &th->wait_ns) ||
-	    run <= th->last_run_ns)
+	if (th->flags & (TH_GONE | TH_GROUPSTOP) ||
+	    pt__read_run_ns(th, &run, &th->wait_ns, &slices) || run <= th->last_run_ns)
 		return 0;
 	th->moved_at = now;
 	*moved += run - th->last_run_ns;
@@ -109,6 +109,16 @@ static int look(struct pt_tracee *t, struct thread *th, uint64_t cpu_period_ns, 
 		/* A tick for thread states only: CPU used now is nobody's sample. */
 		th->acc_ns = th->credit_ns = 0;
 		return 0;
+	}
+	if (th->flags & TH_SIGNALLED) {
+		/* Resumed with a signal (tracee.c on_status) and not on a core
+		 * since: the kernel sets up its handler's frame as it next
+		 * runs, so our stop would come at the handler's first
+		 * instruction, once per signal, whatever the thread runs. It is
+		 * sampled once it has run; its CPU waits in its credit. */
+		if (slices == th->sig_slices)
+			return 0;
+		th->flags &= ~TH_SIGNALLED;
 	}
 	if (th->flags & TH_INTERRUPTING || th->credit_ns < need || !is_running(t, th))
 		return 0;
@@ -435,7 +445,7 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
 				reported++;
 				continue;
 			}
-			if (pt__read_run_ns(th, &run, NULL))
+			if (pt__read_run_ns(th, &run, NULL, NULL))
 				continue;
 			if (snap_still_valid(th, run)) {
 				report_cached(t, th, th->state, th->snap_syscall, cb, arg);
@@ -533,7 +543,7 @@ int pt__preempted_at_tick(struct pt_tracee *t, struct thread *th, uint64_t stop_
 	uint64_t run, wait, since = stop_ns > th->tick_ns ? stop_ns - th->tick_ns : 0;
 
 	if (!completed_syscall(regs) || th->preempted_in_a_row >= PREEMPTED_MAX ||
-	    pt__read_run_ns(th, &run, &wait) || wait <= th->tick_wait_ns ||
+	    pt__read_run_ns(th, &run, &wait, NULL) || wait <= th->tick_wait_ns ||
 	    (wait - th->tick_wait_ns <= since + PREEMPTED_SLACK_NS && th->tick_cpu >= 0 &&
 	     last_cpu(t, th) == th->tick_cpu)) {
 		th->preempted_in_a_row = 0;

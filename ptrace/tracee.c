@@ -59,7 +59,7 @@ static uint64_t own_rq_wait_ns(struct pt_tracer *tr)
 
 	if (pt__pread_own(&tr->self_sched_fd, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return 0;
-	return pt_proc_parse_schedstat(buf, &run, &wait) ? 0 : wait;
+	return pt_proc_parse_schedstat(buf, &run, &wait, NULL) ? 0 : wait;
 }
 
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
@@ -229,13 +229,14 @@ struct thread *pt__find_thread(struct pt_tracee *t, pid_t tid)
 	return NULL;
 }
 
-int pt__read_run_ns(const struct thread *th, uint64_t *run_ns, uint64_t *wait_ns)
+int pt__read_run_ns(const struct thread *th, uint64_t *run_ns, uint64_t *wait_ns,
+		    uint64_t *slices)
 {
 	char buf[128];
 
 	if (pt__pread_text(th->sched_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
-	return pt_proc_parse_schedstat(buf, run_ns, wait_ns) ? -EBADMSG : 0;
+	return pt_proc_parse_schedstat(buf, run_ns, wait_ns, slices) ? -EBADMSG : 0;
 }
 
 /* Opens th's /proc files. /proc/<tid>/syscall is mode 0400, its owner's:
@@ -270,7 +271,7 @@ static void reopen_thread(struct pt_tracee *t, struct thread *th)
 	th->snap_ok = 0;
 	th->syscall = -1;
 	if (th->sched_fd >= 0)
-		pt__read_run_ns(th, &th->last_run_ns, &th->wait_ns);
+		pt__read_run_ns(th, &th->last_run_ns, &th->wait_ns, NULL);
 }
 
 static int add_thread(struct pt_tracee *t, pid_t tid)
@@ -604,6 +605,8 @@ static enum ev on_exec(struct pt_tracee *t, struct thread *th)
  * PTRACE_INTERRUPT and the caller must resume it. */
 static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 {
+	uint64_t run;
+
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		if (th->tid == t->pid)
 			t->gone = 1;
@@ -622,8 +625,27 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 		return on_exec(t, th);
 	default:
 		/* Signal-delivery-stop: the signal was meant for the target.
-		 * Deliver it exactly once, now (or on detach). */
+		 * Deliver it exactly once, now (or on detach). Until it next
+		 * gets a core, the thread is runnable but has yet to enter its
+		 * handler: a tick must not stop it there (see look). */
 		t->st.signals_reinjected++;
+		if (!t->detaching && !pt__read_run_ns(th, &run, NULL, &th->sig_slices))
+			th->flags |= TH_SIGNALLED;
+		if (!t->detaching && (th->flags & (TH_INTERRUPTING | TH_WANTED)) ==
+					     (TH_INTERRUPTING | TH_WANTED)) {
+			/* A thread we interrupted took a signal first (it
+			 * came between the look and our interrupt): it stands
+			 * where the signal found it, which is where it ran.
+			 * Resumed with the signal, it would stop for our
+			 * interrupt at its handler's first instruction, as
+			 * often as it is signalled, not as often as it runs
+			 * there. So the sample is taken here, the thread
+			 * resumed with its signal (see take), and the stop our
+			 * interrupt still owes comes later as a late one
+			 * (TH_INTERRUPTING stays set: see on_event_stop). */
+			th->resume_sig = WSTOPSIG(status);
+			return EV_OURS;
+		}
 		return resume(t, th, WSTOPSIG(status));
 	}
 }
@@ -1165,6 +1187,14 @@ static int finish(struct pt_tracee *t, int ncap, int snap, const struct pt_tick_
 	return ncap;
 }
 
+/* Resumes th from a stop of ours: our interrupt's, or a signal-delivery
+ * stop taken for it, whose signal goes with it (see on_status). */
+static void cont(struct thread *th)
+{
+	ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)th->resume_sig);
+	th->resume_sig = 0;
+}
+
 /* Captures th, stopped by us, into the next slot and resumes it. Returns 1
  * if the slot holds a sample: not for a tick's thread that stopped where it
  * waited for a core (see pt__preempted_at_tick, judged while it is still
@@ -1180,7 +1210,7 @@ static int take(struct pt_tracee *t, struct thread *th, int slot)
 	 * when it woke us (see poll_ns). */
 	drop = ok && (th->flags & TH_TICK) &&
 	       pt__preempted_at_tick(t, th, late ? tr->late_from : pt__now_ns(), &t->caps[slot].regs);
-	ptrace(PTRACE_CONT, th->tid, 0, 0);
+	cont(th);
 	th->flags &= ~TH_TICK;
 	t->slot_pause[slot] = pt__now_ns() - from;
 	t->slot_th[slot] = (size_t)(th - t->th);
@@ -1199,7 +1229,7 @@ static void take_late(struct pt_tracee *t, struct thread *th)
 
 	th->flags &= ~(TH_WANTED | TH_LATE);
 	if (!late) {
-		ptrace(PTRACE_CONT, th->tid, 0, 0);
+		cont(th);
 		return;
 	}
 	if (!tr->late_from) {

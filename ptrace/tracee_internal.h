@@ -30,6 +30,7 @@ struct pt_unwinder;
 #define TH_WANTED       0x08u   /* selected in this tick: capture at its stop */
 #define TH_LATE         0x10u   /* a tick's: if it stops after the tick, capture it then */
 #define TH_TICK         0x20u   /* interrupted for a CPU sample (not a snapshot) */
+#define TH_SIGNALLED    0x40u   /* resumed with a signal, maybe not on a core since */
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
  * running then, whatever its CPU (so a thread living for less than a period,
@@ -54,6 +55,8 @@ struct thread {
 	 * row were dropped (see pt__preempted_at_tick) */
 	uint64_t tick_ns, tick_wait_ns, credit_paid;
 	int tick_cpu, preempted_in_a_row;
+	int resume_sig;          /* the signal to deliver when resumed from our stop */
+	uint64_t sig_slices;     /* TH_SIGNALLED: its count of times on a core then */
 	char comm[16];           /* thread name, read at most once a second */
 	uint64_t comm_ns;        /* when comm was read */
 	char state;              /* R S D ... as of its last selection or look */
@@ -162,9 +165,11 @@ ssize_t pt__pread_text(int fd, char *buf, size_t len);
 /* pt__pread_text of a file the tracer opens at its first read (*fd is -1
  * until then; closed by pt_tracer_free). */
 ssize_t pt__pread_own(int *fd, const char *path, char *buf, size_t len);
-/* th's CPU time so far and, if wait_ns is not NULL, its time runnable but
- * waiting for a core (/proc/<tid>/schedstat). Returns 0, -ESRCH or -EBADMSG. */
-int pt__read_run_ns(const struct thread *th, uint64_t *run_ns, uint64_t *wait_ns);
+/* th's CPU time so far and, each if not NULL, its time runnable but waiting
+ * for a core and how many times it got one (/proc/<tid>/schedstat).
+ * Returns 0, -ESRCH or -EBADMSG. */
+int pt__read_run_ns(const struct thread *th, uint64_t *run_ns, uint64_t *wait_ns,
+		    uint64_t *slices);
 /* Reads th's state and name from /proc/<tid>/stat. Returns 0 or -ESRCH. */
 int pt__read_state(struct pt_tracee *t, struct thread *th);
 /* The same through th's open stat_fd (see reopen_thread). Returns 0 or

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pt_proc_status_value(text, "VmRSS", &v);
 		break;
 	default:
-		pt_proc_parse_schedstat(text, &ns, &ns);
+		pt_proc_parse_schedstat(text, &ns, &ns, &ns);
 		pt_proc_parse_loadavg(text, &ns);
 		pt_proc_parse_syscall(text, &nr, &sp, &pc);
 		break;

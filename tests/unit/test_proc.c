@@ -69,19 +69,22 @@ TEST(stat_long_comm_truncated)
 
 TEST(schedstat_and_status)
 {
-	uint64_t ns, wait;
+	uint64_t ns, wait, slices;
 	long long v;
 	pid_t p;
 	const char *status = "Name:\tbusy\nPid:\t4242\nNSpid:\t4242\t17\nTracerPid:\t0\n"
 			     "VmRSS:\t  1234 kB\n";
 
-	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, NULL));
+	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, NULL, NULL));
 	ASSERT_U64_EQ(ns, 123456789);
-	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, &wait));
+	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, &wait, NULL));
 	ASSERT_U64_EQ(ns, 123456789);
 	ASSERT_U64_EQ(wait, 42);
-	ASSERT_EQ(pt_proc_parse_schedstat("x", &ns, NULL), -EBADMSG);
-	ASSERT_EQ(pt_proc_parse_schedstat("5", &ns, &wait), -EBADMSG);
+	ASSERT_OK(pt_proc_parse_schedstat("123456789 42 7\n", &ns, NULL, &slices));
+	ASSERT_U64_EQ(slices, 7);
+	ASSERT_EQ(pt_proc_parse_schedstat("x", &ns, NULL, NULL), -EBADMSG);
+	ASSERT_EQ(pt_proc_parse_schedstat("5", &ns, &wait, NULL), -EBADMSG);
+	ASSERT_EQ(pt_proc_parse_schedstat("5 6", &ns, &wait, &slices), -EBADMSG);
 	ASSERT_OK(pt_proc_parse_loadavg("3.26 2.08 1.78 12/801 10938\n", &ns));
 	ASSERT_U64_EQ(ns, 12);
 	ASSERT_EQ(pt_proc_parse_loadavg("3.26 2.08 12/801 10938\n", &ns), -EBADMSG);

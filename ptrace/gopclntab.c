@@ -417,19 +417,18 @@ static uint64_t funcdata(const struct pt_gotab *g, const struct pt_gofunc *f, ui
 	return o == UINT32_MAX || !g->gofunc ? 0 : g->gofunc + o;
 }
 
-/* The inline tree at pc in f: names[k] the function inlined at level k
- * (innermost first), pcs[k] the PC whose line is names[k]'s (pc, then each
- * call site), pcs[n] f's own; starts[k] its first line (Go 1.20+, else 0).
- * pcs and starts may be NULL. Returns n. */
+/* The inline tree at pc in f: out[k] names the function inlined at level k
+ * (innermost first) and its first line (Go 1.20+, else 0); pcs[k] is the PC
+ * whose line is out[k]'s (pc, then each call site), pcs[n] f's own.
+ * Returns n. */
 static int inline_walk(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
-		       const char **names, uint64_t *pcs, int32_t *starts, int max)
+		       struct pt_goline *out, uint64_t *pcs, int max)
 {
 	uint32_t prog;
 	uint64_t tree;
 	int n = 0;
 
-	if (pcs)
-		pcs[0] = pc;
+	pcs[0] = pc;
 	if (!g->inline_ok || pc < f->entry || pc >= f->end)
 		return 0;
 	prog = pcdata_off(g, f, PCDATA_INLTREE);
@@ -457,20 +456,12 @@ static int inline_walk(const struct pt_gotab *g, const struct pt_gofunc *f, uint
 		ppc = pt__rd32(g->img + at + g->inl_parentpc);
 		if (!name || ppc >= f->end - f->entry)
 			break;
-		if (starts)
-			starts[n] = g->inl_start ? (int32_t)pt__rd32(g->img + at + g->inl_start) : 0;
-		names[n++] = name;
+		out[n].name = name;
+		out[n].start = g->inl_start ? (int32_t)pt__rd32(g->img + at + g->inl_start) : 0;
 		pc = f->entry + ppc;
-		if (pcs)
-			pcs[n] = pc;
+		pcs[++n] = pc;
 	}
 	return n;
-}
-
-int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
-		    const char **names, int max)
-{
-	return inline_walk(g, f, pc, names, NULL, NULL, max);
 }
 
 /* The file and line of pc in f (Go's funcline1), or -1 and NULL. */
@@ -500,19 +491,17 @@ static int32_t line_at(const struct pt_gotab *g, const struct pt_gofunc *f, uint
 int pt_gotab_frames(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
 		    struct pt_goline *out, int max)
 {
-	const char *names[PT_GOTAB_MAX_INLINE];
 	uint64_t pcs[PT_GOTAB_MAX_INLINE + 1];
-	int32_t starts[PT_GOTAB_MAX_INLINE];
 	int n;
 
 	if (max <= 0 || !f->name || pc < f->entry || pc >= f->end)
 		return 0;
-	n = inline_walk(g, f, pc, names, pcs, starts, max - 1);
+	n = inline_walk(g, f, pc, out, pcs, max - 1);
+	out[n].name = f->name;
+	out[n].start = f->start_line;
 	for (int k = 0; k <= n; k++) {
 		struct pt_goline *o = &out[k];
 
-		o->name = k < n ? names[k] : f->name;
-		o->start = k < n ? starts[k] : f->start_line;
 		o->line = line_at(g, f, pcs[k], &o->file);
 		if (o->line < 0)
 			o->line = 0;

@@ -97,14 +97,6 @@ int pt_gotab_lookup(const struct pt_gotab *g, uint64_t pc, struct pt_gofunc *f);
  * -EBADMSG or -E2BIG (a table longer than PT_GOTAB_MAX_STEPS). */
 int pt_gotab_spdelta(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
 		     int32_t *delta);
-/* The functions inlined at pc in f, innermost first, up to max names (f's own
- * name is not among them): names[0] is the function whose code is at pc,
- * names[1] the one it was inlined into, and so on up to f. Returns how many
- * (0: pc is f's own code, or the tree is unusable). Names point into the
- * image. */
-int pt_gotab_inline(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
-		    const char **names, int max);
-
 /* One frame of Go's traceback at a PC: a function (inlined there, or the
  * one holding the code), its source file and the line of the PC in it (for
  * a function that others were inlined into, the line of that call), and its

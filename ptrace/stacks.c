@@ -231,24 +231,23 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 /* Python frames at one location at most (the frames one eval call runs). */
 #define PT_MAX_PY_LINES PT_PY_MAX_FRAMES
 
-/* Fills l from frames[0..n) (innermost first): one Line per frame, each
- * with its function, file (NULL: "?", as Go says), line and first line. */
-static int set_lines(struct pt_profile_loc *l, int n, const char *const *func,
-		     const char *const *file, const int32_t *line, const int32_t *start)
+/* Fills l from fr[0..n) (innermost first): one Line per frame, each with
+ * its function, file (NULL: "?", as Go says), line and first line. */
+static int set_lines(struct pt_profile_loc *l, const struct pt_goline *fr, int n)
 {
 	if (!(l->file = calloc((size_t)n, sizeof(*l->file))) ||
 	    !(l->line = calloc((size_t)n, sizeof(*l->line))) ||
 	    !(l->start = calloc((size_t)n, sizeof(*l->start))) ||
 	    (n > 1 && !(l->outer = calloc((size_t)n - 1, sizeof(*l->outer)))) ||
-	    !(l->name = strdup(func[0])))
+	    !(l->name = strdup(fr[0].name)))
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		if (i && !(l->outer[l->nouter++] = strdup(func[i])))
+		if (i && !(l->outer[l->nouter++] = strdup(fr[i].name)))
 			return -ENOMEM;
-		if (!(l->file[i] = strdup(file[i] ? file[i] : "?")))
+		if (!(l->file[i] = strdup(fr[i].file ? fr[i].file : "?")))
 			return -ENOMEM;
-		l->line[i] = line[i] > 0 ? (uint32_t)line[i] : 0;
-		l->start[i] = start[i] > 0 ? (uint32_t)start[i] : 0;
+		l->line[i] = fr[i].line > 0 ? (uint32_t)fr[i].line : 0;
+		l->start[i] = fr[i].start > 0 ? (uint32_t)fr[i].start : 0;
 	}
 	return 0;
 }
@@ -269,16 +268,11 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 		return (l->name = strdup("python")) ? 0 : -ENOMEM;
 	}
 	{
-		const char *func[PT_MAX_PY_LINES], *file[PT_MAX_PY_LINES];
-		int32_t line[PT_MAX_PY_LINES], start[PT_MAX_PY_LINES];
+		struct pt_goline fr[PT_MAX_PY_LINES];
 
-		for (int i = 0; i < n; i++) {
-			func[i] = ln[i].func;
-			file[i] = ln[i].file;
-			line[i] = (int32_t)ln[i].line;
-			start[i] = (int32_t)ln[i].start_line;
-		}
-		if (set_lines(l, n, func, file, line, start))
+		for (int i = 0; i < n; i++)
+			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line };
+		if (set_lines(l, fr, n))
 			return -ENOMEM;
 	}
 	p->symbolize_ns += pt__now_ns() - t0;
@@ -291,19 +285,11 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 static int add_go_location(struct pt_tracee *t, struct pt_profile_loc *l, uint64_t a)
 {
 	struct pt_goline gl[PT_MAX_INLINED];
-	const char *func[PT_MAX_INLINED], *file[PT_MAX_INLINED];
-	int32_t line[PT_MAX_INLINED], start[PT_MAX_INLINED];
 	int n = pt_tracee_go_frames(t, a, gl, PT_MAX_INLINED);
 
 	if (n <= 0)
 		return 0;
-	for (int i = 0; i < n; i++) {
-		func[i] = gl[i].name;
-		file[i] = gl[i].file;
-		line[i] = gl[i].line;
-		start[i] = gl[i].start;
-	}
-	return set_lines(l, n, func, file, line, start) ? -ENOMEM : 1;
+	return set_lines(l, gl, n) ? -ENOMEM : 1;
 }
 
 /* A new location for address a: its mapping and its name (the symbol, else

@@ -18,7 +18,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void exercise(struct pt_gotab *g, const uint8_t *data, size_t size)
 {
-	const char *names[PT_GOTAB_MAX_INLINE];
 	struct pt_goline lines[PT_GOTAB_MAX_INLINE + 1];
 	uint64_t lo, hi, step;
 	size_t sink = 0;
@@ -47,9 +46,6 @@ static void exercise(struct pt_gotab *g, const uint8_t *data, size_t size)
 			int n;
 
 			pt_gotab_spdelta(g, &f, at, &delta);
-			n = pt_gotab_inline(g, &f, at, names, PT_GOTAB_MAX_INLINE);
-			for (int k = 0; k < n; k++)
-				sink += strlen(names[k]);
 			n = pt_gotab_frames(g, &f, at, lines, PT_GOTAB_MAX_INLINE + 1);
 			for (int k = 0; k < n; k++)
 				sink += strlen(lines[k].name) + (lines[k].file ? strlen(lines[k].file) : 0);

@@ -38,7 +38,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 static void check_seed(const char *file, int ver)
 {
 	char path[256];
-	const char *names[8];
+	struct pt_goline lines[8];
 	struct pt_gotab *g;
 	struct pt_gofunc f;
 	size_t len;
@@ -70,11 +70,12 @@ static void check_seed(const char *file, int ver)
 	ASSERT_OK(pt_gotab_spdelta(g, &f, TEXT + 0x7c, &d));
 	ASSERT_EQ(d, 0);
 	/* main.inl is inlined at [0x10, 0x20) of main.b, nowhere else. */
-	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x4f, names, 8), 0);
-	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x50, names, 8), 1);
-	ASSERT_STR_EQ(names[0], "main.inl");
-	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x5f, names, 8), 1);
-	ASSERT_EQ(pt_gotab_inline(g, &f, TEXT + 0x60, names, 8), 0);
+	/* (the frames there: the inlined ones, then main.b's own) */
+	ASSERT_EQ(pt_gotab_frames(g, &f, TEXT + 0x4f, lines, 8) - 1, 0);
+	ASSERT_EQ(pt_gotab_frames(g, &f, TEXT + 0x50, lines, 8) - 1, 1);
+	ASSERT_STR_EQ(lines[0].name, "main.inl");
+	ASSERT_EQ(pt_gotab_frames(g, &f, TEXT + 0x5f, lines, 8) - 1, 1);
+	ASSERT_EQ(pt_gotab_frames(g, &f, TEXT + 0x60, lines, 8) - 1, 0);
 	ASSERT_OK(pt_gotab_lookup(g, TEXT + 0x80, &f));
 	ASSERT_STR_EQ(f.name, "runtime.goexit");
 	if (ver >= 118)
@@ -91,7 +92,6 @@ TEST(gopclntab_go120_layout) { check_seed("go120", 120); }
  * flipped, parses or fails cleanly (ASan watches the reads). */
 TEST(gopclntab_hostile_variants)
 {
-	const char *names[PT_GOTAB_MAX_INLINE];
 	struct pt_goline lines[PT_GOTAB_MAX_INLINE + 1];
 	size_t len;
 	uint8_t *img = slurp("tests/fuzz/corpus/gopclntab/go118", &len), *bad;
@@ -110,7 +110,6 @@ TEST(gopclntab_hostile_variants)
 			for (uint64_t pc = TEXT; pc < TEXT + 0xc0; pc += 3)
 				if (pt_gotab_lookup(g, pc, &f) == 0) {
 					pt_gotab_spdelta(g, &f, pc, &d);
-					pt_gotab_inline(g, &f, pc, names, PT_GOTAB_MAX_INLINE);
 					pt_gotab_frames(g, &f, pc, lines, PT_GOTAB_MAX_INLINE + 1);
 				}
 			pt_gotab_free(g);
@@ -130,7 +129,7 @@ TEST(gopclntab_hostile_variants)
 			for (uint64_t pc = TEXT; pc < TEXT + 0xc0; pc += 5)
 				if (pt_gotab_lookup(g, pc, &f) == 0) {
 					pt_gotab_spdelta(g, &f, pc, &d);
-					pt_gotab_inline(g, &f, pc, names, PT_GOTAB_MAX_INLINE);
+					pt_gotab_frames(g, &f, pc, lines, PT_GOTAB_MAX_INLINE + 1);
 				}
 			pt_gotab_free(g);
 		}

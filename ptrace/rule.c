@@ -520,12 +520,8 @@ int pt_tracee_snapshot(struct pt_tracee *t, uint64_t wait_ns, pt_sample_cb cb, v
 static int last_cpu(const struct pt_tracee *t, const struct thread *th)
 {
 	struct pt_stat st;
-	char path[96], buf[512];
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)th->tid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
-		return -1;
-	return st.processor;
+	return pt__read_stat(t, th, &st) ? -1 : st.processor;
 }
 
 /* 1 if regs are those of a thread stopped at the exit of a system call

@@ -629,10 +629,11 @@ static enum ev on_status(struct pt_tracee *t, struct thread *th, int status)
 		 * gets a core, the thread is runnable but has yet to enter its
 		 * handler: a tick must not stop it there (see look). */
 		t->st.signals_reinjected++;
-		if (!t->detaching && !pt__read_run_ns(th, &run, NULL, &th->sig_slices))
+		if (t->detaching)
+			return resume(t, th, WSTOPSIG(status));
+		if (!pt__read_run_ns(th, &run, NULL, &th->sig_slices))
 			th->flags |= TH_SIGNALLED;
-		if (!t->detaching && (th->flags & (TH_INTERRUPTING | TH_WANTED)) ==
-					     (TH_INTERRUPTING | TH_WANTED)) {
+		if ((th->flags & (TH_INTERRUPTING | TH_WANTED)) == (TH_INTERRUPTING | TH_WANTED)) {
 			/* A thread we interrupted took a signal first (it
 			 * came between the look and our interrupt): it stands
 			 * where the signal found it, which is where it ran.
@@ -1391,13 +1392,21 @@ int pt__read_state_fd(struct thread *th)
 	return 0;
 }
 
-int pt__read_state(struct pt_tracee *t, struct thread *th)
+int pt__read_stat(const struct pt_tracee *t, const struct thread *th, struct pt_stat *st)
 {
-	struct pt_stat st;
 	char path[96], buf[512];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)t->pid, (int)th->tid);
-	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, st))
+		return -ESRCH;
+	return 0;
+}
+
+int pt__read_state(struct pt_tracee *t, struct thread *th)
+{
+	struct pt_stat st;
+
+	if (pt__read_stat(t, th, &st))
 		return -ESRCH;
 	th->state = st.state;
 	snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */

@@ -170,6 +170,9 @@ ssize_t pt__pread_own(int *fd, const char *path, char *buf, size_t len);
  * Returns 0, -ESRCH or -EBADMSG. */
 int pt__read_run_ns(const struct thread *th, uint64_t *run_ns, uint64_t *wait_ns,
 		    uint64_t *slices);
+/* Reads and parses th's /proc/<tid>/stat. Returns 0 or -ESRCH. */
+struct pt_stat;
+int pt__read_stat(const struct pt_tracee *t, const struct thread *th, struct pt_stat *st);
 /* Reads th's state and name from /proc/<tid>/stat. Returns 0 or -ESRCH. */
 int pt__read_state(struct pt_tracee *t, struct thread *th);
 /* The same through th's open stat_fd (see reopen_thread). Returns 0 or

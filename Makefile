@@ -34,7 +34,9 @@ ALL_CFLAGS = $(CFLAGS) $(SAN) $(WARN) -MMD -MP -D_GNU_SOURCE -I. -I$(BUILD)/gen 
 SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)) $(wildcard sidecar/profiles/*.c)
 PTRACE_SRC  := $(wildcard ptrace/*.c)
 ENCODER_SRC := $(wildcard encoder/*.c)
-LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCODER_SRC:.c=.o)) \
+BASE_SRC    := $(wildcard base/*.c)
+LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCODER_SRC:.c=.o) \
+             $(BASE_SRC:.c=.o)) \
            $(BUILD)/gen/profile.pb-c.o \
            $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
 UNIT_SRC := $(wildcard tests/unit/*.c)

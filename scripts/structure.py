@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The structure of podprof's C code, counted: file sizes, raw allocation
+sites, loops of files that call each other, includes that run up a layer.
+
+    python3 scripts/structure.py [BUILD_DIR]       (default build/release)
+
+Calls are read from the objects' symbols (nm), so build first (make). A
+module is a .c file with its .h; a call from a.c to a function defined in
+b.c is an edge a -> b; so is an include of b.h by a.c. Loops are the
+strongly connected sets of that graph with more than one file. Layers are
+folders (LAYERS below), each allowed to include only those under it.
+Exits 1 when a rule below is broken, so that make lint can hold them:
+  - no .c file over MAX_LINES lines;
+  - no raw malloc/calloc/realloc/strdup/free outside base/ (ALLOWED);
+  - no loop of files;
+  - no include of a higher layer.
+"""
+import os
+import re
+import subprocess
+import sys
+
+MAX_LINES = 900
+FOLDERS = ["base", "encoder", "ptrace", "sidecar", "sidecar/profiles"]
+# Who may include whom (folders; a folder always includes itself).
+LAYERS = {
+    "base": set(),
+    "encoder": {"base"},
+    "ptrace": {"base"},
+    "sidecar": {"base", "encoder", "ptrace", "sidecar/profiles"},
+    "sidecar/profiles": {"base", "encoder", "ptrace", "sidecar"},
+}
+# Files that may call the C library's allocator themselves: the layer, and
+# the glue that hands it to zlib.
+ALLOWED = {"base/mem.c"}
+RAW = re.compile(r"(?<![\w.>])(malloc|calloc|realloc|reallocarray|strdup|strndup|free)\s*\(")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources():
+    out = []
+    for d in FOLDERS:
+        for f in sorted(os.listdir(d)):
+            if f.endswith((".c", ".h")):
+                out.append(os.path.join(d, f))
+    return out
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+
+
+def module(path):
+    return path[:-2]
+
+
+def folder(path):
+    return os.path.dirname(path)
+
+
+def nm(obj, flag):
+    r = subprocess.run(["nm", flag, obj], capture_output=True, text=True)
+    return r.stdout.splitlines()
+
+
+def call_edges(build):
+    defined, used = {}, {}
+    for path in sources():
+        if not path.endswith(".c"):
+            continue
+        obj = os.path.join(build, path[:-2] + ".o")
+        if not os.path.exists(obj):
+            continue
+        m = module(path)
+        for line in nm(obj, "--defined-only"):
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDRB":
+                defined[parts[2]] = m
+        used[m] = {line.split()[-1] for line in nm(obj, "-u") if line.strip()}
+    edges = {}
+    for m, syms in used.items():
+        for s in syms:
+            t = defined.get(s)
+            if t and t != m:
+                edges.setdefault(m, {}).setdefault(t, set()).add(s)
+    return edges
+
+
+def include_edges():
+    edges, ups = {}, []
+    mods = {module(p) for p in sources() if p.endswith(".c")}
+    for path in sources():
+        text = open(path).read()
+        m = module(path)
+        for inc in INCLUDE.findall(text):
+            if not os.path.exists(inc):
+                continue
+            if folder(inc) != folder(path) and folder(inc) not in LAYERS.get(folder(path), set()):
+                ups.append((path, inc))
+            t = module(inc)
+            if t in mods and t != m and path.endswith(".c"):
+                edges.setdefault(m, {}).setdefault(t, set()).add("#include")
+    return edges, ups
+
+
+def loops(edges):
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build/release"
+    broken = 0
+    files = sources()
+    sizes = sorted(((sum(1 for _ in open(p)), p) for p in files if p.endswith(".c")), reverse=True)
+    print("largest .c files (lines): " + ", ".join("%s %d" % (p, n) for n, p in sizes[:8]))
+    over = [(n, p) for n, p in sizes if n > MAX_LINES]
+    print(".c files over %d lines: %d%s" % (MAX_LINES, len(over),
+          "".join("\n  %s %d" % (p, n) for n, p in over)))
+    broken += len(over)
+    raw = []
+    for p in files:
+        if p in ALLOWED:
+            continue
+        for i, line in enumerate(strip_comments(open(p).read()).splitlines(), 1):
+            for m in RAW.finditer(line):
+                raw.append("%s:%d: %s" % (p, i, m.group(1)))
+    nfree = sum(1 for r in raw if r.endswith(": free"))
+    print("raw allocation calls outside base/: %d in %d files (and %d raw frees)%s" % (
+        len(raw) - nfree, len({r.split(":")[0] for r in raw if not r.endswith(": free")}), nfree,
+        "".join("\n  " + r for r in raw[:40])))
+    broken += len(raw)
+    cedges = call_edges(build)
+    iedges, ups = include_edges()
+    edges = {}
+    for e in (cedges, iedges):
+        for a, ts in e.items():
+            for b, why in ts.items():
+                edges.setdefault(a, {}).setdefault(b, set()).update(why)
+    found = loops(edges)
+    print("loops of files calling or including each other: %d" % len(found))
+    for comp in found:
+        print("  " + " <-> ".join(c + ".c" for c in comp))
+        for a in comp:
+            for b in comp:
+                if b in edges.get(a, {}):
+                    print("    %s -> %s: %s" % (a, b, ", ".join(sorted(edges[a][b])[:6])))
+    broken += len(found)
+    print("includes of a higher layer: %d%s" % (len(ups), "".join(
+        "\n  %s includes %s" % u for u in ups)))
+    broken += len(ups)
+    if not cedges:
+        print("(no objects under %s: calls not read; run make first)" % build)
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,10 @@
 /* The sampler thread: the request queue, the targets, the tick schedule and
  * the dispatch of what a tick sees to the sessions it serves. What a session
  * gathers is its kind's (session.h); which threads a tick stops is the
- * rule's (rule.c); how they are stopped, the tracee's (tracee.c). */
+ * rule's (rule.h), which the sampler drives; how they are stopped, the
+ * mechanism's (tracee.h), which the rule asks. Runs on its own thread, the
+ * sampler thread, but for pt_sampler_new/submit/cancel/pause/alive/stats
+ * and free, which any thread may call. */
 #include "ptrace/sampler.h"
 
 #include <errno.h>
@@ -20,7 +23,9 @@
 #include <unistd.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "base/mem.h"
 #include "ptrace/rate.h"
+#include "ptrace/rule.h"
 #include "ptrace/session.h"
 #include "ptrace/tracee.h"
 
@@ -31,6 +36,7 @@
 
 struct pt__target {
 	struct pt_tracee *t;
+	struct pt_rule *rule;  /* t's sampling rule */
 	int nsessions;         /* sessions with a window on it */
 	uint64_t idle_since;
 	struct {               /* kinds' state that outlives sessions */
@@ -91,8 +97,10 @@ static void target_free(struct pt__target *tg)
 		if (tg->slot[i].free)
 			tg->slot[i].free(tg->slot[i].p);
 	tg->nslots = 0;
-	pt_tracee_free(tg->t);
+	pt_tracee_free(tg->t);   /* before its rule: late stops still go to the rule */
+	pt_rule_free(tg->rule);
 	tg->t = NULL;
+	tg->rule = NULL;
 }
 
 void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(void *),
@@ -114,7 +122,7 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 	return &tg->slot[tg->nslots++].p;
 }
 
-static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee *t);
+static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt__target *tg);
 
 /* Forgets target i, which no session uses: the last target takes its slot,
  * and the sessions of that one follow it there. */
@@ -122,7 +130,7 @@ static void target_forget(struct pt_sampler *s, int i)
 {
 	struct pt__target *last = &s->tg[s->ntg - 1];
 
-	add_tracee_stats(&s->retired, s->tg[i].t);
+	add_tracee_stats(&s->retired, &s->tg[i]);
 	target_free(&s->tg[i]);
 	s->tg[i] = *last;
 	s->ntg--;
@@ -168,8 +176,8 @@ static struct pt__target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 	memset(tg, 0, sizeof(*tg));
 	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
-	if ((*err = pt_tracee_refresh_maps(tg->t))) {
-		pt_tracee_free(tg->t);
+	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_tracee_refresh_maps(tg->t))) {
+		target_free(tg);
 		return NULL;
 	}
 	s->ntg++;
@@ -245,7 +253,7 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 		tg->idle_since = pt__now_ns();
 	if (ss->kind->free)
 		ss->kind->free(ss);
-	free(ss);
+	base_free(ss);
 	complete(s, req);
 }
 
@@ -254,7 +262,7 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 					struct pt__target *tg)
 {
 	const struct pt_session_kind *k = req->kind;
-	struct pt_session *ss = calloc(1, k->size);
+	struct pt_session *ss = base_calloc(1, k->size);
 	int err;
 
 	if (!ss) {
@@ -263,7 +271,7 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 		return NULL;
 	}
 	*ss = (struct pt_session){ .kind = k, .s = s, .o = &s->o, .req = req, .t = tg->t,
-				   .target = tg, .start_ns = pt__now_ns(),
+				   .rule = tg->rule, .target = tg, .start_ns = pt__now_ns(),
 				   .start_wall = pt__wall_ns() };
 	ss->end_ns = ss->start_ns;
 	if (windowed(req)) {
@@ -275,7 +283,7 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 	if (k->start && (err = k->start(ss))) {
 		if (k->free)
 			k->free(ss);
-		free(ss);
+		base_free(ss);
 		req->err = err;
 		complete(s, req);
 		return NULL;
@@ -474,7 +482,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		/* The last tick's late stops, under that tick's flags. */
 		pt_tracee_report_late(tg->t);
 		if (tick_sessions(s, tg, now, period, &cbs))
-			pt_tracee_tick(tg->t, period, &cbs);
+			pt_rule_tick(tg->rule, period, &cbs);
 	}
 	log_rate(s, pt_rate_account(&s->rate, pt__now_ns(), base,
 				    pt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 +
@@ -521,22 +529,24 @@ void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt_tracee *t)
+static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt__target *tg)
 {
 	struct pt_tracee_stats ts;
+	struct pt_rule_stats rs;
 
-	pt_tracee_stats(t, &ts);
+	pt_tracee_stats(tg->t, &ts);
+	pt_rule_stats(tg->rule, &rs);
 	st->thread_samples += ts.thread_samples;
 	st->stops += ts.stops;
 	st->late_stops += ts.late_stops;
-	st->preempted_stops += ts.preempted_stops;
+	st->preempted_stops += rs.preempted_stops;
 	st->incomplete_stacks += ts.incomplete_stacks;
 	st->signals_reinjected += ts.signals_reinjected;
 	st->frames_total += ts.frames_total;
 	st->pause_ns_total += ts.pause_ns_total;
 	st->unwind_ns_total += ts.unwind_ns_total;
-	st->snapshot_stops += ts.snapshot_stops;
-	st->snapshot_reused += ts.snapshot_reused;
+	st->snapshot_stops += rs.snapshot_stops;
+	st->snapshot_reused += rs.snapshot_reused;
 	st->maps_rereads += ts.maps_rereads;
 	st->short_copies += ts.short_copies;
 	st->signal_copies += ts.signal_copies;
@@ -550,7 +560,7 @@ static void update_stats(struct pt_sampler *s)
 	struct pt_sampler_stats st = s->retired;
 
 	for (int i = 0; i < s->ntg; i++) {
-		add_tracee_stats(&st, s->tg[i].t);
+		add_tracee_stats(&st, &s->tg[i]);
 		st.targets_attached += pt_tracee_attached(s->tg[i].t) != 0;
 	}
 	st.sessions_active = (uint64_t)count_sessions(s);
@@ -754,7 +764,7 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	int err;
 
 	*out = NULL;
-	s = calloc(1, sizeof(*s));
+	s = base_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->o = *opts;
@@ -790,7 +800,7 @@ fail:
 		close(s->evfd);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
-	free(s);
+	base_free(s);
 	return err;
 }
 
@@ -850,5 +860,5 @@ void pt_sampler_free(struct pt_sampler *s)
 	pthread_mutex_destroy(&s->lock);
 	close(s->evfd);
 	close(s->sigfd);
-	free(s);
+	base_free(s);
 }

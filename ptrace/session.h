@@ -7,13 +7,15 @@
  *
  * Every hook runs on the sampler thread, between ticks or inside one; none
  * may call back into the sampler or stop threads itself, except `start`,
- * which may use the tracee (pt_tracee_snapshot, pt_tracee_symbolize). */
+ * which may use the tracee and its rule (pt_rule_snapshot,
+ * pt_tracee_symbolize). */
 #ifndef PT_SESSION_H
 #define PT_SESSION_H
 
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ptrace/rule.h"
 #include "ptrace/sampler.h"
 #include "ptrace/tracee.h"
 
@@ -27,6 +29,7 @@ struct pt_session {
 	const struct pt_sampler_opts *o;
 	struct pt_request *req;
 	struct pt_tracee *t;
+	struct pt_rule *rule;        /* t's sampling rule (pt_rule_snapshot) */
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC; end_ns == start_ns without a window */
 	uint64_t start_wall;         /* CLOCK_REALTIME at start, for profiles' time stamps */
 	/* the sampler's, for the tick schedule */
@@ -80,21 +83,14 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 
 /* ---- what kinds share -------------------------------------------------- */
 
-struct pt_stacks;
-/* Waits (block, mutex) gathered from thread states (session_waiting.c):
- * futex_only keeps the futex ones (mutex); a thread first seen counts from
- * since_ns. */
-struct pt__waits;
-int pt__waits_new(struct pt__waits **out, int futex_only, uint64_t since_ns, size_t max_stacks);
-void pt__waits_free(struct pt__waits *w);
-void pt__waits_on_state(struct pt__waits *w, const struct pt_thread_state *st);
-const struct pt_stacks *pt__waits_stacks(const struct pt__waits *w);
-uint64_t pt__waits_samples(const struct pt__waits *w);
-uint64_t pt__waits_since(const struct pt__waits *w);
-
-/* The continuous watch's waits of ss's target (session_watch.c), or NULL
- * if no watch runs on it. */
-const struct pt__waits *pt__watch_waits(struct pt_session *ss, int futex_only);
+/* The continuous watch's waits (block and mutex) of ss's target, kept by
+ * session_waiting.c in a target slot of its own, where block and mutex
+ * requests without a window find them: started anew (counts start again)
+ * for the watch (session_watch.c), which feeds it each thread state.
+ * Returns 0 or -ENOMEM. */
+struct pt__watched;
+int pt__watched_start(struct pt_session *ss, struct pt__watched **out);
+void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st);
 /* A look at the target's memory for allocs (session_memory.c). Returns 0
  * or a negative errno. */
 int pt__memory_look(struct pt_session *ss);

@@ -155,7 +155,7 @@ static int threadcreate_start(struct pt_session *ss)
 		return pt_stacks_merge(ts->out, ts->rec->stacks, -1);
 	if ((err = pt_stacks_merge(ts->out, ts->rec->stacks, 1)))
 		return err;
-	n = pt_tracee_snapshot(ss->t, SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
+	n = pt_rule_snapshot(ss->rule, SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
 	return n < 0 ? n : 0;
 }
 

@@ -34,7 +34,7 @@ static int snapshot(struct pt_session *ss, int sign)
 	int n, stopped = 0;
 
 	ts->sign = sign;
-	n = pt_tracee_snapshot(ss->t, SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
+	n = pt_rule_snapshot(ss->rule, SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
 	ts->stopped += stopped;
 	pt__sampler_log(ss->s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
 			(int)ss->req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);

@@ -9,33 +9,47 @@
  * answers with what the continuous watch gathered since it started
  * (session_watch.c), or -EAGAIN if there is none. */
 #include <errno.h>
-#include <stdlib.h>
 #include <sys/syscall.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
 
 /* What the waits remember of a thread between ticks. */
 struct seen {
-	pid_t tid;             /* 0: an empty slot */
 	int syscall;
 	int waiting;           /* blocked at the tick before */
 	uint64_t at_ns;        /* when it was last looked at */
 };
 
-struct pt__waits {
+/* Waits gathered from thread states: futex_only keeps the futex ones
+ * (mutex); a thread first seen counts from since_ns. */
+struct waits {
 	int futex_only;
 	uint64_t since_ns;     /* a thread first seen counts from here */
 	struct pt_stacks *stacks;
-	struct seen *seen;     /* open addressing by tid, cap a power of two */
-	size_t cap, used;
+	struct seen *seen;     /* by first sight */
+	size_t nseen, cap;
+	struct base_map by_tid;   /* tid -> index into seen */
 	uint64_t samples;
 };
 
-int pt__waits_new(struct pt__waits **out, int futex_only, uint64_t since_ns, size_t max_stacks)
+static void waits_free(struct waits *w)
 {
-	struct pt__waits *w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	pt_stacks_free(w->stacks);
+	base_free(w->seen);
+	base_map_free(&w->by_tid);
+	base_free(w);
+}
+
+static int waits_new(struct waits **out, int futex_only, uint64_t since_ns, size_t max_stacks)
+{
+	struct waits *w = base_calloc(1, sizeof(*w));
 	int err;
 
 	*out = NULL;
@@ -44,65 +58,32 @@ int pt__waits_new(struct pt__waits **out, int futex_only, uint64_t since_ns, siz
 	w->futex_only = futex_only;
 	w->since_ns = since_ns;
 	if ((err = pt_stacks_new(&w->stacks, max_stacks))) {
-		free(w);
+		waits_free(w);
 		return err;
 	}
 	*out = w;
 	return 0;
 }
 
-void pt__waits_free(struct pt__waits *w)
+/* The record of tid, created at its first sight; NULL if memory ran out. */
+static struct seen *seen_get(struct waits *w, pid_t tid)
 {
-	if (!w)
-		return;
-	pt_stacks_free(w->stacks);
-	free(w->seen);
-	free(w);
-}
+	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)tid);
+	struct seen *sn;
 
-const struct pt_stacks *pt__waits_stacks(const struct pt__waits *w) { return w->stacks; }
-uint64_t pt__waits_samples(const struct pt__waits *w) { return w->samples; }
-uint64_t pt__waits_since(const struct pt__waits *w) { return w->since_ns; }
-
-static int seen_grow(struct pt__waits *w)
-{
-	size_t cap = w->cap ? w->cap * 2 : 256;
-	struct seen *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->cap; i++) {
-		size_t j;
-
-		if (!w->seen[i].tid)
-			continue;
-		for (j = (size_t)w->seen[i].tid & (cap - 1); v[j].tid; j = (j + 1) & (cap - 1)) {
-		}
-		v[j] = w->seen[i];
-	}
-	free(w->seen);
-	w->seen = v;
-	w->cap = cap;
-	return 0;
-}
-
-/* The record of tid, created (zeroed but for tid) at its first sight; NULL
- * if memory ran out. */
-static struct seen *seen_get(struct pt__waits *w, pid_t tid)
-{
-	size_t j;
-
-	if ((w->used + 1) * 2 > w->cap && seen_grow(w))
+	if (i)
+		return &w->seen[*i];
+	if (base_map_put(&w->by_tid, (uint64_t)tid, w->nseen))
 		return NULL;
-	for (j = (size_t)tid & (w->cap - 1); w->seen[j].tid; j = (j + 1) & (w->cap - 1))
-		if (w->seen[j].tid == tid)
-			return &w->seen[j];
-	w->used++;
-	w->seen[j] = (struct seen){ .tid = tid, .syscall = -1 };
-	return &w->seen[j];
+	if (!(sn = BASE_ARRAY_PUSH(w->seen, w->nseen, w->cap))) {
+		base_map_del(&w->by_tid, (uint64_t)tid);
+		return NULL;
+	}
+	sn->syscall = -1;
+	return sn;
 }
 
-void pt__waits_on_state(struct pt__waits *w, const struct pt_thread_state *st)
+static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 {
 	struct seen *sn = seen_get(w, st->tid);
 	int waiting = st->state == 'S' || st->state == 'D';
@@ -126,11 +107,68 @@ void pt__waits_on_state(struct pt__waits *w, const struct pt_thread_state *st)
 	sn->at_ns = st->at_ns;
 }
 
+/* ---- the continuous watch's waits ---------------------------------------- */
+
+/* The watch's waits (session_watch.c), in a target slot of this file's:
+ * requests without a window find them there. */
+struct pt__watched {
+	struct waits *block, *mutex;
+};
+
+static const char watched_key;
+
+static void watched_free(void *p)
+{
+	struct pt__watched *w = p;
+
+	if (!w)
+		return;
+	waits_free(w->block);
+	waits_free(w->mutex);
+	base_free(w);
+}
+
+int pt__watched_start(struct pt_session *ss, struct pt__watched **out)
+{
+	void **slot = pt__target_slot(ss, &watched_key, watched_free, NULL);
+	size_t max = (size_t)ss->o->max_stacks;
+	struct pt__watched *w;
+	int err;
+
+	*out = NULL;
+	if (!slot)
+		return -ENOMEM;
+	/* A new watch (the target's last one ended): counts start again. */
+	watched_free(*slot);
+	if (!(*slot = w = base_calloc(1, sizeof(*w))))
+		return -ENOMEM;
+	if ((err = waits_new(&w->block, 0, ss->start_ns, max)) ||
+	    (err = waits_new(&w->mutex, 1, ss->start_ns, max)))
+		return err;
+	*out = w;
+	return 0;
+}
+
+void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st)
+{
+	waits_on_state(w->block, st);
+	waits_on_state(w->mutex, st);
+}
+
+/* The watch's waits of ss's target, or NULL if no watch runs on it. */
+static const struct waits *watched_waits(struct pt_session *ss, int futex_only)
+{
+	void **slot = pt__target_slot(ss, &watched_key, watched_free, NULL);
+	struct pt__watched *w = slot ? *slot : NULL;
+
+	return w ? (futex_only ? w->mutex : w->block) : NULL;
+}
+
 /* ---- the block and mutex sessions ---------------------------------------- */
 
 struct waiting_session {
 	struct pt_session base;
-	struct pt__waits *w;       /* a window's own */
+	struct waits *w;           /* a window's own */
 	struct pt_stacks *copy;    /* without a window: the watch's, copied */
 	uint64_t samples, since_ns;
 };
@@ -139,17 +177,17 @@ static int waiting_start(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 	int futex_only = ss->kind == &pt_kind_mutex, err;
-	const struct pt__waits *watch;
+	const struct waits *watch;
 
 	if (ss->req->duration_ns)
-		return pt__waits_new(&ws->w, futex_only, ss->start_ns, (size_t)ss->o->max_stacks);
-	if (!(watch = pt__watch_waits(ss, futex_only)))
+		return waits_new(&ws->w, futex_only, ss->start_ns, (size_t)ss->o->max_stacks);
+	if (!(watch = watched_waits(ss, futex_only)))
 		return -EAGAIN;   /* no continuous watch of this target */
 	if ((err = pt_stacks_new(&ws->copy, (size_t)ss->o->max_stacks)))
 		return err;
-	ws->samples = pt__waits_samples(watch);
-	ws->since_ns = pt__waits_since(watch);
-	return pt_stacks_merge(ws->copy, pt__waits_stacks(watch), 1);
+	ws->samples = watch->samples;
+	ws->since_ns = watch->since_ns;
+	return pt_stacks_merge(ws->copy, watch->stacks, 1);
 }
 
 static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state *st)
@@ -157,13 +195,13 @@ static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
 	if (ws->w)
-		pt__waits_on_state(ws->w, st);
+		waits_on_state(ws->w, st);
 }
 
 static int waiting_finish(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
-	const struct pt_stacks *st = ws->w ? pt__waits_stacks(ws->w) : ws->copy;
+	const struct pt_stacks *st = ws->w ? ws->w->stacks : ws->copy;
 	uint64_t since = ws->w ? ss->start_ns : ws->since_ns;
 	struct pt_profile *p;
 	int err = pt_stacks_build(st, ss->t, &ss->req->profile);
@@ -172,7 +210,7 @@ static int waiting_finish(struct pt_session *ss)
 		p->time_ns = ss->start_wall - (ss->start_ns - since);
 		p->duration_ns = pt__now_ns() - since;
 		p->hz = ss->req->hz;
-		p->thread_samples = ws->w ? pt__waits_samples(ws->w) : ws->samples;
+		p->thread_samples = ws->w ? ws->w->samples : ws->samples;
 	}
 	pt__sampler_log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,
 			(int)ss->req->pid, (unsigned long long)(p ? p->thread_samples : 0),
@@ -185,7 +223,7 @@ static void waiting_free(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
-	pt__waits_free(ws->w);
+	waits_free(ws->w);
 	pt_stacks_free(ws->copy);
 }
 

@@ -6,62 +6,24 @@
  * at the memory every MEMORY_EVERY_NS). Requests of those profiles without
  * seconds= answer from it. CPU profiles raise the rate while they run. */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
 
 #define MEMORY_EVERY_NS 10000000000ull
 
-/* The watch's waits, in a target slot: requests find them there. */
-struct watched {
-	struct pt__waits *block, *mutex;
-};
-
 struct watch_session {
 	struct pt_session base;
-	struct watched *w;
+	struct pt__watched *w;     /* the waits, kept by session_waiting.c */
 	uint64_t memory_at;
 };
-
-static const char watch_key;
-
-static void watched_free(void *p)
-{
-	struct watched *w = p;
-
-	if (!w)
-		return;
-	pt__waits_free(w->block);
-	pt__waits_free(w->mutex);
-	free(w);
-}
-
-const struct pt__waits *pt__watch_waits(struct pt_session *ss, int futex_only)
-{
-	void **slot = pt__target_slot(ss, &watch_key, watched_free, NULL);
-	struct watched *w = slot ? *slot : NULL;
-
-	return w ? (futex_only ? w->mutex : w->block) : NULL;
-}
 
 static int watch_start(struct pt_session *ss)
 {
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
-	void **slot = pt__target_slot(ss, &watch_key, watched_free, NULL);
-	size_t max = (size_t)ss->o->max_stacks;
 	int err;
 
-	if (!slot)
-		return -ENOMEM;
-	/* A new watch (the target's last one ended): counts start again. */
-	watched_free(*slot);
-	if (!(*slot = calloc(1, sizeof(struct watched))))
-		return -ENOMEM;
-	ws->w = *slot;
-	if ((err = pt__waits_new(&ws->w->block, 0, ss->start_ns, max)) ||
-	    (err = pt__waits_new(&ws->w->mutex, 1, ss->start_ns, max)) ||
-	    (err = pt__creations_watch(ss)))
+	if ((err = pt__watched_start(ss, &ws->w)) || (err = pt__creations_watch(ss)))
 		return err;
 	ws->memory_at = ss->start_ns;
 	return pt__memory_look(ss);
@@ -71,8 +33,7 @@ static void watch_on_state(struct pt_session *ss, const struct pt_thread_state *
 {
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
 
-	pt__waits_on_state(ws->w->block, st);
-	pt__waits_on_state(ws->w->mutex, st);
+	pt__watched_on_state(ws->w, st);
 	if (st->at_ns >= ws->memory_at + MEMORY_EVERY_NS) {
 		ws->memory_at = st->at_ns;
 		pt__memory_look(ss);

@@ -1,17 +1,45 @@
-/* Naming addresses of a tracee: the module that holds an address and its
- * symbol, or the target's perf map for code a JIT wrote into anonymous
- * memory. Sampler thread only. */
+/* A tracee's maps and the naming of its addresses: the module that holds
+ * an address and its symbol, or the target's perf map for code a JIT wrote
+ * into anonymous memory. Sampler thread only. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/mem.h"
+#include "ptrace/mem.h"
 #include "ptrace/module.h"
 #include "ptrace/perfmap.h"
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
+#include "ptrace/ptrace_internal.h"
 #include "ptrace/tracee_internal.h"
+#include "ptrace/unwind.h"
+
+int pt_tracee_refresh_maps(struct pt_tracee *t)
+{
+	struct pt_maps *m;
+	int err;
+
+	if (t->execed)
+		return 0;   /* keep the old program's maps until the exec is acknowledged */
+	err = pt_proc_read_maps(t->pid, &m);
+
+	if (err)
+		return err;
+	pt_maps_free(t->maps);
+	t->maps = m;
+	t->maps_at_ns = pt__now_ns();
+	t->pm_checked = 0;
+	pt_mem_set_maps(t->mem, m);
+	pt_unwinder_set_maps(t->unw, m);
+	return 0;
+}
+
+const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t)
+{
+	return t->maps;
+}
 
 /* Loads the target's perf map if it changed since the last load. A file
  * still being appended to is read up to its last complete line. */
@@ -33,7 +61,7 @@ static void perfmap_refresh(struct pt_tracee *t)
 				   st.st_mtim.tv_nsec == t->pm_st.st_mtim.tv_nsec))
 		goto out;
 	want = st.st_size > (off_t)PT_PERFMAP_MAX_BYTES ? PT_PERFMAP_MAX_BYTES : (size_t)st.st_size;
-	if (!(text = malloc(want + 1)))
+	if (!(text = base_malloc(want + 1)))
 		goto out;
 	while (len < want) {
 		ssize_t n = read(fd, text + len, want - len);
@@ -53,7 +81,7 @@ static void perfmap_refresh(struct pt_tracee *t)
 		t->st.perfmap_entries = pt_perfmap_count(pm);
 	}
 out:
-	free(text);
+	base_free(text);
 	close(fd);
 }
 

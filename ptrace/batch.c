@@ -1,0 +1,111 @@
+/* A batch of captures, once every thread of it runs again: unwound
+ * offline (libunwind over the stack copies, ptrace/unwind.c), then each
+ * reported to whoever chose the threads, through its ops. Sampler thread
+ * only. */
+#include <string.h>
+#include <sys/user.h>
+
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/proc.h"
+#include "ptrace/python.h"
+#include "ptrace/tracee_internal.h"
+#include "ptrace/unwind.h"
+
+#define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
+#define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
+
+/* An address outside every mapping means the maps may be stale (a library
+ * loaded since they were read, e.g. by the dynamic loader right after an
+ * exec): read them again and redo the batch. If that did not place the
+ * address (junk at the end of a frame-pointer chain), the least time
+ * between such reads doubles, up to a second. */
+void pt__batch_unwind(struct pt_tracee *t, int ncap)
+{
+	if (!t->maps_backoff_ns)
+		t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t miss, incomplete = 0;
+
+		for (int k = 0; k < ncap; k++) {
+			uint64_t t0 = pt__now_ns();
+			int complete;
+
+			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
+						  t->frames + (size_t)k * t->o.max_frames,
+						  t->o.max_frames, &complete);
+			t->unwind_ns[k] = pt__now_ns() - t0;
+			incomplete += !complete;
+		}
+		miss = pt_unwinder_take_miss(t->unw);
+		if (pass == 0 && miss && pt__now_ns() >= t->maps_at_ns + t->maps_backoff_ns &&
+		    pt_tracee_refresh_maps(t) == 0) {
+			t->st.maps_rereads++;
+			if (pt_maps_find(t->maps, miss)) {
+				t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+				continue;   /* the maps were stale: again, with the new ones */
+			}
+			t->maps_backoff_ns = t->maps_backoff_ns * 2 < MAPS_BACKOFF_MAX_NS ?
+					     t->maps_backoff_ns * 2 : MAPS_BACKOFF_MAX_NS;
+		}
+		t->st.incomplete_stacks += incomplete;
+		return;
+	}
+}
+
+/* Sizes a thread's next stack copy from what its last unwind read: twice
+ * that plus a page, in pages. Grows at once, shrinks by an eighth at most
+ * per sample (a thread that goes deeper now and then keeps its room); an
+ * unwind that ran out of copy makes the next one whole (that sample's
+ * stack ends where the copy did: counted, and incomplete). */
+static void learn_stack(struct pt_tracee *t, struct pt_thread *th, const struct pt_capture *cap)
+{
+	size_t cur = th->stack_want ? th->stack_want : t->o.stack_bytes;
+	size_t need = (2 * cap->stack_used + 2 * 4096 - 1) & ~(size_t)4095;
+
+	if (cap->stack_short) {
+		t->st.short_copies++;
+		th->stack_want = 0;
+		return;
+	}
+	if (need < ((cur - cur / 8) & ~(size_t)4095))
+		need = (cur - cur / 8) & ~(size_t)4095;
+	th->stack_want = need >= t->o.stack_bytes ? 0 : need;
+}
+
+void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *ops)
+{
+	for (int k = 0; k < ncap; k++) {
+		struct pt_thread *th = t->slot_th[k];
+		const struct pt_capture *cap = &t->caps[k];
+		uint64_t dt = t->unwind_ns[k];
+		struct pt_sample smp;
+
+		if (t->py_caps && t->py_caps[k].n) {
+			uint64_t t0 = pt__now_ns();
+
+			t->nframes[k] = pt_py_merge(t->py, &t->py_caps[k],
+						    t->frames + (size_t)k * t->o.max_frames, t->nframes[k]);
+			dt += pt__now_ns() - t0;
+		}
+		smp = (struct pt_sample){
+			.pid = t->pid, .tid = th->tid, .comm = th->comm, .state = th->state,
+			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
+			.frames = t->frames + (size_t)k * t->o.max_frames, .n = t->nframes[k],
+			.sp = cap->regs.rsp, .pc = cap->regs.rip,
+		};
+		learn_stack(t, th, cap);
+		if (cap->sig_uc) {
+			th->sig_uc = cap->sig_uc;
+			th->sig_lo = cap->sig_lo;
+			th->sig_hi = cap->sig_hi;
+		}
+		t->st.thread_samples++;
+		t->st.unwind_ns_total += dt;
+		t->st.pause_ns_total += t->slot_pause[k];
+		t->st.frames_total += (uint64_t)smp.n;
+		if (ops->timing)
+			ops->timing(ops->arg, t->slot_pause[k], dt);
+		if (ops->sample)
+			ops->sample(ops->arg, th, &smp);
+	}
+}

@@ -1,0 +1,248 @@
+/* Acting on one waitpid status of a traced thread: every stop is either
+ * ours (a capture the caller asked for, returned as PT__EV_OURS) or the
+ * target's, which is passed on exactly as the kernel meant it: a signal
+ * re-injected once, a group-stop kept with PTRACE_LISTEN, a new thread
+ * registered and let go, an exec or an exit noticed and reported up as an
+ * event. Sampler thread only. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include "base/mem.h"
+#include "ptrace/module.h"
+#include "ptrace/proc.h"
+#include "ptrace/python.h"
+#include "ptrace/tracee_internal.h"
+#include "ptrace/unwind.h"
+
+static void emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
+		 const uint64_t *stack, int n)
+{
+	struct pt_event ev = { .kind = kind, .pid = t->pid, .tid = tid, .child = child,
+			       .stack = stack, .n = n };
+
+	if (t->tr->event)
+		t->tr->event(t->tr->event_arg, &ev);
+}
+
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+void pt__detach_thread(struct pt_thread *th, int sig)
+{
+	ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig);
+	th->flags |= PT_TH_GONE;
+}
+
+/* Resumes th after an event of its own, or lets it go if we are detaching
+ * (with `sig`, the signal it stopped for, delivered then). */
+static enum pt__ev resume(struct pt_tracee *t, struct pt_thread *th, int sig)
+{
+	if (t->detaching) {
+		pt__detach_thread(th, sig);
+		return PT__EV_GONE;
+	}
+	ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)sig);
+	return PT__EV_HANDLED;
+}
+
+/* PTRACE_EVENT_STOP: our interrupt, a new thread's first stop, or a
+ * group-stop. */
+static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int sig)
+{
+	if (is_stop_signal(sig)) {
+		/* Group-stop (SIGSTOP from outside): the thread must stay
+		 * stopped for job control. PTRACE_LISTEN keeps it stopped
+		 * while letting us see the SIGCONT. */
+		th->flags &= ~PT_TH_INTERRUPTING;
+		if (t->detaching) {
+			pt__detach_thread(th, 0);
+			return PT__EV_GONE;
+		}
+		th->flags |= PT_TH_GROUPSTOP;
+		t->st.group_stops++;
+		ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+		return PT__EV_HANDLED;
+	}
+	th->flags &= ~PT_TH_GROUPSTOP;
+	if (!t->detaching && (th->flags & PT_TH_INTERRUPTING)) {
+		th->flags &= ~PT_TH_INTERRUPTING;
+		if (th->flags & PT_TH_WANTED)
+			return PT__EV_OURS;
+	}
+	/* A new thread's first stop, a late interrupt, or the end of a
+	 * group-stop seen through PTRACE_LISTEN. */
+	return resume(t, th, 0);
+}
+
+/* The capture buffers of clone stacks, allocated at first use. */
+static struct pt_capture *clone_capture(struct pt_tracee *t)
+{
+	if (!t->clone_cap && (t->clone_cap = base_calloc(1, sizeof(*t->clone_cap))) &&
+	    (!(t->clone_cap->stack = base_malloc(t->o.stack_bytes)) ||
+	     !(t->clone_frames = base_malloc((size_t)t->o.max_frames * sizeof(*t->clone_frames))))) {
+		base_free(t->clone_cap->stack);
+		base_free(t->clone_cap);
+		t->clone_cap = NULL;
+	}
+	return t->clone_cap;
+}
+
+/* Unwinds the parent's capture at a clone into t->clone_frames. glibc's
+ * clone3 marks its return address undefined after the system call (so
+ * that the child's unwind ends there, on the same code), which ends the
+ * parent's unwind at its first frame too. The parent is in a leaf with no
+ * frame of its own there: its return address is the word at its stack
+ * pointer. If that points into executable memory, unwind on from the caller.
+ * Returns the number of frames. */
+static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
+{
+	uint64_t *f = t->clone_frames, ret;
+	const struct pt_map *m;
+	int n, complete, max = t->o.max_frames;
+
+	n = pt_unwind(t->unw, cap, f, max, &complete);
+	if (n > 1 || max < 2 || cap->stack_len < 16)
+		return n;
+	memcpy(&ret, cap->stack, sizeof(ret));
+	if (!(m = pt_maps_find(t->maps, ret)) || !(m->flags & PT_MAP_X))
+		return n;
+	cap->regs.rip = ret;
+	cap->regs.rsp += 8;
+	cap->stack += 8;
+	cap->stack_len -= 8;
+	if (cap->stack_limit > 8)
+		cap->stack_limit -= 8;
+	n = 1 + pt_unwind(t->unw, cap, f + 1, max - 1, &complete);
+	f[1] = ret - 1;   /* a return address: the call is the instruction before */
+	cap->stack -= 8;
+	return n;
+}
+
+static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
+{
+	unsigned long newtid = 0;
+	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
+	/* py_caps' last slot is the clone events' (see pt__py_detect) */
+	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
+	int took = 0, n = 0;
+	enum pt__ev e;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
+		return resume(t, th, 0);
+	t->st.clones++;
+	if (pt__add_thread(t, (pid_t)newtid) < 0) {
+		/* Over the cap: let it go untraced rather than stopped. */
+		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
+	}
+	/* The parent is stopped at the event: copy its stack now, unwind it
+	 * once it runs again. */
+	if (pyc)
+		pt__py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
+	took = cap && !t->detaching && pt__capture(t, th, cap, pyc) == 0;
+	e = resume(t, th, 0);
+	if (took)
+		n = unwind_clone_parent(t, cap);
+	if (took && pyc && pyc->n)
+		n = pt_py_merge(t->py, pyc, t->clone_frames, n);
+	emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
+	return e;
+}
+
+static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
+{
+	unsigned long former = 0;
+	struct pt_thread *ghost;
+
+	/* A thread other than the leader exec'd: it took the leader's tid and
+	 * its own tid is gone, with no exit event of its own. */
+	if (!ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former) && (pid_t)former != th->tid &&
+	    (ghost = pt_tracee_find(t, (pid_t)former))) {
+		ghost->flags |= PT_TH_GONE;
+		emit(t, PT_EV_EXIT, ghost->tid, 0, NULL, 0);
+	}
+	/* The old program's modules stay as they are (frozen: no new ones from
+	 * the new program's memory) until the sessions that sampled it have
+	 * ended; see pt_tracee_ack_exec(). */
+	t->execed = 1;
+	t->st.execs++;
+	pt_modules_freeze(t->mods, 1);
+	/* This tid is now the thread that called exec (it took the leader's
+	 * tid): whatever we sent the old leader is moot, and our /proc fds
+	 * point at the dead task. A stop still pending for the new one arrives
+	 * later as a stray EVENT_STOP and is resumed. A new program: what its
+	 * owner kept of the old one's thread means nothing now. */
+	th->flags &= ~(PT_TH_INTERRUPTING | PT_TH_WANTED | PT_TH_GROUPSTOP);
+	pt__reset_thread(t, th);
+	pt__open_leader_auxv(t);
+	return resume(t, th, 0);
+}
+
+enum pt__ev pt__on_status(struct pt_tracee *t, struct pt_thread *th, int status)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (th->tid == t->pid)
+			t->gone = 1;
+		th->flags |= PT_TH_GONE;
+		emit(t, PT_EV_EXIT, th->tid, 0, NULL, 0);
+		return PT__EV_GONE;
+	}
+	if (!WIFSTOPPED(status))
+		return PT__EV_NONE;
+	switch (status >> 16) {
+	case PTRACE_EVENT_STOP:
+		return on_event_stop(t, th, WSTOPSIG(status));
+	case PTRACE_EVENT_CLONE:
+		return on_clone(t, th);
+	case PTRACE_EVENT_EXEC:
+		return on_exec(t, th);
+	default:
+		/* Signal-delivery-stop: the signal was meant for the target.
+		 * Deliver it exactly once, now (or on detach). Until it next
+		 * gets a core, the thread is runnable but has yet to enter its
+		 * handler: a tick must not stop it there (pt_thread_note_signal). */
+		t->st.signals_reinjected++;
+		if (t->detaching)
+			return resume(t, th, WSTOPSIG(status));
+		pt_thread_note_signal(th);
+		if ((th->flags & (PT_TH_INTERRUPTING | PT_TH_WANTED)) ==
+		    (PT_TH_INTERRUPTING | PT_TH_WANTED)) {
+			/* A thread we interrupted took a signal first (it
+			 * came between the look and our interrupt): it stands
+			 * where the signal found it, which is where it ran.
+			 * Resumed with the signal, it would stop for our
+			 * interrupt at its handler's first instruction, as
+			 * often as it is signalled, not as often as it runs
+			 * there. So the sample is taken here, the thread
+			 * resumed with its signal (stop.c take), and the stop
+			 * our interrupt still owes comes later as a late one
+			 * (PT_TH_INTERRUPTING stays set: see on_event_stop). */
+			th->resume_sig = WSTOPSIG(status);
+			return PT__EV_OURS;
+		}
+		return resume(t, th, WSTOPSIG(status));
+	}
+}
+
+enum pt__ev pt__poll_thread(struct pt_tracee *t, struct pt_thread *th)
+{
+	int status;
+	pid_t r = waitpid(th->tid, &status, WNOHANG | __WALL);
+
+	if (r == 0)
+		return PT__EV_NONE;
+	if (r < 0) {
+		/* ECHILD: no longer our tracee (killed with the group). */
+		if (errno == ECHILD) {
+			th->flags |= PT_TH_GONE;
+			return PT__EV_GONE;
+		}
+		return PT__EV_NONE;
+	}
+	return pt__on_status(t, th, status);
+}

@@ -1,0 +1,113 @@
+/* The sampling rule's state, shared by its files (STYLE H1), from the
+ * bottom up: snapcache.c (stacks cached at stops), states.c (thread
+ * states), snapshot.c (the thread dump), rule.c (the CPU tick, the rule's
+ * life). A file calls only those before it in this list. Sampler thread
+ * only. */
+#ifndef PT_RULE_INTERNAL_H
+#define PT_RULE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptrace/rule.h"
+
+/* A thread not yet looked at by a tick: sampled at its first look if it is
+ * running then, whatever its CPU (so a thread living for less than a period,
+ * a churned worker, is sampled when caught running); else it starts from
+ * no credit. */
+#define PT_NEW_CREDIT UINT64_MAX
+
+/* The rule's part of a thread (struct pt_thread's `rule`): zeroed by the
+ * mechanism when the thread is added or exec's, set up from the thread's
+ * opening at its first use (pt__rt). */
+struct pt_rule_thread {
+	int seen;                /* set up */
+	uint64_t last_run_ns;    /* its CPU time at its last look */
+	uint64_t moved_at;       /* when a tick last saw its CPU move (see pt_rule_tick) */
+	uint64_t cpu_ns;         /* the weight of its pending sample: CPU since its last one */
+	uint64_t acc_ns;         /* CPU used since its last tick-sample */
+	uint64_t credit_ns;      /* CPU not yet paid for by a sample (see pt_rule_tick) */
+	uint64_t wait_ns;        /* time runnable but waiting for a core, at its last look */
+	/* its last selection for a CPU sample: when that tick began, its wait
+	 * then, the credit the selection took, its CPU then, and how many
+	 * selections in a row were dropped (see keep_stop in rule.c) */
+	uint64_t tick_ns, tick_wait_ns, credit_paid;
+	int tick_cpu, preempted_in_a_row;
+	int syscall;             /* the system call it was blocked in at its last look, or -1 */
+	int ran;                 /* it ran since the state report before */
+	uint64_t sys_sp, sys_pc; /* where it was blocked at its last state read, 0 if not */
+	/* snapshot cache: the stack at the last snapshot stop (snapcache.c) */
+	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
+	int snap_n, snap_syscall, snap_restart;
+	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
+	uint64_t snap_run_ns, snap_sp, snap_pc;
+};
+
+/* What the rule asks of the mechanism that a unit test stands in for: the
+ * stop cycle and the process's CPU clock (pt_tracee_collect and
+ * pt_tracee_cpu_ns in production). */
+struct pt__rule_io {
+	int (*collect)(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint64_t wait_ns,
+		       int snap, const struct pt_stop_ops *ops);
+	uint64_t (*cpu_ns)(const struct pt_tracee *t);
+};
+
+struct pt_rule {
+	struct pt_tracee *t;
+	struct pt__rule_io io;
+	size_t rr;               /* round-robin start of the next tick's selection */
+	uint64_t pcpu_last;      /* the process's CPU clock at the last tick, 0: unknown */
+	uint64_t full_at;        /* when a tick last looked at every thread */
+	struct pt_tick_cbs cbs;  /* the last tick's: its samples go there, late ones too */
+	/* a snapshot's or a state report's stops: where they go */
+	pt_sample_cb snap_cb;
+	pt_timing_cb snap_timing;
+	void *snap_arg;
+	struct pt_rule_stats st;
+};
+
+/* th's rule part, set up at its first use. */
+static inline struct pt_rule_thread *pt__rt(struct pt_thread *th)
+{
+	struct pt_rule_thread *rt = th->rule;
+
+	if (!rt->seen) {
+		rt->seen = 1;
+		rt->last_run_ns = th->open_run_ns;
+		rt->wait_ns = th->open_wait_ns;
+		rt->moved_at = th->opened_ns;
+		rt->credit_ns = PT_NEW_CREDIT;
+		rt->syscall = -1;
+	}
+	return rt;
+}
+
+/* ---- snapcache.c ---- */
+
+/* What a snapshot's or a state report's stops report to (arg: the rule):
+ * each stack kept in its thread's cache, then passed to r->snap_cb. */
+extern const struct pt_stop_ops pt__snap_ops;
+/* 1 if th's cached stack still holds at CPU time run: it has not run since
+ * (run is what it was at the capture), or ran only to go back into the same
+ * system call at the same stack and instruction pointers after our stop
+ * woke it. */
+int pt__snap_still_valid(struct pt_thread *th, uint64_t run);
+/* 1 if th, blocked anew, waits where its cached stack was taken (see
+ * snapcache.c). */
+int pt__snap_same_place(struct pt_thread *th);
+/* Stops sel (a snapshot's or a state report's), keeping their stacks;
+ * samples go to cb (may be NULL), pauses to timing. Returns how many were
+ * captured now. */
+int pt__snap_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64_t wait_ns,
+		     pt_sample_cb cb, pt_timing_cb timing, void *arg);
+/* Frees th's cache (the mechanism forgets or resets th). */
+void pt__snap_drop(struct pt_thread *th);
+
+/* ---- states.c ---- */
+
+/* Reports every live thread's state to cbs->state, after stopping once the
+ * blocked threads whose stack is not cached yet. now: the tick's time (a
+ * thread whose CPU moved at this tick has moved_at == now). */
+void pt__report_states(struct pt_rule *r, uint64_t now, const struct pt_tick_cbs *cbs);
+
+#endif

@@ -1,0 +1,143 @@
+/* The tracer: the one thread that traces (ptrace is per thread), reaping
+ * the events of all its tracees with one waitpid per event and handing
+ * each to its tracee. Sampler thread only, but for new and free. */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+#include "ptrace/proc.h"
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/tracee_internal.h"
+
+int pt_tracer_new(struct pt_tracer **out, int wake_fd)
+{
+	struct pt_tracer *tr = base_calloc(1, sizeof(*tr));
+
+	*out = NULL;
+	if (!tr)
+		return -ENOMEM;
+	tr->wake_fd = wake_fd;
+	tr->self_sched_fd = tr->loadavg_fd = -1;
+	*out = tr;
+	return 0;
+}
+
+void pt_tracer_free(struct pt_tracer *tr)
+{
+	if (!tr)
+		return;
+	if (tr->self_sched_fd >= 0)
+		close(tr->self_sched_fd);
+	if (tr->loadavg_fd >= 0)
+		close(tr->loadavg_fd);
+	base_free(tr);
+}
+
+void pt_tracer_set_events(struct pt_tracer *tr, pt_event_cb cb, void *arg)
+{
+	tr->event = cb;
+	tr->event_arg = arg;
+}
+
+uint64_t pt_tracer_take_late_ns(struct pt_tracer *tr)
+{
+	uint64_t ns = tr->late_ns;
+
+	tr->late_ns = 0;
+	return ns;
+}
+
+void pt_tracer_woke(struct pt_tracer *tr)
+{
+	tr->woke_ns = pt__now_ns();
+}
+
+static struct pt_tracee *known(struct pt_tracer *tr, pid_t tid, struct pt_thread **thp)
+{
+	for (struct pt_tracee *x = tr->tracees; x; x = x->next)
+		if ((*thp = pt_tracee_find(x, tid)))
+			return x;
+	return NULL;
+}
+
+/* The tracee and thread of an event that no tracee knew while its batch was
+ * reaped: usually a new thread whose first stop came before its parent's
+ * clone event, registered since; else it joins its process's tracee here.
+ * NULL if no tracee holds it. */
+static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread **thp)
+{
+	char path[64], buf[2048];
+	long long tgid;
+	struct pt_tracee *x = known(tr, tid, thp);
+
+	if (x)
+		return x;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_status_value(buf, "Tgid", &tgid))
+		return NULL;
+	for (x = tr->tracees; x; x = x->next)
+		if (x->pid == (pid_t)tgid && x->attached && pt__add_thread(x, tid) == 0 &&
+		    (*thp = pt_tracee_find(x, tid)))
+			return x;
+	return NULL;
+}
+
+#define REAP_MAX 4096   /* events per pt_tracer_poll: the sampler has more to do */
+
+int pt_tracer_poll(struct pt_tracer *tr)
+{
+	struct { pid_t tid; int status; } later[64];
+	int more = 1, nlater = 0, pending = 0;
+
+	/* Not the tracer (no tracee of this thread): reap nothing, not even
+	 * the thread's own children's exits, which are not ours to take. */
+	if (!tr->tracees)
+		return 0;
+	tr->poll_ns = tr->woke_ns ? tr->woke_ns : pt__now_ns();
+	tr->woke_ns = tr->late_from = 0;
+
+	/* Stop reaping while later[] is full: a status taken must be acted on
+	 * (a stop nobody resumes leaves its thread stopped). */
+	for (int k = 0; k < REAP_MAX && nlater < 64; k++) {
+		struct pt_tracee *x;
+		struct pt_thread *th;
+		int status;
+		pid_t r = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD);
+
+		if (r <= 0) {
+			more = 0;
+			break;
+		}
+		if ((x = known(tr, r, &th))) {
+			pt__on_status_any(x, th, status);
+		} else {
+			later[nlater].tid = r;
+			later[nlater++].status = status;
+		}
+	}
+	for (int k = 0; k < nlater; k++) {
+		struct pt_tracee *x;
+		struct pt_thread *th;
+
+		if ((x = owner(tr, later[k].tid, &th))) {
+			pt__on_status_any(x, th, later[k].status);
+		} else if (WIFSTOPPED(later[k].status)) {
+			/* Traced by us, known to no tracee (its process was
+			 * forgotten): let it go, with its signal if it had one. */
+			int sig = (later[k].status >> 16) == 0 ? WSTOPSIG(later[k].status) : 0;
+
+			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
+		}
+	}
+	for (struct pt_tracee *x = tr->tracees; x; x = x->next) {
+		pt_tracee_compact(x);
+		for (size_t i = 0; i < x->n && !pending; i++)
+			pending = (x->th[i]->flags & PT_TH_LATE) != 0;
+	}
+	if (pending)
+		tr->rq_base = pt__own_rq_wait_ns(tr);   /* see poll_ns */
+	return more;
+}

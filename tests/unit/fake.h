@@ -1,0 +1,61 @@
+/* A tracee of synthetic threads for unit tests of the sampling rule and the
+ * sessions: a tracee of the test's own pid (its maps and names are real),
+ * whose threads do not exist: their /proc files (schedstat, syscall, stat)
+ * are memfds the test writes, and the mechanism's stop cycle is stood in
+ * for by a recorder (struct pt__rule_io) that "captures" each selected
+ * thread with F.frames. */
+#ifndef TESTS_UNIT_FAKE_H
+#define TESTS_UNIT_FAKE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "ptrace/rule_internal.h"
+#include "ptrace/tracee_internal.h"
+
+#define FAKE_PERIOD 10000000ull   /* a 100 Hz tick */
+#define FAKE_NTH 8
+#define FAKE_TID0 4000000         /* no such thread: its /proc files are the test's */
+
+struct fake {
+	struct pt_tracer *tr;
+	struct pt_tracee *t;
+	struct pt_rule *r;
+	struct pt_thread *th[FAKE_NTH];
+	uint64_t run[FAKE_NTH], wait[FAKE_NTH], slices[FAKE_NTH];
+	uint64_t pcpu;               /* the process clock the rule sees, 0: unknown */
+	/* the stand-in stop cycle: what it saw, and what each stop gives */
+	pid_t sel[64];
+	int nsel, snap, calls;
+	struct user_regs_struct regs;   /* the registers of each stop */
+	uint64_t wait_at_stop;          /* a wait for a core that ends at each stop */
+	const uint64_t *frames;         /* each capture's stack */
+	int nframes;
+	int kept;                       /* stops keep() accepted */
+	/* what fake_on_sample and fake_on_state got */
+	pid_t sampled[64];
+	uint64_t weight[64];
+	int nsampled;
+	struct pt_thread_state states[64];
+	int nstates;
+};
+extern struct fake F;
+
+/* n threads (tids FAKE_TID0 + i, each blocked in futex), at most
+ * max_per_tick stopped per batch, the tracee marked attached. */
+void fake_setup(int n, int max_per_tick);
+void fake_teardown(void);
+/* Thread i runs now (state R). */
+void fake_running(int i);
+/* Thread i is blocked (S) in system call nr, at stack and instruction
+ * pointers sp and pc. */
+void fake_blocked(int i, int nr, uint64_t sp, uint64_t pc);
+/* Thread i used ns more CPU and waited `wait` more for a core (the process
+ * clock moves with it). */
+void fake_burn(int i, uint64_t ns, uint64_t wait);
+/* Recorders for struct pt_tick_cbs. */
+void fake_on_sample(void *arg, const struct pt_sample *s);
+void fake_on_state(void *arg, const struct pt_thread_state *st);
+
+#endif

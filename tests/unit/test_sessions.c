@@ -1,0 +1,277 @@
+/* The session kinds driven directly through their ops (struct
+ * pt_session_kind) with synthetic samples and thread states, and the stack
+ * table they aggregate into, against the unit-test binary's own maps and
+ * names: what each turns its input into, without a sampler loop or a
+ * target. */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "base/mem.h"
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/session.h"
+#include "ptrace/stacks.h"
+#include "tests/harness.h"
+#include "tests/unit/fake.h"
+
+/* Functions whose addresses stand for frames: their names must come back. */
+void unit_marker_leaf(void);
+void unit_marker_caller(void);
+
+__attribute__((noinline)) void unit_marker_leaf(void)
+{
+	__asm__ volatile("nop; nop; nop; nop");
+}
+
+__attribute__((noinline)) void unit_marker_caller(void)
+{
+	unit_marker_leaf();
+	__asm__ volatile("nop; nop; nop; nop");
+}
+
+static uint64_t leaf_pc(void)
+{
+	return (uint64_t)(uintptr_t)&unit_marker_leaf + 2;
+}
+
+static uint64_t caller_ret(void)
+{
+	return (uint64_t)(uintptr_t)&unit_marker_caller + 6;
+}
+
+static struct pt_sampler *sampler;
+static struct pt_sampler_opts sopts = { .stack_bytes = 4096, .max_frames = 64, .max_threads = 64,
+					 .max_per_tick = 16, .max_sessions = 4,
+					 .max_stacks = 1000 };
+
+static void on_done(struct pt_request *req, void *arg)
+{
+	(void)req;
+	(void)arg;
+}
+
+/* A session of kind k for req, started, on the fake tracee. */
+static struct pt_session *begin(const struct pt_session_kind *k, struct pt_request *req)
+{
+	struct pt_session *ss = base_calloc(1, k->size);
+
+	ASSERT(ss);
+	if (!sampler)
+		ASSERT_OK(pt_sampler_new(&sampler, &sopts, on_done, NULL, NULL));
+	req->kind = k;
+	*ss = (struct pt_session){ .kind = k, .s = sampler, .o = &sopts, .req = req, .t = F.t,
+				   .rule = F.r, .start_ns = pt__now_ns(), .start_wall = pt__wall_ns(),
+				   .scale = 1.0 };
+	ss->end_ns = ss->start_ns + req->duration_ns;
+	ASSERT_OK(k->start(ss));
+	return ss;
+}
+
+static void end(struct pt_session *ss)
+{
+	if (ss->kind->free)
+		ss->kind->free(ss);
+	base_free(ss);
+}
+
+static const struct pt_profile_sample *sample_of(const struct pt_profile *p, pid_t tid)
+{
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].tid == tid)
+			return &p->samples[i];
+	return NULL;
+}
+
+static const char *leaf_name(const struct pt_profile *p, const struct pt_profile_sample *s, int k)
+{
+	return p->locs[p->loc_ids[s->first + (uint32_t)k]].name;
+}
+
+TEST(session_cpu_weighs_samples_and_names_their_frames)
+{
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .tid = FAKE_TID0, .comm = "worker", .state = 'R', .syscall = -1,
+				 .frames = frames, .n = 2 };
+	const struct pt_profile_sample *s;
+	struct pt_session *ss;
+
+	fake_setup(1, 16);
+	ss = begin(&pt_kind_cpu, &req);
+	/* A session at half the tick's rate weighs each sample twice. */
+	ss->scale = 2.0;
+	smp.cpu_ns = 3000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	smp.cpu_ns = 5000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	ASSERT_OK(pt_kind_cpu.finish(ss));
+	ASSERT(req.profile);
+	ASSERT_EQ(req.profile->nsamples, 1);   /* one (thread, stack): summed */
+	s = sample_of(req.profile, FAKE_TID0);
+	ASSERT(s);
+	ASSERT_EQ(s->value[0], 2);
+	ASSERT_EQ(s->value[1], 16000000);
+	ASSERT_STR_EQ(s->thread, "worker");
+	ASSERT_EQ(s->n, 2);
+	ASSERT_STR_EQ(leaf_name(req.profile, s, 0), "unit_marker_leaf");
+	ASSERT_STR_EQ(leaf_name(req.profile, s, 1), "unit_marker_caller");
+	ASSERT_EQ(req.profile->thread_samples, 2);
+	ASSERT_EQ(req.profile->hz, 100);
+	pt_profile_free(req.profile);
+	end(ss);
+	fake_teardown();
+}
+
+/* One look of thread tid at t ms: blocked in syscall (S), or running. */
+static void state(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, int syscall,
+		  int ran)
+{
+	static const uint64_t frames[1] = { 0x401000 };
+	struct pt_thread_state s = { .at_ns = t0 + ms * 1000000ull, .tid = tid, .comm = "w",
+				     .state = st, .syscall = syscall, .ran = ran,
+				     .stack = st == 'S' ? frames : NULL, .n = st == 'S' };
+
+	ss->kind->on_thread_state(ss, &s);
+}
+
+TEST(session_block_and_mutex_count_new_waits_and_their_time)
+{
+	struct pt_request breq = { .duration_ns = 1000000000ull, .hz = 100 };
+	struct pt_request mreq = { .duration_ns = 1000000000ull, .hz = 100 };
+	struct pt_session *b, *m;
+	const struct pt_profile_sample *s;
+	uint64_t t0;
+
+	fake_setup(1, 16);
+	b = begin(&pt_kind_block, &breq);
+	m = begin(&pt_kind_mutex, &mreq);
+	t0 = b->start_ns;
+	/* tid 1: one futex wait seen at 10, 20, 30 ms: one contention, 30 ms
+	 * (counted from the window's start); then it ran, and waited again
+	 * at 40 ms: a second contention, 10 ms more. tid 2: a read wait (not a
+	 * lock: block only), 20 ms, then running. */
+	for (int k = 1; k <= 3; k++) {
+		state(b, 1, t0, 10 * k, 'S', SYS_futex, 0);
+		state(m, 1, m->start_ns, 10 * k, 'S', SYS_futex, 0);
+		if (k < 3) {
+			state(b, 2, t0, 10 * k, 'S', SYS_read, 0);
+			state(m, 2, m->start_ns, 10 * k, 'S', SYS_read, 0);
+		} else {
+			state(b, 2, t0, 10 * k, 'R', -1, 1);
+			state(m, 2, m->start_ns, 10 * k, 'R', -1, 1);
+		}
+	}
+	state(b, 1, t0, 40, 'S', SYS_futex, 1);
+	state(m, 1, m->start_ns, 40, 'S', SYS_futex, 1);
+	ASSERT_OK(pt_kind_block.finish(b));
+	ASSERT_OK(pt_kind_mutex.finish(m));
+	s = sample_of(breq.profile, 1);
+	ASSERT(s);
+	ASSERT_EQ(s->value[0], 2);
+	ASSERT_EQ(s->value[1], 40000000);
+	s = sample_of(breq.profile, 2);
+	ASSERT(s);
+	ASSERT_EQ(s->value[0], 1);
+	ASSERT_EQ(s->value[1], 20000000);
+	ASSERT_EQ(s->syscall, SYS_read);
+	s = sample_of(mreq.profile, 1);
+	ASSERT(s && s->value[0] == 2 && s->value[1] == 40000000);
+	ASSERT(!sample_of(mreq.profile, 2));
+	pt_profile_free(breq.profile);
+	pt_profile_free(mreq.profile);
+	end(b);
+	end(m);
+	fake_teardown();
+}
+
+TEST(session_threads_delta_cancels_threads_that_did_not_change)
+{
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_request now = { 0 }, delta = { .duration_ns = 1000000000ull };
+	struct pt_session *a, *d;
+
+	fake_setup(3, 16);
+	F.frames = frames;
+	F.nframes = 2;
+	F.regs.orig_rax = SYS_futex;
+	/* Now: every thread, one sample each (stopped, named). */
+	a = begin(&pt_kind_threads, &now);
+	ASSERT_OK(pt_kind_threads.finish(a));
+	ASSERT_EQ(now.profile->nsamples, 3);
+	for (int i = 0; i < 3; i++) {
+		const struct pt_profile_sample *s = sample_of(now.profile, FAKE_TID0 + i);
+
+		ASSERT(s && s->value[0] == 1);
+		ASSERT_STR_EQ(leaf_name(now.profile, s, 0), "unit_marker_leaf");
+	}
+	ASSERT_EQ(now.profile->threads_stopped, 3);
+	/* A delta (goroutine?seconds=N): the threads at the end less those at
+	 * the start, by stack; idle threads did not change (and are answered
+	 * from the cache: no stop), so nothing is left. */
+	d = begin(&pt_kind_threads, &delta);
+	ASSERT_OK(pt_kind_threads.finish(d));
+	ASSERT_EQ(delta.profile->nsamples, 0);
+	ASSERT_EQ(delta.profile->threads_stopped, 0);
+	pt_profile_free(now.profile);
+	pt_profile_free(delta.profile);
+	end(a);
+	end(d);
+	fake_teardown();
+}
+
+TEST(stacks_intern_by_thread_and_stack_in_first_sight_order)
+{
+	struct pt_stacks *st;
+	uint64_t f1[2] = { 0x1000, 0x2000 }, f2[2] = { 0x1000, 0x3000 };
+	struct pt_sample a = { .tid = 1, .comm = "a", .frames = f1, .n = 2 };
+	struct pt_sample b = { .tid = 1, .comm = "a", .frames = f2, .n = 2 };
+	struct pt_sample c = { .tid = 2, .comm = "c", .frames = f1, .n = 2 };
+	struct pt_sample none = { .tid = 3, .comm = "n" };   /* no stack: a sample all the same */
+	int64_t v[PT_MAX_VALUES] = { 1, 10 };
+
+	ASSERT_OK(pt_stacks_new(&st, 4));
+	ASSERT_EQ(pt_stacks_add(st, &a, v), 0);
+	ASSERT_EQ(pt_stacks_add(st, &b, v), 1);
+	ASSERT_EQ(pt_stacks_add(st, &c, v), 2);   /* same stack, another thread */
+	ASSERT_EQ(pt_stacks_add(st, &a, v), 0);
+	ASSERT_EQ(pt_stacks_add(st, &none, v), 3);
+	ASSERT_EQ(pt_stacks_count(st), 4);
+	/* Past the cap a new stack is refused and counted; known ones still add. */
+	b.tid = 9;
+	ASSERT_EQ(pt_stacks_add(st, &b, v), -E2BIG);
+	ASSERT_EQ(pt_stacks_dropped(st), 1);
+	ASSERT_EQ(pt_stacks_add(st, &c, v), 2);
+	pt_stacks_free(st);
+}
+
+TEST(stacks_merge_with_sign_and_drop_zero)
+{
+	struct pt_stacks *x, *y;
+	uint64_t f1[1] = { leaf_pc() }, f2[1] = { caller_ret() - 1 };
+	struct pt_sample a = { .tid = 1, .comm = "a", .frames = f1, .n = 1 };
+	struct pt_sample b = { .tid = 1, .comm = "a", .frames = f2, .n = 1 };
+	int64_t one[PT_MAX_VALUES] = { 1, 5 }, two[PT_MAX_VALUES] = { 2, 7 };
+	struct pt_profile *p;
+
+	fake_setup(1, 16);
+	ASSERT_OK(pt_stacks_new(&x, 100));
+	ASSERT_OK(pt_stacks_new(&y, 100));
+	pt_stacks_add(x, &a, one);
+	pt_stacks_add(y, &a, one);
+	pt_stacks_add(y, &b, two);
+	/* y - x: a cancels, b stays */
+	ASSERT_OK(pt_stacks_merge(y, x, -1));
+	ASSERT_OK(pt_stacks_build(y, F.t, &p));
+	ASSERT_EQ(p->nsamples, 2);
+	pt_profile_drop_zero(p);
+	ASSERT_EQ(p->nsamples, 1);
+	ASSERT_EQ(p->samples[0].value[0], 2);
+	ASSERT_EQ(p->samples[0].value[1], 7);
+	ASSERT_STR_EQ(p->locs[p->loc_ids[p->samples[0].first]].name, "unit_marker_caller");
+	/* Each distinct address is one location, shared by the samples. */
+	ASSERT_EQ(p->nlocs, 2);
+	pt_profile_free(p);
+	pt_stacks_free(x);
+	pt_stacks_free(y);
+	fake_teardown();
+}

@@ -40,6 +40,7 @@ struct pt_rule_thread {
 	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
 	int snap_n, snap_syscall, snap_restart;
 	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
+	int snap_taken;          /* its snapshot stop was captured and reported */
 	uint64_t snap_run_ns, snap_sp, snap_pc;
 };
 

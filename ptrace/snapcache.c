@@ -34,6 +34,7 @@ static void snap_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 
 	smp->cpu_ns = 0;   /* not a CPU sample */
 	keep(r, th, smp);
+	pt__rt(th)->snap_taken = 1;   /* reported, even if the cache could not keep it */
 	if (r->snap_cb)
 		r->snap_cb(r->snap_arg, smp);
 }

@@ -68,6 +68,7 @@ static int select_batch(struct pt_rule *r, const pid_t *tids, size_t count, size
 			continue;
 		th->rule->snap_run_ns = run;
 		th->rule->snap_ok = 0;   /* until the stop comes and is captured */
+		th->rule->snap_taken = 0;
 		seltid[nsel] = th->tid;
 		sel[nsel++] = th;
 	}
@@ -106,7 +107,7 @@ int pt_rule_snapshot(struct pt_rule *r, uint64_t wait_ns, pt_sample_cb cb, void 
 			for (int i = 0; i < nsel; i++) {
 				struct pt_thread *th = pt_tracee_find(t, seltid[i]);
 
-				if (th && !pt__rt(th)->snap_ok) {
+				if (th && !pt__rt(th)->snap_taken) {
 					report_bare(th, cb, arg);
 					reported++;
 				}

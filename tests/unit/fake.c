@@ -139,7 +139,7 @@ void fake_setup(int n, int max_per_tick)
 		F.th[i]->sys_fd = memfile();
 		F.th[i]->sched_fd = memfile();
 		F.th[i]->stat_fd = memfile();
-		snprintf(F.th[i]->comm, sizeof(F.th[i]->comm), "worker%d", i);
+		snprintf(F.th[i]->comm, sizeof(F.th[i]->comm), "worker%d", i % 10);
 		F.th[i]->comm_ns = pt__now_ns();
 		fake_burn(i, 0, 0);
 		fake_blocked(i, SYS_futex, 0x7000, 0x401234);

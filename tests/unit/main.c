@@ -1,13 +1,28 @@
 /* Unit-test runner: forks every registered test with a 5 s (or
  * UNIT_TIMEOUT) limit; exit 77 means skipped. Prints one line per test and a
- * final "N passed, N failed, N skipped". Args: test names to run (default all). */
+ * final "N passed, N failed, N skipped". Args: test names to run (default
+ * all).
+ *
+ * --torture[=MAX] (make torture): each test is first run once counting its
+ * allocations (base/mem.h), then once more per allocation N with the Nth
+ * failing; a run may end in a failed assertion (the code under test
+ * reported the failure), never in a crash, a sanitizer's report, a leak
+ * (LeakSanitizer's exit status 23, in runs that passed) or a timeout. A test
+ * of more than MAX allocations (default 300) runs with the first MAX/2
+ * failing and MAX/2 more drawn at random (--seed=S, default 1), and says so.
+ * The runs' own output is dropped; --fail-at=N runs the tests named once
+ * with the Nth allocation failing, output kept, to see one. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "tests/harness.h"
 
 struct entry {
@@ -17,6 +32,7 @@ struct entry {
 
 static struct entry tests[512];
 static int ntests;
+static int torture;
 
 void harness_register(const char *name, test_fn fn)
 {
@@ -24,27 +40,157 @@ void harness_register(const char *name, test_fn fn)
 		tests[ntests++] = (struct entry){ name, fn };
 }
 
+void harness_exit(int status)
+{
+	fflush(NULL);
+	if (torture)
+		_exit(status);
+	exit(status);
+}
+
+/* Runs test i in a child with the nth allocation failing (0: counting
+ * only; -1: no injection). Returns its wait status; with count_fd >= 0 the
+ * child writes how many allocations it made there. */
+static int run(int i, long long nth, int count_fd, int timeout, int quiet)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int null = quiet ? open("/dev/null", O_WRONLY) : -1;
+
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+			close(null);
+		}
+		alarm((unsigned)timeout);
+		if (nth >= 0)
+			base_mem_fail_at((uint64_t)nth);
+		tests[i].fn();
+		if (count_fd >= 0) {
+			uint64_t n = base_mem_counted();
+
+			(void)!write(count_fd, &n, sizeof(n));
+		}
+		base_mem_fail_off();
+		exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return status;
+}
+
+static const char *describe(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "signal %d%s", WTERMSIG(status),
+			 WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+	else if (WEXITSTATUS(status) == 23)
+		snprintf(buf, len, "a leak (LeakSanitizer)");
+	else
+		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+	return buf;
+}
+
+static uint64_t rng = 1;
+
+static uint64_t next_random(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Test i under torture. Returns 1 passed, 0 failed, 77 skipped. */
+static int torture_one(int i, int timeout, uint64_t max)
+{
+	uint64_t count = 0, runs = 0, sampled;
+	int fds[2], status;
+	char why[64];
+
+	if (pipe(fds))
+		return 0;
+	status = run(i, 0, fds[1], timeout, 1);
+	close(fds[1]);
+	if (read(fds[0], &count, sizeof(count)) != sizeof(count))
+		count = 0;
+	close(fds[0]);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("SKIP torture/%s\n", tests[i].name);
+		return 77;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("FAIL torture/%s: fails without a failing allocation (%s)\n", tests[i].name,
+		       describe(status, why, sizeof(why)));
+		return 0;
+	}
+	sampled = count > max;
+	for (uint64_t k = 1; k <= (sampled ? max : count); k++) {
+		uint64_t nth = k;
+
+		if (sampled && k > max / 2)
+			nth = max / 2 + 1 + next_random() % (count - max / 2);
+		status = run(i, (long long)nth, -1, timeout, 1);
+		runs++;
+		if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1 ||
+					  WEXITSTATUS(status) == 77))
+			continue;
+		printf("FAIL torture/%s: allocation %llu of %llu failing: %s (again, with its "
+		       "output: unit-tests --fail-at=%llu %s)\n", tests[i].name,
+		       (unsigned long long)nth, (unsigned long long)count,
+		       describe(status, why, sizeof(why)), (unsigned long long)nth, tests[i].name);
+		return 0;
+	}
+	printf("PASS torture/%s (%llu allocations, %llu runs%s)\n", tests[i].name,
+	       (unsigned long long)count, (unsigned long long)runs, sampled ? ", sampled" : "");
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0, skipped = 0;
+	int passed = 0, failed = 0, skipped = 0, named = 0;
 	int timeout = getenv("UNIT_TIMEOUT") ? atoi(getenv("UNIT_TIMEOUT")) : 5;
+	uint64_t max = 300;
+	long long fail_at = -1;
 
+	for (int a = 1; a < argc; a++) {
+		if (!strncmp(argv[a], "--torture", 9)) {
+			torture = 1;
+			if (argv[a][9] == '=')
+				max = strtoull(argv[a] + 10, NULL, 10);
+		} else if (!strncmp(argv[a], "--fail-at=", 10)) {
+			fail_at = strtoll(argv[a] + 10, NULL, 10);
+		} else if (!strncmp(argv[a], "--seed=", 7)) {
+			rng = strtoull(argv[a] + 7, NULL, 10) | 1;
+		} else {
+			named = 1;
+		}
+	}
+	if (torture)
+		printf("torture: every allocation of each test failing in turn, at most %llu runs "
+		       "a test (seed %llu)\n", (unsigned long long)max, (unsigned long long)rng);
 	for (int i = 0; i < ntests; i++) {
-		int status, want = argc < 2;
-		pid_t pid;
+		int status, want = !named, r;
+		char why[64];
 
 		for (int a = 1; a < argc; a++)
 			want |= !strcmp(argv[a], tests[i].name);
+		if (torture && fail_at >= 0)
+			torture = 0;
 		if (!want)
 			continue;
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0) {
-			alarm((unsigned)timeout);
-			tests[i].fn();
-			exit(0);
+		if (torture) {
+			r = torture_one(i, timeout, max < 2 ? 2 : max);
+			passed += r == 1;
+			skipped += r == 77;
+			failed += r == 0;
+			continue;
 		}
-		waitpid(pid, &status, 0);
+		status = run(i, fail_at, -1, timeout, 0);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			printf("PASS unit/%s\n", tests[i].name);
 			passed++;
@@ -52,9 +198,7 @@ int main(int argc, char **argv)
 			printf("SKIP unit/%s\n", tests[i].name);
 			skipped++;
 		} else {
-			printf("FAIL unit/%s (%s %d)\n", tests[i].name,
-			       WIFSIGNALED(status) ? "signal" : "exit",
-			       WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+			printf("FAIL unit/%s (%s)\n", tests[i].name, describe(status, why, sizeof(why)));
 			failed++;
 		}
 	}

@@ -1,12 +1,30 @@
+/* gzip with zlib: one call compresses one buffer into a new one. zlib's
+ * own allocations (the deflate state) go through base/ as ours do, so they
+ * are counted and can be made to fail. Any thread; no shared state. */
 #include "encoder/gz.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <zlib.h>
+
+#include "base/mem.h"
+
+/* zlib's allocator: a NULL return is its Z_NULL, and deflateInit2 then
+ * fails with Z_MEM_ERROR. */
+static voidpf gz_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	return base_calloc(items, size);
+}
+
+static void gz_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	base_free(p);
+}
 
 int enc_gz_compress(const uint8_t *in, size_t len, size_t max, uint8_t **out, size_t *out_len)
 {
-	z_stream z = { 0 };
+	z_stream z = { .zalloc = gz_alloc, .zfree = gz_free };
 	size_t cap = deflateBound(&z, (uLong)len) + 64;
 	uint8_t *buf;
 	int zr, err = 0;
@@ -18,7 +36,7 @@ int enc_gz_compress(const uint8_t *in, size_t len, size_t max, uint8_t **out, si
 	cap = deflateBound(&z, (uLong)len) + 64;
 	if (cap > max)
 		cap = max;
-	buf = malloc(cap);
+	buf = base_malloc(cap);
 	if (!buf) {
 		deflateEnd(&z);
 		return -ENOMEM;
@@ -36,7 +54,7 @@ int enc_gz_compress(const uint8_t *in, size_t len, size_t max, uint8_t **out, si
 	if (deflateEnd(&z) != Z_OK && !err)
 		err = -EIO;
 	if (err) {
-		free(buf);
+		base_free(buf);
 		return err;
 	}
 	*out = buf;

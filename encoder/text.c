@@ -1,96 +1,27 @@
+/* Go's legacy text profiles (see text.h): each call groups or sorts the
+ * stacks it is given and prints them into a capped buffer of its own, dead
+ * after its first failure so that a text past the cap stops costing
+ * formatting time. Any thread; no shared state. */
 #include "encoder/text.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The output under construction: capped, and dead after its first
- * failure, so a text past the cap stops costing formatting time. */
-struct out {
-	char *data;
-	size_t len, cap, max;
-	int err;
-};
-
-static int reserve(struct out *o, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (o->err)
-		return o->err;
-	if (n > o->max || o->len > o->max - n)
-		return o->err = -E2BIG;
-	if (o->len + n + 1 <= o->cap)
-		return 0;
-	cap = o->cap ? o->cap : 4096;
-	while (cap < o->len + n + 1)
-		cap *= 2;
-	if (cap > o->max + 1)
-		cap = o->max + 1;
-	p = realloc(o->data, cap);
-	if (!p)
-		return o->err = -ENOMEM;
-	o->data = p;
-	o->cap = cap;
-	return 0;
-}
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->err)
-		return;
-	/* Most lines fit in what is left: format once, and again only when not. */
-	va_start(ap, fmt);
-	n = vsnprintf(o->data ? o->data + o->len : NULL, o->data ? o->cap - o->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		o->err = -EINVAL;
-		return;
-	}
-	if (o->data && o->len + (size_t)n < o->cap && o->len + (size_t)n <= o->max) {
-		o->len += (size_t)n;
-		return;
-	}
-	if (reserve(o, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(o->data + o->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	o->len += (size_t)n;
-}
-
-static int finish(struct out *o, char **out, size_t *len)
-{
-	if (!o->err && !o->data)
-		reserve(o, 0);   /* an empty text is still a buffer the caller frees */
-	if (o->err) {
-		free(o->data);
-		return o->err;
-	}
-	o->data[o->len] = '\0';   /* text: a C string too, for whoever wants one */
-	*out = o->data;
-	*len = o->len;
-	return 0;
-}
+#include "base/buf.h"
+#include "base/mem.h"
 
 /* "file +0xoff" of a frame's mapping, "file:line" of source code (as Go
  * prints its own frames), or "?" for anonymous memory. */
-static void put_where(struct out *o, const struct enc_text_loc *l)
+static void put_where(struct base_buf *o, const struct enc_text_loc *l)
 {
 	if (l->file && l->line > 0)
-		put(o, "%s:%" PRId64, l->file, l->line);
+		base_buf_printf(o, "%s:%" PRId64, l->file, l->line);
 	else if (l->file)
-		put(o, "%s +%#" PRIx64, l->file, l->file_off);
+		base_buf_printf(o, "%s +%#" PRIx64, l->file, l->file_off);
 	else
-		put(o, "?");
+		base_buf_printf(o, "?");
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -104,10 +35,11 @@ static int cmp_id(const void *a, const void *b)
 int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **out, size_t *len)
 {
 	const struct enc_text_stack **order;
-	struct out o = { .max = max };
+	struct base_buf o;
 
 	*out = NULL;
-	order = calloc(p->nstacks + 1, sizeof(*order));
+	base_buf_init(&o, max);
+	order = base_calloc(p->nstacks + 1, sizeof(*order));
 	if (!order)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nstacks; i++)
@@ -116,23 +48,23 @@ int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **ou
 	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
 		const struct enc_text_stack *s = order[i];
 
-		put(&o, "goroutine %" PRId64 " [%s", s->id, s->state);
+		base_buf_printf(&o, "goroutine %" PRId64 " [%s", s->id, s->state);
 		if (s->syscall)
-			put(&o, ", syscall %s", s->syscall);
-		put(&o, ", thread \"%s\"]:\n", s->thread);
+			base_buf_printf(&o, ", syscall %s", s->syscall);
+		base_buf_printf(&o, ", thread \"%s\"]:\n", s->thread);
 		if (!s->n)
-			put(&o, "(stack not captured)\n");
+			base_buf_printf(&o, "(stack not captured)\n");
 		for (uint32_t k = 0; k < s->n; k++) {
 			const struct enc_text_loc *l = &p->locs[s->locs[k]];
 
-			put(&o, "%s(...)\n\t", l->name);
+			base_buf_printf(&o, "%s(...)\n\t", l->name);
 			put_where(&o, l);
-			put(&o, "\n");
+			base_buf_printf(&o, "\n");
 		}
-		put(&o, "\n");
+		base_buf_printf(&o, "\n");
 	}
-	free(order);
-	return finish(&o, out, len);
+	base_free(order);
+	return base_buf_take(&o, out, len);
 }
 
 struct group {
@@ -173,14 +105,14 @@ static int cmp_group(const void *a, const void *b, void *p)
  * (the caller frees it) holds *ng groups, by count. Returns 0 or -ENOMEM. */
 static int group_stacks(const struct enc_text_profile *p, struct group **gout, size_t *ngout)
 {
-	const struct enc_text_stack **order = calloc(p->nstacks + 1, sizeof(*order));
-	struct group *g = calloc(p->nstacks + 1, sizeof(*g));
+	const struct enc_text_stack **order = base_calloc(p->nstacks + 1, sizeof(*order));
+	struct group *g = base_calloc(p->nstacks + 1, sizeof(*g));
 	size_t ng = 0;
 
 	*gout = NULL;
 	if (!order || !g) {
-		free(order);
-		free(g);
+		base_free(order);
+		base_free(g);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < p->nstacks; i++)
@@ -195,7 +127,7 @@ static int group_stacks(const struct enc_text_profile *p, struct group **gout, s
 		}
 	}
 	qsort_r(g, ng, sizeof(*g), cmp_group, (void *)p);
-	free(order);
+	base_free(order);
 	*gout = g;
 	*ngout = ng;
 	return 0;
@@ -203,39 +135,41 @@ static int group_stacks(const struct enc_text_profile *p, struct group **gout, s
 
 /* A stack as Go's texts print it: " @ pc pc ...", then a "#" line per
  * frame. */
-static void put_stack(struct out *o, const struct enc_text_profile *p, const struct enc_text_stack *s)
+static void put_stack(struct base_buf *o, const struct enc_text_profile *p,
+		      const struct enc_text_stack *s)
 {
-	put(o, " @");
+	base_buf_printf(o, " @");
 	for (uint32_t k = 0; k < s->n; k++)
-		put(o, " %#" PRIx64, p->locs[s->locs[k]].addr);
-	put(o, "\n");
+		base_buf_printf(o, " %#" PRIx64, p->locs[s->locs[k]].addr);
+	base_buf_printf(o, "\n");
 	for (uint32_t k = 0; k < s->n; k++) {
 		const struct enc_text_loc *l = &p->locs[s->locs[k]];
 
-		put(o, "#\t%#" PRIx64 "\t%s\t", l->addr, l->name);
+		base_buf_printf(o, "#\t%#" PRIx64 "\t%s\t", l->addr, l->name);
 		put_where(o, l);
-		put(o, "\n");
+		base_buf_printf(o, "\n");
 	}
 }
 
 int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **out, size_t *len)
 {
-	struct out o = { .max = max };
+	struct base_buf o;
 	struct group *g;
 	size_t ng;
 	int err;
 
 	*out = NULL;
+	base_buf_init(&o, max);
 	if ((err = group_stacks(p, &g, &ng)))
 		return err;
-	put(&o, "%s profile: total %zu\n", p->name, p->nstacks);
+	base_buf_printf(&o, "%s profile: total %zu\n", p->name, p->nstacks);
 	for (size_t i = 0; i < ng && !o.err; i++) {
-		put(&o, "%" PRId64, g[i].count);
+		base_buf_printf(&o, "%" PRId64, g[i].count);
 		put_stack(&o, p, g[i].s);
-		put(&o, "\n");
+		base_buf_printf(&o, "\n");
 	}
-	free(g);
-	return finish(&o, out, len);
+	base_free(g);
+	return base_buf_take(&o, out, len);
 }
 
 static int cmp_weight(const void *a, const void *b)
@@ -248,23 +182,24 @@ static int cmp_weight(const void *a, const void *b)
 int enc_text_contention_encode(const struct enc_text_profile *p, const char *kind, size_t max,
 			       char **out, size_t *len)
 {
-	struct out o = { .max = max };
+	struct base_buf o;
 	struct group *g;
 	size_t ng;
 	int err;
 
 	*out = NULL;
+	base_buf_init(&o, max);
 	if ((err = group_stacks(p, &g, &ng)))
 		return err;
 	qsort(g, ng, sizeof(*g), cmp_weight);
 	/* Delays are nanoseconds: a "cycle" here is a nanosecond. */
-	put(&o, "--- %s:\ncycles/second=1000000000\n", kind);
+	base_buf_printf(&o, "--- %s:\ncycles/second=1000000000\n", kind);
 	if (!strcmp(kind, "mutex"))
-		put(&o, "sampling period=1\n");
+		base_buf_printf(&o, "sampling period=1\n");
 	for (size_t i = 0; i < ng && !o.err; i++) {
-		put(&o, "%" PRId64 " %" PRId64, g[i].weight, g[i].count);
+		base_buf_printf(&o, "%" PRId64 " %" PRId64, g[i].weight, g[i].count);
 		put_stack(&o, p, g[i].s);
 	}
-	free(g);
-	return finish(&o, out, len);
+	base_free(g);
+	return base_buf_take(&o, out, len);
 }

@@ -1,70 +1,30 @@
+/* The pprof profile builder (see pprof.h): the profile's tables as flat
+ * arrays in insertion order (ids are places in them), strings and
+ * functions deduplicated through hash maps whose values index those
+ * arrays, and the encoding that points protobuf-c's messages into them.
+ * protobuf-c only packs into a buffer of ours here: it allocates nothing.
+ * One builder is used by one thread at a time. */
 #include "encoder/pprof.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "encoder/gz.h"
 #include "profile.pb-c.h"
 
-/* A growable array of fixed-size items. */
-struct vec {
-	void *v;
-	size_t n, cap, size;
-};
-
-static void *vec_push(struct vec *a)
-{
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		void *v = realloc(a->v, cap * a->size);
-
-		if (!v)
-			return NULL;
-		a->v = v;
-		a->cap = cap;
-	}
-	return memset((char *)a->v + a->n++ * a->size, 0, a->size);
-}
-
-struct str_slot {
-	uint64_t hash;     /* 0 = empty */
-	int64_t idx;
-};
-
-struct func_slot {
-	int64_t name;      /* string index, 0 = empty */
-	int64_t file;      /* string index, 0 = none */
-	int64_t start;     /* first line, 0 = unknown */
-	int64_t id;
-};
+/* A growable array of T: v[0..n), room for cap (base/array.h). */
+#define VEC(T) struct { T *v; size_t n, cap; }
+/* A new element at the end of a, or NULL (a unchanged). Each caller fills
+ * it in whole: one given back by a failed call (n lowered) is not zeroed. */
+#define VEC_PUSH(a) BASE_ARRAY_PUSH((a).v, (a).n, (a).cap)
 
 /* One Line of a location: its function and line number (0: unknown). */
 struct line_ref {
 	uint64_t fn;
 	int64_t line;
-};
-
-struct enc_pprof {
-	int64_t default_type;  /* string id, 0: none */
-	struct vec strs;       /* char * */
-	struct str_slot *sh;
-	size_t shcap;
-	struct func_slot *fh;
-	size_t fhcap;
-	struct vec types;      /* Perftools__Profiles__ValueType */
-	struct vec maps;       /* Perftools__Profiles__Mapping */
-	struct vec locs;       /* Perftools__Profiles__Location, line set at encode */
-	struct vec loc_lines;  /* struct loc_lines: each location's run of line_fn */
-	struct vec line_fn;    /* struct line_ref: every location's Lines */
-	struct vec funcs;      /* Perftools__Profiles__Function */
-	struct vec samples;    /* struct sample */
-	struct vec ids;        /* uint64_t: all samples' location ids */
-	struct vec vals;       /* int64_t: all samples' values */
-	struct vec comments;   /* int64_t */
-	struct vec labels;     /* Perftools__Profiles__Label: all samples' labels */
-	Perftools__Profiles__ValueType period_type;
-	int64_t period, time_ns, duration_ns;
 };
 
 struct sample {
@@ -75,41 +35,38 @@ struct loc_lines {
 	size_t first, n;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h | 1;
-}
+struct enc_pprof {
+	int64_t default_type;  /* string id, 0: none */
+	VEC(char *) strs;      /* the string table: copies, index = string id */
+	struct base_map str_index;    /* hash of a string -> its index in strs */
+	struct base_map func_index;   /* hash of (name, file, start line) -> index in funcs */
+	VEC(Perftools__Profiles__ValueType) types;
+	VEC(Perftools__Profiles__Mapping) maps;
+	VEC(Perftools__Profiles__Location) locs;   /* line set at encode */
+	VEC(struct loc_lines) loc_lines;           /* each location's run of line_fn */
+	VEC(struct line_ref) line_fn;              /* every location's Lines */
+	VEC(Perftools__Profiles__Function) funcs;
+	VEC(struct sample) samples;
+	VEC(uint64_t) ids;                         /* all samples' location ids */
+	VEC(int64_t) vals;                         /* all samples' values */
+	VEC(int64_t) comments;
+	VEC(Perftools__Profiles__Label) labels;    /* all samples' labels */
+	Perftools__Profiles__ValueType period_type;
+	int64_t period, time_ns, duration_ns;
+};
 
 int enc_pprof_new(struct enc_pprof **out)
 {
-	struct enc_pprof *p = calloc(1, sizeof(*p));
+	struct enc_pprof *p = base_calloc(1, sizeof(*p));
+	char **s0;
 
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	p->strs.size = sizeof(char *);
-	p->types.size = sizeof(Perftools__Profiles__ValueType);
-	p->maps.size = sizeof(Perftools__Profiles__Mapping);
-	p->locs.size = sizeof(Perftools__Profiles__Location);
-	p->loc_lines.size = sizeof(struct loc_lines);
-	p->line_fn.size = sizeof(struct line_ref);
-	p->funcs.size = sizeof(Perftools__Profiles__Function);
-	p->samples.size = sizeof(struct sample);
-	p->ids.size = sizeof(uint64_t);
-	p->vals.size = sizeof(int64_t);
-	p->comments.size = sizeof(int64_t);
-	p->labels.size = sizeof(Perftools__Profiles__Label);
 	perftools__profiles__value_type__init(&p->period_type);
 	/* string_table[0] must be "". */
-	char **s0 = vec_push(&p->strs);
-
-	if (!s0 || !(*s0 = strdup(""))) {
+	s0 = VEC_PUSH(p->strs);
+	if (!s0 || !(*s0 = base_strdup(""))) {
 		enc_pprof_free(p);
 		return -ENOMEM;
 	}
@@ -122,64 +79,57 @@ void enc_pprof_free(struct enc_pprof *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->strs.n; i++)
-		free(((char **)p->strs.v)[i]);
-	free(p->strs.v);
-	free(p->sh);
-	free(p->fh);
-	free(p->types.v);
-	free(p->maps.v);
-	free(p->locs.v);
-	free(p->loc_lines.v);
-	free(p->line_fn.v);
-	free(p->funcs.v);
-	free(p->samples.v);
-	free(p->ids.v);
-	free(p->vals.v);
-	free(p->comments.v);
-	free(p->labels.v);
-	free(p);
+		base_free(p->strs.v[i]);
+	base_free(p->strs.v);
+	base_map_free(&p->str_index);
+	base_map_free(&p->func_index);
+	base_free(p->types.v);
+	base_free(p->maps.v);
+	base_free(p->locs.v);
+	base_free(p->loc_lines.v);
+	base_free(p->line_fn.v);
+	base_free(p->funcs.v);
+	base_free(p->samples.v);
+	base_free(p->ids.v);
+	base_free(p->vals.v);
+	base_free(p->comments.v);
+	base_free(p->labels.v);
+	base_free(p);
+}
+
+/* What str_index's equality callback compares with. */
+struct str_key {
+	const struct enc_pprof *p;
+	const char *s;
+};
+
+static int str_eq(const void *arg, uint64_t idx)
+{
+	const struct str_key *k = arg;
+
+	return !strcmp(k->p->strs.v[idx], k->s);
 }
 
 /* Interns s; returns its string-table index (> 0, or 0 for ""), or -ENOMEM. */
 static int64_t intern(struct enc_pprof *p, const char *s)
 {
-	uint64_t h;
-	size_t j;
+	struct str_key k = { p, s };
+	uint64_t h, *idx;
+	char **slot;
 
 	if (!s || !*s)
 		return 0;
-	if ((p->strs.n + 1) * 2 > p->shcap) {
-		size_t cap = p->shcap ? p->shcap * 2 : 256;
-		struct str_slot *t = calloc(cap, sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		for (size_t i = 0; i < p->shcap; i++) {
-			if (!p->sh[i].hash)
-				continue;
-			for (j = p->sh[i].hash & (cap - 1); t[j].hash; j = (j + 1) & (cap - 1)) {
-			}
-			t[j] = p->sh[i];
-		}
-		free(p->sh);
-		p->sh = t;
-		p->shcap = cap;
-	}
-	h = hash_str(s);
-	for (j = h & (p->shcap - 1); p->sh[j].hash; j = (j + 1) & (p->shcap - 1))
-		if (p->sh[j].hash == h && !strcmp(((char **)p->strs.v)[p->sh[j].idx], s))
-			return p->sh[j].idx;
-	char **slot = vec_push(&p->strs);
-
-	if (!slot)
+	h = base_hash_str(s);
+	if ((idx = base_map_find(&p->str_index, h, str_eq, &k)))
+		return (int64_t)*idx;
+	if (!(slot = VEC_PUSH(p->strs)))
 		return -ENOMEM;
-	if (!(*slot = strdup(s))) {
+	if (!(*slot = base_strdup(s)) || base_map_add(&p->str_index, h, p->strs.n - 1)) {
+		base_free(*slot);
 		p->strs.n--;
 		return -ENOMEM;
 	}
-	p->sh[j].hash = h;
-	p->sh[j].idx = (int64_t)p->strs.n - 1;
-	return p->sh[j].idx;
+	return (int64_t)p->strs.n - 1;
 }
 
 static int value_type(struct enc_pprof *p, Perftools__Profiles__ValueType *vt, const char *type,
@@ -197,7 +147,7 @@ static int value_type(struct enc_pprof *p, Perftools__Profiles__ValueType *vt, c
 
 int enc_pprof_sample_type(struct enc_pprof *p, const char *type, const char *unit)
 {
-	Perftools__Profiles__ValueType *vt = vec_push(&p->types);
+	Perftools__Profiles__ValueType *vt = VEC_PUSH(p->types);
 
 	return vt ? value_type(p, vt, type, unit) : -ENOMEM;
 }
@@ -228,7 +178,7 @@ int enc_pprof_comment(struct enc_pprof *p, const char *text)
 {
 	int64_t s = intern(p, text), *c;
 
-	if (s < 0 || !(c = vec_push(&p->comments)))
+	if (s < 0 || !(c = VEC_PUSH(p->comments)))
 		return -ENOMEM;
 	*c = s;
 	return 0;
@@ -240,7 +190,7 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 	int64_t f = intern(p, file), b = intern(p, build_id);
 	Perftools__Profiles__Mapping *m;
 
-	if (f < 0 || b < 0 || !(m = vec_push(&p->maps)))
+	if (f < 0 || b < 0 || !(m = VEC_PUSH(p->maps)))
 		return -ENOMEM;
 	perftools__profiles__mapping__init(m);
 	m->id = p->maps.n;
@@ -253,46 +203,49 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 	return (int64_t)m->id;
 }
 
-static uint64_t func_hash(int64_t name, int64_t file, int64_t start)
+/* What func_index's equality callback compares with: string ids. */
+struct func_key {
+	const struct enc_pprof *p;
+	int64_t name, file, start;
+};
+
+static uint64_t func_hash(const struct func_key *k)
 {
-	return ((uint64_t)name * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)file * 0xc2b2ae3d27d4eb4full) ^
-	       ((uint64_t)start * 0x165667b19e3779f9ull);
+	uint64_t h = base_hash_word(BASE_HASH_SEED, (uint64_t)k->name);
+
+	h = base_hash_word(h, (uint64_t)k->file);
+	return base_hash_word(h, (uint64_t)k->start);
+}
+
+static int func_eq(const void *arg, uint64_t idx)
+{
+	const struct func_key *k = arg;
+	const Perftools__Profiles__Function *fn = &k->p->funcs.v[idx];
+
+	return fn->name == k->name && fn->filename == k->file && fn->start_line == k->start;
 }
 
 int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
 			       int64_t start_line, int compiled)
 {
 	int64_t s = intern(p, name), f = file ? intern(p, file) : 0;
+	struct func_key k = { p, s, f, start_line };
 	Perftools__Profiles__Function *fn;
-	size_t j;
+	uint64_t h, *idx;
 
 	if (s < 0 || f < 0)
 		return -ENOMEM;
-	if ((p->funcs.n + 1) * 2 > p->fhcap) {
-		size_t cap = p->fhcap ? p->fhcap * 2 : 256;
-		struct func_slot *t = calloc(cap, sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		for (size_t i = 0; i < p->fhcap; i++) {
-			const struct func_slot *o = &p->fh[i];
-
-			if (!o->name)
-				continue;
-			for (j = func_hash(o->name, o->file, o->start) & (cap - 1); t[j].name;
-			     j = (j + 1) & (cap - 1)) {
-			}
-			t[j] = *o;
-		}
-		free(p->fh);
-		p->fh = t;
-		p->fhcap = cap;
-	}
-	for (j = func_hash(s, f, start_line) & (p->fhcap - 1); p->fh[j].name; j = (j + 1) & (p->fhcap - 1))
-		if (p->fh[j].name == s && p->fh[j].file == f && p->fh[j].start == start_line)
-			return p->fh[j].id;
-	if (!(fn = vec_push(&p->funcs)))
+	h = func_hash(&k);
+	/* A function without a name (string 0) is never merged with another:
+	 * each nameless one stays apart. */
+	if (s && (idx = base_map_find(&p->func_index, h, func_eq, &k)))
+		return (int64_t)p->funcs.v[*idx].id;
+	if (!(fn = VEC_PUSH(p->funcs)))
 		return -ENOMEM;
+	if (s && base_map_add(&p->func_index, h, p->funcs.n - 1)) {
+		p->funcs.n--;
+		return -ENOMEM;
+	}
 	perftools__profiles__function__init(fn);
 	fn->id = p->funcs.n;
 	fn->name = s;
@@ -303,7 +256,6 @@ int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char
 	fn->system_name = f && !compiled ? 0 : s;
 	fn->filename = f;
 	fn->start_line = start_line;
-	p->fh[j] = (struct func_slot){ s, f, start_line, (int64_t)fn->id };
 	return (int64_t)fn->id;
 }
 
@@ -332,7 +284,7 @@ int64_t enc_pprof_location_src(struct enc_pprof *p, uint64_t mapping_id, uint64_
 	size_t first = p->line_fn.n;
 
 	for (size_t i = 0; i < n; i++) {
-		struct line_ref *r = vec_push(&p->line_fn);
+		struct line_ref *r = VEC_PUSH(p->line_fn);
 
 		if (!r) {
 			p->line_fn.n = first;
@@ -341,11 +293,11 @@ int64_t enc_pprof_location_src(struct enc_pprof *p, uint64_t mapping_id, uint64_
 		r->fn = function_ids[i];
 		r->line = lines ? lines[i] : 0;
 	}
-	if (!(l = vec_push(&p->locs))) {
+	if (!(l = VEC_PUSH(p->locs))) {
 		p->line_fn.n = first;
 		return -ENOMEM;
 	}
-	if (!(ll = vec_push(&p->loc_lines))) {
+	if (!(ll = VEC_PUSH(p->loc_lines))) {
 		p->locs.n--;
 		p->line_fn.n = first;
 		return -ENOMEM;
@@ -380,7 +332,7 @@ int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t
 
 		if (key <= 0 || str < 0 || unit < 0)
 			return key == 0 ? -EINVAL : -ENOMEM;   /* a label needs a key */
-		if (!(l = vec_push(&p->labels)))
+		if (!(l = VEC_PUSH(p->labels)))
 			return -ENOMEM;
 		perftools__profiles__label__init(l);
 		l->key = key;
@@ -396,18 +348,18 @@ int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t
 
 		if (!loc_ids[i] || loc_ids[i] > p->locs.n)
 			return -EINVAL;
-		if (!(id = vec_push(&p->ids)))
+		if (!(id = VEC_PUSH(p->ids)))
 			return -ENOMEM;
 		*id = loc_ids[i];
 	}
 	for (size_t i = 0; i < nv; i++) {
-		int64_t *x = vec_push(&p->vals);
+		int64_t *x = VEC_PUSH(p->vals);
 
 		if (!x)
 			return -ENOMEM;
 		*x = v[i];
 	}
-	if (!(s = vec_push(&p->samples)))
+	if (!(s = VEC_PUSH(p->samples)))
 		return -ENOMEM;
 	s->first_id = p->ids.n - n;
 	s->n_ids = n;
@@ -417,16 +369,19 @@ int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t
 	return 0;
 }
 
-/* protobuf-c wants arrays of pointers; build them over our flat arrays. */
-static void **ptrs(struct vec *a)
+/* protobuf-c wants arrays of pointers; build them over our flat arrays
+ * (n items of size bytes at items). */
+static void **ptrs(void *items, size_t n, size_t size)
 {
-	void **v = malloc((a->n ? a->n : 1) * sizeof(*v));
+	void **v = base_calloc(n, sizeof(*v));
 
 	if (v)
-		for (size_t i = 0; i < a->n; i++)
-			v[i] = (char *)a->v + i * a->size;
+		for (size_t i = 0; i < n; i++)
+			v[i] = (char *)items + i * size;
 	return v;
 }
+
+#define PTRS(a) ptrs((a).v, (a).n, sizeof(*(a).v))
 
 /* Each location's Lines (several where code was inlined, innermost first):
  * lines and linep have a slot per function id of line_fn. */
@@ -435,13 +390,13 @@ static void link_lines(struct enc_pprof *p, Perftools__Profiles__Line *lines,
 {
 	for (size_t i = 0; i < p->line_fn.n; i++) {
 		perftools__profiles__line__init(&lines[i]);
-		lines[i].function_id = ((const struct line_ref *)p->line_fn.v)[i].fn;
-		lines[i].line = ((const struct line_ref *)p->line_fn.v)[i].line;
+		lines[i].function_id = p->line_fn.v[i].fn;
+		lines[i].line = p->line_fn.v[i].line;
 		linep[i] = &lines[i];
 	}
 	for (size_t i = 0; i < p->locs.n; i++) {
-		Perftools__Profiles__Location *l = (Perftools__Profiles__Location *)p->locs.v + i;
-		const struct loc_lines *ll = (const struct loc_lines *)p->loc_lines.v + i;
+		Perftools__Profiles__Location *l = &p->locs.v[i];
+		const struct loc_lines *ll = &p->loc_lines.v[i];
 
 		l->n_line = ll->n;
 		l->line = ll->n ? &linep[ll->first] : NULL;
@@ -453,13 +408,13 @@ static void link_samples(struct enc_pprof *p, Perftools__Profiles__Sample *smp,
 			 Perftools__Profiles__Sample **smpp, void **labp)
 {
 	for (size_t i = 0; i < p->samples.n; i++) {
-		const struct sample *s = (const struct sample *)p->samples.v + i;
+		const struct sample *s = &p->samples.v[i];
 
 		perftools__profiles__sample__init(&smp[i]);
 		smp[i].n_location_id = s->n_ids;
-		smp[i].location_id = (uint64_t *)p->ids.v + s->first_id;
+		smp[i].location_id = p->ids.v + s->first_id;
 		smp[i].n_value = p->types.n;
-		smp[i].value = (int64_t *)p->vals.v + s->first_val;
+		smp[i].value = p->vals.v + s->first_val;
 		smp[i].n_label = s->n_labels;
 		smp[i].label = (Perftools__Profiles__Label **)labp + s->first_label;
 		smpp[i] = &smp[i];
@@ -470,14 +425,14 @@ static void link_samples(struct enc_pprof *p, Perftools__Profiles__Sample *smp,
 static int pack(const Perftools__Profiles__Profile *prof, size_t max, uint8_t **out, size_t *len)
 {
 	size_t rawlen = perftools__profiles__profile__get_packed_size(prof);
-	uint8_t *raw = malloc(rawlen ? rawlen : 1);
+	uint8_t *raw = base_malloc(rawlen);
 	int err;
 
 	if (!raw)
 		return -ENOMEM;
 	perftools__profiles__profile__pack(prof, raw);
 	err = enc_gz_compress(raw, rawlen, max, out, len);
-	free(raw);
+	base_free(raw);
 	return err;
 }
 
@@ -486,15 +441,15 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	Perftools__Profiles__Sample *smp = NULL, **smpp = NULL;
 	Perftools__Profiles__Line *lines = NULL, **linep = NULL;
-	void **tp = ptrs(&p->types), **mp = ptrs(&p->maps), **lp = ptrs(&p->locs);
-	void **fp = ptrs(&p->funcs), **labp = ptrs(&p->labels);
+	void **tp = PTRS(p->types), **mp = PTRS(p->maps), **lp = PTRS(p->locs);
+	void **fp = PTRS(p->funcs), **labp = PTRS(p->labels);
 	int err = -ENOMEM;
 
 	*out = NULL;
-	lines = calloc(p->line_fn.n ? p->line_fn.n : 1, sizeof(*lines));
-	linep = malloc((p->line_fn.n ? p->line_fn.n : 1) * sizeof(*linep));
-	smp = calloc(p->samples.n ? p->samples.n : 1, sizeof(*smp));
-	smpp = malloc((p->samples.n ? p->samples.n : 1) * sizeof(*smpp));
+	lines = base_calloc(p->line_fn.n, sizeof(*lines));
+	linep = base_calloc(p->line_fn.n, sizeof(*linep));
+	smp = base_calloc(p->samples.n, sizeof(*smp));
+	smpp = base_calloc(p->samples.n, sizeof(*smpp));
 	if (!tp || !mp || !lp || !fp || !labp || !lines || !linep || !smp || !smpp)
 		goto out;
 	link_lines(p, lines, linep);
@@ -510,27 +465,27 @@ int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len
 	prof.n_function = p->funcs.n;
 	prof.function = (Perftools__Profiles__Function **)fp;
 	prof.n_string_table = p->strs.n;
-	prof.string_table = (char **)p->strs.v;
+	prof.string_table = p->strs.v;
 	prof.default_sample_type = p->default_type;
 	prof.time_nanos = p->time_ns;
 	prof.duration_nanos = p->duration_ns;
 	prof.period_type = &p->period_type;
 	prof.period = p->period;
 	prof.n_comment = p->comments.n;
-	prof.comment = (int64_t *)p->comments.v;
+	prof.comment = p->comments.v;
 	err = pack(&prof, max, out, len);
 out:
 	/* Leave no pointer into the arrays freed below. */
 	for (size_t i = 0; i < p->locs.n; i++)
-		((Perftools__Profiles__Location *)p->locs.v)[i].line = NULL;
-	free(tp);
-	free(mp);
-	free(lp);
-	free(fp);
-	free(labp);
-	free(lines);
-	free(linep);
-	free(smp);
-	free(smpp);
+		p->locs.v[i].line = NULL;
+	base_free(tp);
+	base_free(mp);
+	base_free(lp);
+	base_free(fp);
+	base_free(labp);
+	base_free(lines);
+	base_free(linep);
+	base_free(smp);
+	base_free(smpp);
 	return err;
 }

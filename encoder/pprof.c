@@ -147,9 +147,17 @@ static int value_type(struct enc_pprof *p, Perftools__Profiles__ValueType *vt, c
 
 int enc_pprof_sample_type(struct enc_pprof *p, const char *type, const char *unit)
 {
-	Perftools__Profiles__ValueType *vt = VEC_PUSH(p->types);
+	Perftools__Profiles__ValueType vt, *slot;
+	int err;
 
-	return vt ? value_type(p, vt, type, unit) : -ENOMEM;
+	/* Interned first: a failure leaves no half-made type behind, which
+	 * protobuf-c would trip over (it has no descriptor) at encode. */
+	if ((err = value_type(p, &vt, type, unit)))
+		return err;
+	if (!(slot = VEC_PUSH(p->types)))
+		return -ENOMEM;
+	*slot = vt;
+	return 0;
 }
 
 int enc_pprof_period(struct enc_pprof *p, const char *type, const char *unit, int64_t period)

@@ -1,14 +1,18 @@
 /* The Go 1.19 execution trace writer (see trace.h). The format, and what
  * Go 1.19's parser and viewer and Go 1.23+'s converter check, is in
  * ../shared/reference/trace-format.md; the numbers below are Go's
- * (src/internal/trace/parser.go, EventDescriptions). */
+ * (src/internal/trace/parser.go, EventDescriptions). Each call owns its
+ * writer: the output buffer, the string table and the maps of the stacks
+ * and pseudo frames it made up. Any thread; no shared state. */
 #include "encoder/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "encoder/trace_internal.h"
 
 enum {
@@ -30,15 +34,19 @@ enum {
 
 enum gstate { G_RUNNABLE = 1, G_RUNNING, G_WAITING, G_SYSCALL, G_DEAD };
 
+/* The maps' keys are string ids (and stack indices) + 1: a string id is 0
+ * when the string table ran out of memory, and 0 is no key of a base_map. */
 struct gw {                   /* the writer */
-	struct enc__ob ob;
+	struct base_buf ob;
 	const struct enc_trace *tr;
 	struct enc__strtab strs;
-	struct enc__u64map derived;   /* (stack + 1) << 20 | syscall string id -> stack id */
-	struct enc__u64map names;     /* thread name string id -> stack id */
-	struct enc__u64map fake;      /* pseudo frame string id -> pc */
+	struct base_map derived;      /* ((stack + 1) << 20 | syscall string id) + 1 -> stack id */
+	struct base_map names;        /* thread name string id + 1 -> stack id */
+	struct base_map fake;         /* pseudo frame string id + 1 -> pc */
 	uint32_t next_stack, next_fake;
 	uint64_t last;                /* the current batch's time */
+	int err;                      /* the maps' first failure (the buffer and the
+	                               * string table keep their own) */
 };
 
 struct gth {                  /* one thread as a goroutine on its P */
@@ -57,16 +65,16 @@ static void record(struct gw *w, int typ, const uint64_t *v, int n)
 	size_t len = 0;
 
 	if (n < 4) {
-		enc__ob_byte(&w->ob, (uint8_t)(typ | (n - 1) << 6));
+		base_buf_byte(&w->ob, (uint8_t)(typ | (n - 1) << 6));
 		for (int i = 0; i < n; i++)
 			enc__ob_uvarint(&w->ob, v[i]);
 		return;
 	}
 	for (int i = 0; i < n; i++)
 		len += enc__uvarint(tmp + len, v[i]);
-	enc__ob_byte(&w->ob, (uint8_t)(0xc0 | typ));
+	base_buf_byte(&w->ob, (uint8_t)(0xc0 | typ));
 	enc__ob_uvarint(&w->ob, len);
-	enc__ob_put(&w->ob, tmp, len);
+	base_buf_put(&w->ob, tmp, len);
 }
 
 /* A timed event at time t of the current batch (t never goes back). */
@@ -101,11 +109,21 @@ static uint64_t string_id(struct gw *w, const char *s)
 	if (!id || !fresh)
 		return id;
 	len = strlen(s) > 1000000 ? 1000000 : strlen(s);
-	enc__ob_byte(&w->ob, EV_STRING);
+	base_buf_byte(&w->ob, EV_STRING);
 	enc__ob_uvarint(&w->ob, id);
 	enc__ob_uvarint(&w->ob, len);
-	enc__ob_put(&w->ob, s, len);
+	base_buf_put(&w->ob, s, len);
 	return id;
+}
+
+/* Stores val under key in m; a failure is kept in w->err (the trace then
+ * fails: without the entry, the same stack would be written again). */
+static void remember(struct gw *w, struct base_map *m, uint64_t key, uint64_t val)
+{
+	int err = base_map_put(m, key, val);
+
+	if (err && !w->err)
+		w->err = err;
 }
 
 /* Writes stack `id`: a pseudo leaf (pseudo_fn at pseudo_pc) if given, then
@@ -136,21 +154,21 @@ static void stack_record(struct gw *w, uint64_t id, const char *pseudo_fn, uint6
 	}
 	hlen = enc__uvarint(head, id);
 	hlen += enc__uvarint(head + hlen, count);
-	enc__ob_byte(&w->ob, 0xc0 | EV_STACK);
+	base_buf_byte(&w->ob, 0xc0 | EV_STACK);
 	enc__ob_uvarint(&w->ob, hlen + flen);
-	enc__ob_put(&w->ob, head, hlen);
-	enc__ob_put(&w->ob, frames, flen);
+	base_buf_put(&w->ob, head, hlen);
+	base_buf_put(&w->ob, frames, flen);
 }
 
 /* The pc of a pseudo frame named fn: one per name, below any real code. */
 static uint64_t fake_pc(struct gw *w, uint64_t fn_id)
 {
-	uint64_t pc;
+	uint64_t *known = base_map_get(&w->fake, fn_id + 1), pc;
 
-	if (enc__u64map_get(&w->fake, fn_id, &pc))
-		return pc;
+	if (known)
+		return *known;
 	pc = FAKE_PC_BASE + 16 * (uint64_t)w->next_fake++;
-	enc__u64map_put(&w->fake, fn_id, pc);
+	remember(w, &w->fake, fn_id + 1, pc);
 	return pc;
 }
 
@@ -159,15 +177,15 @@ static uint64_t fake_pc(struct gw *w, uint64_t fn_id)
 static uint64_t name_stack(struct gw *w, const struct enc_trace_thread *th)
 {
 	char buf[96];
-	uint64_t sid, id;
+	uint64_t sid, id, *known;
 
 	snprintf(buf, sizeof(buf), "thread %s", th->name && th->name[0] ? th->name : "?");
 	sid = string_id(w, buf);
-	if (enc__u64map_get(&w->names, sid, &id))
-		return id;
+	if ((known = base_map_get(&w->names, sid + 1)))
+		return *known;
 	id = w->next_stack++;
 	stack_record(w, id, buf, fake_pc(w, sid), NULL, 0);
-	enc__u64map_put(&w->names, sid, id);
+	remember(w, &w->names, sid + 1, id);
 	return id;
 }
 
@@ -176,7 +194,7 @@ static uint64_t name_stack(struct gw *w, const struct enc_trace_thread *th)
 static uint64_t stack_id(struct gw *w, int32_t k, const char *syscall)
 {
 	char buf[64];
-	uint64_t sid, key, id;
+	uint64_t sid, key, id, *known;
 	const struct enc_trace_stack *s;
 
 	if (k < 0 && !syscall)
@@ -185,13 +203,13 @@ static uint64_t stack_id(struct gw *w, int32_t k, const char *syscall)
 		return (uint64_t)k + 1;
 	snprintf(buf, sizeof(buf), "syscall %s", syscall);
 	sid = string_id(w, buf);
-	key = ((uint64_t)(k + 1) << 20) | sid;
-	if (enc__u64map_get(&w->derived, key, &id))
-		return id;
+	key = (((uint64_t)(k + 1) << 20) | sid) + 1;
+	if ((known = base_map_get(&w->derived, key)))
+		return *known;
 	id = w->next_stack++;
 	s = k >= 0 ? &w->tr->stacks[k] : NULL;
 	stack_record(w, id, buf, fake_pc(w, sid), s ? s->frames : NULL, s ? s->n : 0);
-	enc__u64map_put(&w->derived, key, id);
+	remember(w, &w->derived, key, id);
 	return id;
 }
 
@@ -315,19 +333,19 @@ static void go_create(struct gw *w, struct gth *g, const struct enc_trace_thread
  * the trace (reused), the tid with the reuse count above bit 32. */
 static int assign_gids(const struct enc_trace *tr, struct gth *gs)
 {
-	struct enc__u64map seen = { 0 };
+	struct base_map seen = { 0 };   /* tid + 1 (a tid may be 0) -> times seen */
 	int err = 0;
 
 	for (size_t i = 0; i < tr->nthreads && !err; i++) {
-		uint64_t tid = (uint64_t)tr->threads[i].tid & 0xffffffffu, n = 0;
+		uint64_t tid = (uint64_t)tr->threads[i].tid & 0xffffffffu;
+		uint64_t *times = base_map_get(&seen, tid + 1), n = times ? *times : 0;
 
-		enc__u64map_get(&seen, tid, &n);
 		gs[i] = (struct gth){ .g = tid | n << 32, .p = (uint32_t)i };
 		if (!gs[i].g)
 			gs[i].g = 1ull << 32;   /* G 0 is the runtime's */
-		err = enc__u64map_put(&seen, tid, n + 1);
+		err = base_map_put(&seen, tid + 1, n + 1);
 	}
-	enc__u64map_free(&seen);
+	base_map_free(&seen);
 	return err;
 }
 
@@ -365,29 +383,32 @@ int enc_trace_go(const struct enc_trace *tr, size_t max, uint8_t **out, size_t *
 	static const char header[16] = "go 1.19 trace\0\0";
 	struct gw w = { .tr = tr, .next_stack = (uint32_t)tr->nstacks + 1 };
 	struct enc__buckets bk = { 0 };
-	struct gth *gs = calloc(tr->nthreads + 1, sizeof(*gs));
+	struct gth *gs = base_calloc(tr->nthreads + 1, sizeof(*gs));
 	uint64_t freq = 1000000000u;
+	char *bytes;
 	int err = -ENOMEM;
 
 	*out = NULL;
-	enc__ob_init(&w.ob, max);
-	if (!gs || assign_gids(tr, gs) || (err = enc__buckets_by_thread(&bk, tr)))
+	base_buf_init(&w.ob, max);
+	if (!gs || (err = assign_gids(tr, gs)) || (err = enc__buckets_by_thread(&bk, tr)))
 		goto out;
-	enc__ob_put(&w.ob, header, sizeof(header));
+	base_buf_put(&w.ob, header, sizeof(header));
 	batch(&w, 0, 0);   /* the first record must be a batch (Go 1.23+) */
 	record(&w, EV_FREQUENCY, &freq, 1);
 	for (size_t k = 0; k < tr->nstacks; k++)
 		stack_record(&w, k + 1, NULL, 0, tr->stacks[k].frames, tr->stacks[k].n);
 	for (size_t p = 0; p < (tr->nthreads ? tr->nthreads : 1); p++)
 		write_p(&w, &gs[p], p, bk.ev + bk.first[p], bk.first[p + 1] - bk.first[p]);
-	err = w.strs.err ? w.strs.err : enc__ob_finish(&w.ob, out, len);
+	err = w.strs.err ? w.strs.err : w.err;
+	if (!err && !(err = base_buf_take(&w.ob, &bytes, len)))
+		*out = (uint8_t *)bytes;
 out:
 	enc__buckets_free(&bk);
 	enc__strtab_free(&w.strs);
-	enc__u64map_free(&w.derived);
-	enc__u64map_free(&w.names);
-	enc__u64map_free(&w.fake);
-	enc__ob_free(&w.ob);
-	free(gs);
+	base_map_free(&w.derived);
+	base_map_free(&w.names);
+	base_map_free(&w.fake);
+	base_buf_free(&w.ob);
+	base_free(gs);
 	return err;
 }

@@ -1,16 +1,21 @@
 /* The Chrome Trace Event JSON writer (see trace.h): the shape that
  * Perfetto, speedscope and the catapult viewer behind chrome://tracing all
- * read, per ../shared/reference/trace-format.md section 2.2. Times in us. */
+ * read, per ../shared/reference/trace-format.md section 2.2. Times in us.
+ * Each call owns its text buffer and, per thread, the call tree of its V8
+ * profile. Any thread; no shared state. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/buf.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "encoder/gz.h"
 #include "encoder/trace.h"
 #include "encoder/trace_internal.h"
 
-#define PUT_LIT(ob, lit) enc__ob_put((ob), (lit), sizeof(lit) - 1)
+#define PUT_LIT(ob, lit) base_buf_put((ob), (lit), sizeof(lit) - 1)
 
 static const char *state_name(uint8_t st)
 {
@@ -26,23 +31,23 @@ static const char *state_name(uint8_t st)
 	}
 }
 
-static void meta(struct enc__ob *ob, const struct enc_trace *tr, const char *name, int64_t tid,
+static void meta(struct base_buf *ob, const struct enc_trace *tr, const char *name, int64_t tid,
 		 const char *key, const char *str, long num)
 {
-	enc__ob_printf(ob, "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"%s\",\"pid\":%lld,"
+	base_buf_printf(ob, "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"%s\",\"pid\":%lld,"
 		       "\"tid\":%lld,\"ts\":0,\"args\":{\"%s\":", name, (long long)tr->pid,
 		       (long long)tid, key);
 	if (str) {
-		enc__ob_byte(ob, '"');
+		base_buf_byte(ob, '"');
 		enc__ob_json_str(ob, str);
-		enc__ob_byte(ob, '"');
+		base_buf_byte(ob, '"');
 	} else {
-		enc__ob_printf(ob, "%ld", num);
+		base_buf_printf(ob, "%ld", num);
 	}
 	PUT_LIT(ob, "}},\n");
 }
 
-static void names(struct enc__ob *ob, const struct enc_trace *tr)
+static void names(struct base_buf *ob, const struct enc_trace *tr)
 {
 	char proc[128];
 
@@ -62,7 +67,7 @@ static void names(struct enc__ob *ob, const struct enc_trace *tr)
 
 /* One thread's state slices: each state lasts until the next, its exit or
  * the end; and the process's counters: RSS, and the threads running. */
-static void slices(struct enc__ob *ob, const struct enc_trace *tr, const struct enc__buckets *bk)
+static void slices(struct base_buf *ob, const struct enc_trace *tr, const struct enc__buckets *bk)
 {
 	for (size_t i = 0; i < tr->nthreads; i++) {
 		const struct enc_trace_event *cur = NULL;
@@ -74,13 +79,13 @@ static void slices(struct enc__ob *ob, const struct enc_trace *tr, const struct 
 			if (e && e->kind != ENC_TR_STATE && e->kind != ENC_TR_EXIT)
 				continue;
 			if (cur && end >= cur->t_ns) {
-				enc__ob_printf(ob, "{\"ph\":\"X\",\"cat\":\"state\",\"name\":\"%s",
+				base_buf_printf(ob, "{\"ph\":\"X\",\"cat\":\"state\",\"name\":\"%s",
 					       state_name(cur->state));
 				if (cur->syscall) {
-					enc__ob_byte(ob, ' ');
+					base_buf_byte(ob, ' ');
 					enc__ob_json_str(ob, cur->syscall);
 				}
-				enc__ob_printf(ob, "\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f},\n",
+				base_buf_printf(ob, "\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f},\n",
 					       (long long)tr->pid, (long long)tr->threads[i].tid,
 					       (double)cur->t_ns / 1e3, (double)(end - cur->t_ns) / 1e3);
 			}
@@ -89,78 +94,93 @@ static void slices(struct enc__ob *ob, const struct enc_trace *tr, const struct 
 	}
 }
 
-static void counters(struct enc__ob *ob, const struct enc_trace *tr)
+/* Returns 0 or -ENOMEM (the buffer's own failures stick in it). */
+static int counters(struct base_buf *ob, const struct enc_trace *tr)
 {
-	uint8_t *st = calloc(tr->nthreads + 1, 1);
+	uint8_t *st = base_calloc(tr->nthreads + 1, 1);
 	long running = 0;
 
+	if (!st)
+		return -ENOMEM;
 	for (size_t k = 0; k < tr->nevents; k++) {
 		const struct enc_trace_event *e = &tr->events[k];
 
 		if (e->kind == ENC_TR_RSS) {
-			enc__ob_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"RSS\",\"pid\":%lld,"
+			base_buf_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"RSS\",\"pid\":%lld,"
 				       "\"tid\":%lld,\"ts\":%.3f,\"args\":{\"bytes\":%llu}},\n",
 				       (long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3,
 				       (unsigned long long)e->value);
 			continue;
 		}
-		if (!st || (e->kind != ENC_TR_STATE && e->kind != ENC_TR_EXIT))
+		if (e->kind != ENC_TR_STATE && e->kind != ENC_TR_EXIT)
 			continue;
 		running -= st[e->thread] == ENC_TR_RUNNING;
 		st[e->thread] = e->kind == ENC_TR_STATE ? e->state : 0;
 		running += st[e->thread] == ENC_TR_RUNNING;
-		enc__ob_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"CPU\",\"pid\":%lld,"
+		base_buf_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"CPU\",\"pid\":%lld,"
 			       "\"tid\":%lld,\"ts\":%.3f,\"args\":{\"threads_running\":%ld}},\n",
 			       (long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3, running);
 	}
-	free(st);
+	base_free(st);
+	return 0;
 }
 
 /* A thread's call tree for its V8 profile: node 1 is the root; each node a
  * (parent, frame) pair, numbered in order of creation (parents first). */
-struct tree {
-	struct enc__u64map index;     /* hash of (parent, pc) -> node */
-	uint32_t *parent;
-	const struct enc_trace_frame **frame;
-	size_t n, cap;
+struct tree_node {
+	uint32_t parent;
+	const struct enc_trace_frame *frame;
 };
 
-/* The node under `parent` for frame f (created if new). 0 if memory ran out. */
+struct tree {
+	struct tree_node *nodes;      /* 0 unused, 1 the root */
+	size_t n, cap;
+	struct base_map index;        /* hash of (parent, pc) -> node */
+	int err;                      /* the first failure, or 0 */
+};
+
+/* What the index's equality callback compares with. */
+struct tree_key {
+	const struct tree *t;
+	uint32_t parent;
+	uint64_t pc;
+};
+
+static int tree_eq(const void *arg, uint64_t v)
+{
+	const struct tree_key *k = arg;
+
+	return k->t->nodes[v].parent == k->parent && k->t->nodes[v].frame->pc == k->pc;
+}
+
+/* The node under `parent` for frame f (created if new). 0 if memory ran
+ * out (t->err says why). */
 static uint32_t tree_child(struct tree *t, uint32_t parent, const struct enc_trace_frame *f)
 {
-	uint64_t key = ((uint64_t)parent * 0x100000001b3ull) ^ (f->pc * 0x9e3779b97f4a7c15ull), v;
+	struct tree_key k = { t, parent, f->pc };
+	uint64_t h = base_hash_word(base_hash_word(BASE_HASH_SEED, parent), f->pc), *v;
+	int err;
 
-	if (enc__u64map_get(&t->index, key, &v) && t->parent[v] == parent && t->frame[v]->pc == f->pc)
-		return (uint32_t)v;
-	if (t->n >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		uint32_t *p = realloc(t->parent, cap * sizeof(*p));
-		const struct enc_trace_frame **fr;
-
-		if (!p)
-			return 0;
-		t->parent = p;
-		fr = realloc(t->frame, cap * sizeof(*fr));
-		if (!fr)
-			return 0;
-		t->frame = fr;
-		t->cap = cap;
+	if ((v = base_map_find(&t->index, h, tree_eq, &k)))
+		return (uint32_t)*v;
+	if ((err = BASE_ARRAY_RESERVE(t->nodes, t->cap, t->n + 1)) ||
+	    (err = base_map_add(&t->index, h, t->n))) {
+		if (!t->err)
+			t->err = err;
+		return 0;
 	}
-	t->parent[t->n] = parent;
-	t->frame[t->n] = f;
-	enc__u64map_put(&t->index, key, t->n);
+	t->nodes[t->n] = (struct tree_node){ parent, f };
 	return (uint32_t)t->n++;
 }
 
 static void tree_free(struct tree *t)
 {
-	enc__u64map_free(&t->index);
-	free(t->parent);
-	free(t->frame);
+	base_map_free(&t->index);
+	base_free(t->nodes);
 }
 
 /* A V8 call frame; its lineNumber is 0-based, -1 where unknown. */
-static void callframe(struct enc__ob *ob, const char *fn, const char *url, uint32_t line)
+static void callframe(struct base_buf *ob, const char *fn, const char *url, uint32_t line)
 {
 	char num[16];
 
@@ -170,7 +190,7 @@ static void callframe(struct enc__ob *ob, const char *fn, const char *url, uint3
 	enc__ob_json_str(ob, url);
 	PUT_LIT(ob, "\",\"scriptId\":0,\"lineNumber\":");
 	snprintf(num, sizeof(num), "%ld", line ? (long)line - 1 : -1L);
-	enc__ob_put(ob, num, strlen(num));
+	base_buf_str(ob, num);
 	PUT_LIT(ob, ",\"columnNumber\":-1}");
 }
 
@@ -184,8 +204,9 @@ static uint32_t tree_stack(struct tree *t, const struct enc_trace_stack *s)
 	return node;
 }
 
-/* Thread i's samples as one V8 Profile and one ProfileChunk. */
-static int profile(struct enc__ob *ob, const struct enc_trace *tr, const struct enc__buckets *bk,
+/* Thread i's samples as one V8 Profile and one ProfileChunk. Returns 0 or
+ * the call tree's failure (-ENOMEM); the buffer's own stick in it. */
+static int profile(struct base_buf *ob, const struct enc_trace *tr, const struct enc__buckets *bk,
 		   size_t i)
 {
 	struct tree t = { .n = 2 };   /* 0 unused, 1 the root */
@@ -203,11 +224,11 @@ static int profile(struct enc__ob *ob, const struct enc_trace *tr, const struct 
 	}
 	if (first == UINT64_MAX)
 		return 0;
-	enc__ob_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
+	base_buf_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
 		       "\"Profile\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"args\":"
 		       "{\"data\":{\"startTime\":%.3f}}},\n", i + 1, (long long)pid, (long long)tid,
 		       (double)first / 1e3, (double)first / 1e3);
-	enc__ob_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
+	base_buf_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
 		       "\"ProfileChunk\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,"
 		       "\"args\":{\"data\":{\"cpuProfile\":{\"samples\":[", i + 1, (long long)pid,
 		       (long long)tid, (double)last / 1e3);
@@ -215,17 +236,19 @@ static int profile(struct enc__ob *ob, const struct enc_trace *tr, const struct 
 		const struct enc_trace_event *e = &tr->events[bk->ev[k]];
 
 		if (e->kind == ENC_TR_SAMPLE && e->stack >= 0) {
-			enc__ob_printf(ob, "%s%u", sep, tree_stack(&t, &tr->stacks[e->stack]));
+			base_buf_printf(ob, "%s%u", sep, tree_stack(&t, &tr->stacks[e->stack]));
 			sep = ",";
 		}
 	}
 	PUT_LIT(ob, "],\"nodes\":[{\"id\":1,");
 	callframe(ob, "(root)", "", 0);
-	enc__ob_byte(ob, '}');
+	base_buf_byte(ob, '}');
 	for (size_t n = 2; n < t.n; n++) {
-		enc__ob_printf(ob, ",{\"id\":%zu,\"parent\":%u,", n, t.parent[n]);
-		callframe(ob, t.frame[n]->fn, t.frame[n]->file, t.frame[n]->line);
-		enc__ob_byte(ob, '}');
+		const struct tree_node *node = &t.nodes[n];
+
+		base_buf_printf(ob, ",{\"id\":%zu,\"parent\":%u,", n, node->parent);
+		callframe(ob, node->frame->fn, node->frame->file, node->frame->line);
+		base_buf_byte(ob, '}');
 	}
 	PUT_LIT(ob, "]},\"timeDeltas\":[");
 	sep = "";
@@ -234,51 +257,54 @@ static int profile(struct enc__ob *ob, const struct enc_trace *tr, const struct 
 		const struct enc_trace_event *e = &tr->events[bk->ev[k]];
 
 		if (e->kind == ENC_TR_SAMPLE && e->stack >= 0) {
-			enc__ob_printf(ob, "%s%.3f", sep, (double)(e->t_ns - prev) / 1e3);
+			base_buf_printf(ob, "%s%.3f", sep, (double)(e->t_ns - prev) / 1e3);
 			prev = e->t_ns;
 			sep = ",";
 		}
 	}
 	PUT_LIT(ob, "]}}},\n");
 	tree_free(&t);
-	return 0;
+	return t.err;
 }
 
 int enc_trace_json(const struct enc_trace *tr, size_t max, int gz, uint8_t **out, size_t *len)
 {
-	struct enc__ob ob;
+	struct base_buf ob;
 	struct enc__buckets bk = { 0 };
-	uint8_t *text = NULL;
+	char *text = NULL;
 	size_t tlen = 0;
 	int err;
 
 	*out = NULL;
-	enc__ob_init(&ob, max);
+	base_buf_init(&ob, max);
 	if ((err = enc__buckets_by_thread(&bk, tr)))
 		goto out;
 	PUT_LIT(&ob, "{\"traceEvents\":[\n");
 	names(&ob, tr);
 	slices(&ob, tr, &bk);
-	counters(&ob, tr);
-	for (size_t i = 0; i < tr->nthreads; i++)
-		profile(&ob, tr, &bk, i);
+	if ((err = counters(&ob, tr)))
+		goto out;
+	for (size_t i = 0; i < tr->nthreads && !err; i++)
+		err = profile(&ob, tr, &bk, i);
+	if (err)
+		goto out;
 	/* A last event without a comma after it: the process's name again. */
 	meta(&ob, tr, "process_sort_index", tr->pid, "sort_index", NULL, 0);
 	if (!ob.err)
-		ob.len -= 2;   /* the ",\n" meta() ended with */
+		ob.len -= 2;   /* the ",\n" meta() ended with: the next append overwrites it */
 	PUT_LIT(&ob, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"podprof\"}}\n");
-	if ((err = enc__ob_finish(&ob, &text, &tlen)))
+	if ((err = base_buf_take(&ob, &text, &tlen)))
 		goto out;
 	if (gz) {
-		err = enc_gz_compress(text, tlen, max, out, len);
+		err = enc_gz_compress((const uint8_t *)text, tlen, max, out, len);
 	} else {
-		*out = text;
+		*out = (uint8_t *)text;
 		*len = tlen;
 		text = NULL;
 	}
 out:
-	free(text);
-	enc__ob_free(&ob);
+	base_free(text);
+	base_buf_free(&ob);
 	enc__buckets_free(&bk);
 	return err;
 }

@@ -35,8 +35,8 @@ static void meta(struct base_buf *ob, const struct enc_trace *tr, const char *na
 		 const char *key, const char *str, long num)
 {
 	base_buf_printf(ob, "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"%s\",\"pid\":%lld,"
-		       "\"tid\":%lld,\"ts\":0,\"args\":{\"%s\":", name, (long long)tr->pid,
-		       (long long)tid, key);
+			"\"tid\":%lld,\"ts\":0,\"args\":{\"%s\":", name, (long long)tr->pid,
+			(long long)tid, key);
 	if (str) {
 		base_buf_byte(ob, '"');
 		enc__ob_json_str(ob, str);
@@ -80,14 +80,14 @@ static void slices(struct base_buf *ob, const struct enc_trace *tr, const struct
 				continue;
 			if (cur && end >= cur->t_ns) {
 				base_buf_printf(ob, "{\"ph\":\"X\",\"cat\":\"state\",\"name\":\"%s",
-					       state_name(cur->state));
+						state_name(cur->state));
 				if (cur->syscall) {
 					base_buf_byte(ob, ' ');
 					enc__ob_json_str(ob, cur->syscall);
 				}
 				base_buf_printf(ob, "\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f},\n",
-					       (long long)tr->pid, (long long)tr->threads[i].tid,
-					       (double)cur->t_ns / 1e3, (double)(end - cur->t_ns) / 1e3);
+						(long long)tr->pid, (long long)tr->threads[i].tid,
+						(double)cur->t_ns / 1e3, (double)(end - cur->t_ns) / 1e3);
 			}
 			cur = e && e->kind == ENC_TR_STATE ? e : NULL;
 		}
@@ -107,9 +107,9 @@ static int counters(struct base_buf *ob, const struct enc_trace *tr)
 
 		if (e->kind == ENC_TR_RSS) {
 			base_buf_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"RSS\",\"pid\":%lld,"
-				       "\"tid\":%lld,\"ts\":%.3f,\"args\":{\"bytes\":%llu}},\n",
-				       (long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3,
-				       (unsigned long long)e->value);
+					"\"tid\":%lld,\"ts\":%.3f,\"args\":{\"bytes\":%llu}},\n",
+					(long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3,
+					(unsigned long long)e->value);
 			continue;
 		}
 		if (e->kind != ENC_TR_STATE && e->kind != ENC_TR_EXIT)
@@ -118,8 +118,8 @@ static int counters(struct base_buf *ob, const struct enc_trace *tr)
 		st[e->thread] = e->kind == ENC_TR_STATE ? e->state : 0;
 		running += st[e->thread] == ENC_TR_RUNNING;
 		base_buf_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"CPU\",\"pid\":%lld,"
-			       "\"tid\":%lld,\"ts\":%.3f,\"args\":{\"threads_running\":%ld}},\n",
-			       (long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3, running);
+				"\"tid\":%lld,\"ts\":%.3f,\"args\":{\"threads_running\":%ld}},\n",
+				(long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3, running);
 	}
 	base_free(st);
 	return 0;
@@ -225,13 +225,13 @@ static int profile(struct base_buf *ob, const struct enc_trace *tr, const struct
 	if (first == UINT64_MAX)
 		return 0;
 	base_buf_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
-		       "\"Profile\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"args\":"
-		       "{\"data\":{\"startTime\":%.3f}}},\n", i + 1, (long long)pid, (long long)tid,
-		       (double)first / 1e3, (double)first / 1e3);
+			"\"Profile\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"args\":"
+			"{\"data\":{\"startTime\":%.3f}}},\n", i + 1, (long long)pid, (long long)tid,
+			(double)first / 1e3, (double)first / 1e3);
 	base_buf_printf(ob, "{\"ph\":\"P\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"name\":"
-		       "\"ProfileChunk\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,"
-		       "\"args\":{\"data\":{\"cpuProfile\":{\"samples\":[", i + 1, (long long)pid,
-		       (long long)tid, (double)last / 1e3);
+			"\"ProfileChunk\",\"id\":\"0x%zx\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,"
+			"\"args\":{\"data\":{\"cpuProfile\":{\"samples\":[", i + 1, (long long)pid,
+			(long long)tid, (double)last / 1e3);
 	for (size_t k = bk->first[i]; k < bk->first[i + 1]; k++) {
 		const struct enc_trace_event *e = &tr->events[bk->ev[k]];
 

@@ -1,11 +1,16 @@
+/* The HTTP/1.1 server (see http.h): the listening socket, the connections
+ * with their bounded request buffers, and the responses being written,
+ * each owned by its connection until its write completes. Loop thread
+ * only. */
 #include "sidecar/http.h"
 
 #include <errno.h>
 #include <llhttp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/mem.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
@@ -37,7 +42,9 @@ struct sc_conn {
 	unsigned int flags;
 	struct sc_http *srv;
 	llhttp_t parser;
-	struct sc_buf url, body, in;
+	/* A failed append closes the connection (a 4xx, then close), so these
+	 * buffers' sticky errors never outlive the request that set them. */
+	struct base_buf url, body, in;
 	size_t header_bytes;
 	char field[32];             /* current header name (truncated), lowercase */
 	size_t field_len;
@@ -54,7 +61,7 @@ struct write_req {
 	uv_write_t w;
 	struct sc_conn *c;
 	char *head;
-	void *body;
+	void *body;             /* freed with base_free */
 	int close_after;
 };
 
@@ -84,10 +91,10 @@ static void on_handle_closed(uv_handle_t *h)
 
 	if (--c->open_handles > 0)
 		return;
-	sc_buf_free(&c->url);
-	sc_buf_free(&c->body);
-	sc_buf_free(&c->in);
-	free(c);
+	base_buf_free(&c->url);
+	base_buf_free(&c->body);
+	base_buf_free(&c->in);
+	base_free(c);
 }
 
 static void conn_close(struct sc_conn *c)
@@ -171,7 +178,7 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
 
 	if (count_header(c, n))
 		return -1;
-	if (sc_buf_append(&c->url, at, n)) {
+	if (base_buf_put(&c->url, at, n)) {
 		c->status_on_error = 431;
 		return -1;
 	}
@@ -237,7 +244,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
 {
 	struct sc_conn *c = conn_of(p);
 
-	if (sc_buf_append(&c->body, at, n)) {
+	if (base_buf_put(&c->body, at, n)) {
 		c->status_on_error = 413;
 		return -1;
 	}
@@ -366,7 +373,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	if (n > 0) {
 		/* Bytes wait here while a request is being answered (pipelining). */
-		if (sc_buf_append(&c->in, buf->base, (size_t)n)) {
+		if (base_buf_put(&c->in, buf->base, (size_t)n)) {
 			conn_close(c);
 			return;
 		}
@@ -379,59 +386,63 @@ static void on_written(uv_write_t *w, int status)
 	struct write_req *wr = SC_CONTAINER_OF(w, struct write_req, w);
 	struct sc_conn *c = wr->c;
 
-	free(wr->head);
-	free(wr->body);
+	base_free(wr->head);
+	base_free(wr->body);
 	if (status < 0 || wr->close_after) {
-		free(wr);
+		base_free(wr);
 		conn_close(c);
 		return;
 	}
-	free(wr);
+	base_free(wr);
 }
 
 int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, void *body,
 			  size_t len)
 {
 	struct write_req *wr;
-	struct sc_buf head;
+	struct base_buf head;
 	uv_buf_t bufs[2];
+	size_t hlen;
 	int err, keep;
 
 	if (c->flags & CONN_F_CLOSING) {
-		free(body);
+		base_free(body);
 		return -ECONNRESET;
 	}
 	keep = (c->flags & CONN_F_KEEPALIVE) && !c->srv->closing;
-	sc_buf_init(&head, 65536);
-	err = sc_buf_printf(&head, "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: nosniff\r\n"
-			    "Content-Length: %zu\r\nConnection: %s\r\n\r\n",
-			    status, status_text(status), headers ? headers : "", len,
-			    keep ? "keep-alive" : "close");
-	wr = calloc(1, sizeof(*wr));
-	if (err || !wr) {
-		free(wr);
-		free(body);
-		sc_buf_free(&head);
+	base_buf_init(&head, 65536);
+	err = base_buf_printf(&head, "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: nosniff\r\n"
+			      "Content-Length: %zu\r\nConnection: %s\r\n\r\n",
+			      status, status_text(status), headers ? headers : "", len,
+			      keep ? "keep-alive" : "close");
+	wr = base_calloc(1, sizeof(*wr));
+	if (!err && !wr)
+		err = -ENOMEM;
+	if (!err)
+		err = base_buf_take(&head, &wr->head, &hlen);
+	if (err) {
+		base_free(wr);
+		base_free(body);
+		base_buf_free(&head);
 		conn_close(c);
-		return err ? err : -ENOMEM;
+		return err;
 	}
 	wr->c = c;
 	wr->close_after = !keep;
-	bufs[0] = uv_buf_init(head.data, (unsigned int)head.len);
+	bufs[0] = uv_buf_init(wr->head, (unsigned int)hlen);
 	if (c->parser.method == HTTP_HEAD) {
-		free(body);
+		base_free(body);
 		body = NULL;
 		len = 0;
 	}
 	bufs[1] = uv_buf_init(body, (unsigned int)len);
-	wr->head = sc_buf_steal(&head, NULL);
 	wr->body = body;
 	c->flags &= ~CONN_F_BUSY;
 	c->abort_cb = NULL;
 	if ((err = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, len ? 2 : 1, on_written))) {
-		free(wr->head);
-		free(wr->body);
-		free(wr);
+		base_free(wr->head);
+		base_free(wr->body);
+		base_free(wr);
 		conn_close(c);
 		return err;
 	}
@@ -446,14 +457,12 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 int sc_http_respond(struct sc_conn *c, int status, const char *headers, const void *body,
 		    size_t len)
 {
-	void *copy = malloc(len ? len : 1);
+	void *copy = base_memdup(body, len);
 
 	if (!copy) {
 		conn_close(c);
 		return -ENOMEM;
 	}
-	if (len)
-		memcpy(copy, body, len);
 	return sc_http_respond_owned(c, status, headers, copy, len);
 }
 
@@ -471,7 +480,7 @@ static void on_connection(uv_stream_t *server, int status)
 
 	if (status < 0)
 		return;
-	c = calloc(1, sizeof(*c));
+	c = base_calloc(1, sizeof(*c));
 	if (!c)
 		return;
 	c->srv = srv;
@@ -480,9 +489,9 @@ static void on_connection(uv_stream_t *server, int status)
 	c->tcp.data = c->timer.data = c;
 	c->open_handles = 2;
 	cap = (size_t)srv->cfg->max_header_bytes;
-	sc_buf_init(&c->url, cap);
-	sc_buf_init(&c->body, (size_t)srv->cfg->max_body_bytes);
-	sc_buf_init(&c->in, cap + (size_t)srv->cfg->max_body_bytes);
+	base_buf_init(&c->url, cap);
+	base_buf_init(&c->body, (size_t)srv->cfg->max_body_bytes);
+	base_buf_init(&c->in, cap + (size_t)srv->cfg->max_body_bytes);
 	llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
 	c->next = srv->conns;
 	if (c->next)
@@ -520,7 +529,7 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	if (uv_ip4_addr(host, port, (struct sockaddr_in *)&ss) &&
 	    uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss))
 		return -EINVAL;
-	srv = calloc(1, sizeof(*srv));
+	srv = base_calloc(1, sizeof(*srv));
 	if (!srv)
 		return -ENOMEM;
 	srv->loop = loop;
@@ -540,7 +549,7 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	srv->tcp.data = srv;
 	if ((err = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&ss, 0)) ||
 	    (err = uv_listen((uv_stream_t *)&srv->tcp, 128, on_connection))) {
-		uv_close((uv_handle_t *)&srv->tcp, (uv_close_cb)free);
+		uv_close((uv_handle_t *)&srv->tcp, (uv_close_cb)base_free);
 		return err;
 	}
 	uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&ss, &len);
@@ -557,7 +566,7 @@ int sc_http_port(const struct sc_http *srv)
 
 static void on_server_closed(uv_handle_t *h)
 {
-	free(h->data);
+	base_free(h->data);
 }
 
 void sc_http_close(struct sc_http *srv)

@@ -1,12 +1,18 @@
+/* Go's index page (see index.h): each request builds its page in a buffer
+ * of its own, handed to the HTTP layer; the pod panel's HTML is kept in
+ * the server's cache, which this file fills and frees. Loop thread only. */
 #include "sidecar/index.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/buf.h"
+#include "base/mem.h"
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/server.h"
@@ -16,7 +22,7 @@
 #define POD_PANEL_TTL_NS 1000000000ull
 #define POD_PANEL_MAX 200
 
-static void target_panel(pid_t pid, struct sc_buf *b)
+static void target_panel(pid_t pid, struct base_buf *b)
 {
 	char path[64], buf[4096], exe[PT_PROC_MAX_PATH];
 	struct pt_stat st;
@@ -29,26 +35,26 @@ static void target_panel(pid_t pid, struct sc_buf *b)
 	exe[n > 0 ? n : 0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st)) {
-		sc_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)pid);
+		base_buf_printf(b, "<p>Target pid %d: gone</p>\n", (int)pid);
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) > 0)
 		pt_proc_status_value(buf, "VmRSS", &rss);
-	sc_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
-		      "<tr><td>comm</td><td>", (int)pid);
-	sc_buf_html(b, st.comm);
-	sc_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
-	sc_buf_html(b, exe[0] ? exe : "?");
-	sc_buf_printf(b, "</td></tr>\n<tr><td>threads</td><td>%ld</td></tr>\n"
-		      "<tr><td>RSS</td><td>%lld kB</td></tr>\n"
-		      "<tr><td>CPU</td><td>%.2f s</td></tr>\n</table>\n</p>\n",
-		      st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
+	base_buf_printf(b, "<p>\nTarget process:\n<table>\n<tr><td>pid</td><td>%d</td></tr>\n"
+			"<tr><td>comm</td><td>", (int)pid);
+	sc_html_escape(b, st.comm);
+	base_buf_printf(b, "</td></tr>\n<tr><td>exe</td><td>");
+	sc_html_escape(b, exe[0] ? exe : "?");
+	base_buf_printf(b, "</td></tr>\n<tr><td>threads</td><td>%ld</td></tr>\n"
+			"<tr><td>RSS</td><td>%lld kB</td></tr>\n"
+			"<tr><td>CPU</td><td>%.2f s</td></tr>\n</table>\n</p>\n",
+			st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
 }
 
 /* The other processes of the pod (our PID namespace), each with a link;
  * kernel threads and podprof itself left out. */
-static int scan_pod(pid_t current, struct sc_buf *b)
+static int scan_pod(pid_t current, struct base_buf *b)
 {
 	struct dirent *de;
 	DIR *d = opendir("/proc");
@@ -56,7 +62,7 @@ static int scan_pod(pid_t current, struct sc_buf *b)
 
 	if (!d)
 		return -1;
-	sc_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
+	base_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
 	while ((de = readdir(d)) && shown < POD_PANEL_MAX) {
 		char path[64], buf[1024], *end;
 		struct pt_stat st;
@@ -68,40 +74,51 @@ static int scan_pod(pid_t current, struct sc_buf *b)
 		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
 		    (st.flags & PT_PF_KTHREAD))
 			continue;
-		sc_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
-			      v == current ? " (shown)" : "");
-		sc_buf_html(b, st.comm);
-		sc_buf_printf(b, "</td></tr>\n");
+		base_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
+				v == current ? " (shown)" : "");
+		sc_html_escape(b, st.comm);
+		base_buf_printf(b, "</td></tr>\n");
 		shown++;
 	}
 	closedir(d);
-	sc_buf_printf(b, "</table>\n</p>\n");
+	base_buf_printf(b, "</table>\n</p>\n");
 	return 0;
 }
 
-static void pod_panel(struct sc_index_cache *cache, pid_t current, struct sc_buf *out)
+/* Appends the pod panel, from the cache while it is fresh. Returns 0 (a
+ * /proc that cannot be listed leaves the panel out) or -ENOMEM. */
+static int pod_panel(struct sc_index_cache *cache, pid_t current, struct base_buf *out)
 {
-	struct sc_buf fresh;
+	struct base_buf fresh;
 	uint64_t now = uv_hrtime();
+	char *html;
+	size_t len;
+	int err;
 
 	if (cache->html && cache->pid == current && now - cache->at < POD_PANEL_TTL_NS) {
-		sc_buf_append(out, cache->html, cache->len);
-		return;
+		base_buf_put(out, cache->html, cache->len);
+		return 0;
 	}
-	sc_buf_init(&fresh, 1u << 20);
-	if (scan_pod(current, &fresh) || fresh.err) {
-		sc_buf_free(&fresh);
-		return;
+	base_buf_init(&fresh, 1u << 20);
+	if (scan_pod(current, &fresh)) {
+		base_buf_free(&fresh);
+		return 0;
 	}
-	sc_buf_append(out, fresh.data, fresh.len);
-	free(cache->html);
-	cache->html = sc_buf_steal(&fresh, &cache->len);
+	/* Past its 1 MiB (POD_PANEL_MAX rows cannot get there) the panel is
+	 * left out too; only a failed allocation fails the page. */
+	if ((err = base_buf_take(&fresh, &html, &len)))
+		return err == -ENOMEM ? err : 0;
+	base_buf_put(out, html, len);
+	base_free(cache->html);
+	cache->html = html;
+	cache->len = len;
 	cache->pid = current;
 	cache->at = now;
+	return 0;
 }
 
 /* Go's index: a row per listed route, in table order, then descriptions. */
-static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, struct sc_buf *b)
+static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, struct base_buf *b)
 {
 	size_t n, skip = strlen(SC_PPROF_PREFIX);
 	const struct sc_route *r = sc_server_routes(&n);
@@ -109,29 +126,31 @@ static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, s
 	for (size_t i = 0; i < n; i++) {
 		if (!(r[i].flags & SC_ROUTE_LISTED))
 			continue;
-		sc_buf_printf(b, "<tr><td>%lld</td><td><a href='%s?debug=1%s'>%s</a>",
-			      (long long)(r[i].count ? r[i].count(srv, pid) : 0), r[i].path + skip, extra,
-			      r[i].path + skip);
+		base_buf_printf(b, "<tr><td>%lld</td><td><a href='%s?debug=1%s'>%s</a>",
+				(long long)(r[i].count ? r[i].count(srv, pid) : 0), r[i].path + skip, extra,
+				r[i].path + skip);
 		if (r[i].also)
-			sc_buf_printf(b, " (<a href='%s?%s%s'>%s</a>)", r[i].path + skip, r[i].also, extra,
-				      r[i].also);
-		sc_buf_printf(b, "</td></tr>\n");
+			base_buf_printf(b, " (<a href='%s?%s%s'>%s</a>)", r[i].path + skip, r[i].also, extra,
+					r[i].also);
+		base_buf_printf(b, "</td></tr>\n");
 	}
-	sc_buf_printf(b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+	base_buf_printf(b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
 	for (size_t i = 0; i < n; i++) {
 		if (!(r[i].flags & SC_ROUTE_LISTED))
 			continue;
-		sc_buf_printf(b, "<li><div class=profile-name>%s: </div> ", r[i].path + skip);
-		sc_buf_html(b, r[i].desc);
-		sc_buf_printf(b, "</li>\n");
+		base_buf_printf(b, "<li><div class=profile-name>%s: </div> ", r[i].path + skip);
+		sc_html_escape(b, r[i].desc);
+		base_buf_printf(b, "</li>\n");
 	}
-	sc_buf_printf(b, "</ul>\n</p>\n");
+	base_buf_printf(b, "</ul>\n</p>\n");
 }
 
 void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {
-	struct sc_buf b;
-	char extra[32] = "";
+	struct base_buf b;
+	char extra[32] = "", *html;
+	size_t len;
+	int err;
 	pid_t pid = sc_request_pid(srv, c, req->query);
 
 	if (!pid)
@@ -139,24 +158,32 @@ void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_r
 	/* The links keep looking at the process this page is about. */
 	if (pid != sc_server_target(srv))
 		snprintf(extra, sizeof(extra), "&pid=%d", (int)pid);
-	sc_buf_init(&b, 1u << 20);
-	sc_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
-		      "\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
-		      "/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
-		      "text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
-		      "<thead><td>Count</td><td>Profile</td></thead>\n");
+	base_buf_init(&b, 1u << 20);
+	base_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
+			"\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
+			"/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
+			"text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
+			"<thead><td>Count</td><td>Profile</td></thead>\n");
 	profile_table(srv, pid, extra, &b);
 	target_panel(pid, &b);
-	pod_panel(sc_server_index_cache(srv), pid, &b);
-	sc_buf_printf(&b, "</body>\n</html>\n");
-	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", b.data, b.len);
+	if ((err = pod_panel(sc_server_index_cache(srv), pid, &b))) {
+		base_buf_free(&b);
+		sc_go_error(c, 500, "out of memory");
+		return;
+	}
+	base_buf_printf(&b, "</body>\n</html>\n");
+	if ((err = base_buf_take(&b, &html, &len))) {
+		sc_go_error(c, 500, "out of memory");
+		return;
+	}
+	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", html, len);
 }
 
 void sc_index_cache_free(struct sc_index_cache *cache)
 {
 	if (!cache)
 		return;
-	free(cache->html);
+	base_free(cache->html);
 	cache->html = NULL;
 	cache->len = 0;
 }

@@ -1,4 +1,6 @@
-/* podprof: serve Go's pprof endpoints for a neighbour process. */
+/* podprof: serve Go's pprof endpoints for a neighbour process. The main
+ * thread sets up (configuration, capabilities, the target) and then runs
+ * the libuv loop: it is the loop thread, and owns the server it starts. */
 #include <errno.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/buf.h"
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
@@ -167,14 +170,14 @@ static void raise_fd_limit(const struct sc_cfg *cfg)
  * Returns 0, or a negative errno after logging why. */
 static int select_target(const struct sc_cfg *cfg, pid_t *pid)
 {
-	struct sc_buf msg;
+	struct base_buf msg;
 	int rc;
 
-	sc_buf_init(&msg, 65536);
+	base_buf_init(&msg, 65536);
 	rc = sc_target_select(cfg, "/proc", pid, &msg);
 	if (rc)
 		log_error("target: %s", msg.data ? msg.data : sc_strerror(rc));
-	sc_buf_free(&msg);
+	base_buf_free(&msg);
 	return rc;
 }
 

@@ -1,3 +1,5 @@
+/* /metrics (see metrics.h): each request formats the table of metrics
+ * into a buffer of its own, handed to the HTTP layer. Loop thread only. */
 #include "sidecar/metrics.h"
 
 #include <dirent.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "ptrace/proc.h"
 #include "ptrace/sampler.h"
 #include "sidecar/http.h"
@@ -100,14 +103,14 @@ static const struct target_metric target_metrics[] = {
 	{ "target_cpu_seconds_total", "counter", "CPU time of the default target.", target_cpu },
 };
 
-static void header(struct sc_buf *b, const char *name, const char *type, const char *help)
+static void header(struct base_buf *b, const char *name, const char *type, const char *help)
 {
-	sc_buf_printf(b, "# HELP podprof_%s %s\n# TYPE podprof_%s %s\n", name, help, name, type);
+	base_buf_printf(b, "# HELP podprof_%s %s\n# TYPE podprof_%s %s\n", name, help, name, type);
 }
 
 /* podprof's own process, under the names Prometheus' client libraries use
  * (process_*), so that dashboards made for any exporter show it. */
-static void process_metrics(struct sc_buf *b)
+static void process_metrics(struct base_buf *b)
 {
 	char buf[4096];
 	struct pt_stat ps;
@@ -119,23 +122,23 @@ static void process_metrics(struct sc_buf *b)
 	if (pt_proc_slurp("/proc/self/stat", buf, sizeof(buf)) > 0 && !pt_proc_parse_stat(buf, &ps)) {
 		const char *bt;
 
-		sc_buf_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time "
-			      "spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
-			      "process_cpu_seconds_total %.9g\n",
-			      (double)(ps.utime + ps.stime) / (double)sysconf(_SC_CLK_TCK));
-		sc_buf_printf(b, "# HELP process_resident_memory_bytes Resident memory size in "
-			      "bytes.\n# TYPE process_resident_memory_bytes gauge\n"
-			      "process_resident_memory_bytes %.9g\n",
-			      (double)ps.rss_pages * (double)sysconf(_SC_PAGESIZE));
+		base_buf_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time "
+				"spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
+				"process_cpu_seconds_total %.9g\n",
+				(double)(ps.utime + ps.stime) / (double)sysconf(_SC_CLK_TCK));
+		base_buf_printf(b, "# HELP process_resident_memory_bytes Resident memory size in "
+				"bytes.\n# TYPE process_resident_memory_bytes gauge\n"
+				"process_resident_memory_bytes %.9g\n",
+				(double)ps.rss_pages * (double)sysconf(_SC_PAGESIZE));
 		/* starttime is in clock ticks since boot; /proc/stat's btime is
 		 * the boot in seconds since the epoch. */
 		if (pt_proc_slurp("/proc/stat", buf, sizeof(buf)) > 0 && (bt = strstr(buf, "\nbtime ")))
 			boot = strtod(bt + 7, NULL);
 		if (boot > 0)
-			sc_buf_printf(b, "# HELP process_start_time_seconds Start time of the process "
-				      "since unix epoch in seconds.\n# TYPE process_start_time_seconds "
-				      "gauge\nprocess_start_time_seconds %.3f\n",
-				      boot + (double)ps.starttime / (double)sysconf(_SC_CLK_TCK));
+			base_buf_printf(b, "# HELP process_start_time_seconds Start time of the process "
+					"since unix epoch in seconds.\n# TYPE process_start_time_seconds "
+					"gauge\nprocess_start_time_seconds %.3f\n",
+					boot + (double)ps.starttime / (double)sysconf(_SC_CLK_TCK));
 	}
 	if (!(dir = opendir("/proc/self/fd")))
 		return;
@@ -143,13 +146,13 @@ static void process_metrics(struct sc_buf *b)
 		fds += de->d_name[0] != '.';
 	closedir(dir);
 	/* Less the descriptor of the directory being read. */
-	sc_buf_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
-		      "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds > 0 ? fds - 1 : 0);
+	base_buf_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+			"# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", fds > 0 ? fds - 1 : 0);
 }
 
 /* podprof_build_info{version,revision} 1: PODPROF_VERSION is
  * "VERSION (REVISION)" (see the Makefile). */
-static void build_info(struct sc_buf *b)
+static void build_info(struct base_buf *b)
 {
 	const char *v = PODPROF_VERSION, *open = strstr(v, " (");
 	int vlen = open ? (int)(open - v) : (int)strlen(v), rlen = 0;
@@ -162,8 +165,8 @@ static void build_info(struct sc_buf *b)
 		rlen = (int)strlen(rev);
 	}
 	header(b, "build_info", "gauge", "podprof's version and the git revision it was built from.");
-	sc_buf_printf(b, "podprof_build_info{version=\"%.*s\",revision=\"%.*s\"} 1\n", vlen, v, rlen,
-		      rev);
+	base_buf_printf(b, "podprof_build_info{version=\"%.*s\",revision=\"%.*s\"} 1\n", vlen, v, rlen,
+			rev);
 }
 
 static double field(const struct pt_sampler_stats *st, size_t off)
@@ -171,31 +174,32 @@ static double field(const struct pt_sampler_stats *st, size_t off)
 	return (double)*(const uint64_t *)(const void *)((const char *)st + off);
 }
 
-static void stat_metric(struct sc_buf *b, const struct stat_metric *m,
+static void stat_metric(struct base_buf *b, const struct stat_metric *m,
 			const struct pt_sampler_stats *st)
 {
 	header(b, m->name, m->type, m->help);
 	if (!strcmp(m->type, "summary")) {
-		sc_buf_printf(b, "podprof_%s{quantile=\"0.5\"} %.9g\n"
-			      "podprof_%s{quantile=\"0.99\"} %.9g\n"
-			      "podprof_%s_sum %.9g\npodprof_%s_count %.9g\n",
-			      m->name, field(st, m->off) / m->div, m->name, field(st, m->off99) / m->div,
-			      m->name, field(st, m->off_sum) / m->div, m->name, field(st, m->off_count));
+		base_buf_printf(b, "podprof_%s{quantile=\"0.5\"} %.9g\n"
+				"podprof_%s{quantile=\"0.99\"} %.9g\n"
+				"podprof_%s_sum %.9g\npodprof_%s_count %.9g\n",
+				m->name, field(st, m->off) / m->div, m->name, field(st, m->off99) / m->div,
+				m->name, field(st, m->off_sum) / m->div, m->name, field(st, m->off_count));
 		return;
 	}
-	sc_buf_printf(b, "podprof_%s %.9g\n", m->name, field(st, m->off) / m->div);
+	base_buf_printf(b, "podprof_%s %.9g\n", m->name, field(st, m->off) / m->div);
 }
 
 void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {
 	struct pt_sampler_stats st;
 	struct pt_stat ps;
-	struct sc_buf b;
-	char path[64], buf[1024];
+	struct base_buf b;
+	char path[64], buf[1024], *text;
+	size_t len;
 
 	(void)req;
 	pt_sampler_stats(sc_server_sampler(srv), &st);
-	sc_buf_init(&b, 1u << 20);
+	base_buf_init(&b, 1u << 20);
 	for (size_t i = 0; i < SC_ARRAY_LEN(stat_metrics); i++)
 		stat_metric(&b, &stat_metrics[i], &st);
 	/* A target that is gone has no figures: leave them out, not 0. */
@@ -205,15 +209,14 @@ void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc
 			const struct target_metric *m = &target_metrics[i];
 
 			header(&b, m->name, m->type, m->help);
-			sc_buf_printf(&b, "podprof_%s %.9g\n", m->name, m->get(&ps));
+			base_buf_printf(&b, "podprof_%s %.9g\n", m->name, m->get(&ps));
 		}
 	process_metrics(&b);
 	build_info(&b);
-	if (b.err) {
-		sc_buf_free(&b);
+	if (base_buf_take(&b, &text, &len)) {
 		sc_go_error(c, 500, "out of memory");
 		return;
 	}
 	sc_http_respond_owned(c, 200, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n",
-			      b.data, b.len);
+			      text, len);
 }

@@ -1,3 +1,6 @@
+/* Choosing the target (see target.h): one scan of /proc, its candidates
+ * in an array of its own, freed before it returns. Start-up and loop
+ * thread. */
 #include "sidecar/target.h"
 
 #include <dirent.h>
@@ -8,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/array.h"
+#include "base/buf.h"
+#include "base/mem.h"
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/util.h"
@@ -30,7 +36,7 @@ struct cand {
 };
 
 int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid,
-		     struct sc_buf *msg)
+		     struct base_buf *msg)
 {
 	struct cand *c = NULL;
 	size_t n = 0, cap = 0;
@@ -71,17 +77,8 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 			continue;
 		if (cfg->comm && strcmp(st.comm, cfg->comm))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct cand *nc = realloc(c, ncap * sizeof(*nc));
-
-			if (!nc) {
-				err = -ENOMEM;
-				goto out;
-			}
-			c = nc;
-			cap = ncap;
-		}
+		if ((err = BASE_ARRAY_RESERVE(c, cap, n + 1)))
+			goto out;
 		x = &c[n];
 		x->pid = (pid_t)v;
 		snprintf(x->comm, sizeof(x->comm), "%s", st.comm);
@@ -104,23 +101,23 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 	}
 	err = n ? -EEXIST : -ESRCH;
 	if (cfg->pid && cfg->pid == self)
-		sc_buf_printf(msg, "--pid %d is podprof itself", cfg->pid);
+		base_buf_printf(msg, "--pid %d is podprof itself", cfg->pid);
 	else if (orphaned)
-		sc_buf_printf(msg, "pid %d's main thread has exited (pthread_exit) while its other threads "
-			      "run on: podprof reads a process through its main thread and cannot profile it",
-			      cfg->pid);
+		base_buf_printf(msg, "pid %d's main thread has exited (pthread_exit) while its other threads "
+				"run on: podprof reads a process through its main thread and cannot profile it",
+				cfg->pid);
 	else if (cfg->pid)
-		sc_buf_printf(msg, "no process with pid %d in this PID namespace", cfg->pid);
+		base_buf_printf(msg, "no process with pid %d in this PID namespace", cfg->pid);
 	else if (!n)
-		sc_buf_printf(msg, "no process matches %s%s%s", cfg->comm ? "--comm " : cfg->exe ? "--exe " : "",
-			      cfg->comm ? cfg->comm : cfg->exe ? cfg->exe : "(any process besides pause and podprof)",
-			      "; is shareProcessNamespace: true set on the pod?");
+		base_buf_printf(msg, "no process matches %s%s%s", cfg->comm ? "--comm " : cfg->exe ? "--exe " : "",
+				cfg->comm ? cfg->comm : cfg->exe ? cfg->exe : "(any process besides pause and podprof)",
+				"; is shareProcessNamespace: true set on the pod?");
 	else
-		sc_buf_printf(msg, "%zu processes match; choose one with --pid, --comm or --exe:", n);
+		base_buf_printf(msg, "%zu processes match; choose one with --pid, --comm or --exe:", n);
 	for (size_t i = 0; i < n && i < 50; i++)
-		sc_buf_printf(msg, "\n  pid=%d comm=%s exe=%s", (int)c[i].pid, c[i].comm, c[i].exe);
+		base_buf_printf(msg, "\n  pid=%d comm=%s exe=%s", (int)c[i].pid, c[i].comm, c[i].exe);
 out:
 	closedir(d);
-	free(c);
+	base_free(c);
 	return err;
 }

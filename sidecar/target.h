@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 struct sc_cfg;
-struct sc_buf;
+struct base_buf;
 
 /* Picks by --pid, --comm or --exe, or else the only process that is neither
  * the pod's pause process (PID 1 named pause/catatonit/tini/...), a kernel
@@ -14,7 +14,7 @@ struct sc_buf;
  * matches, or -EEXIST with several matches; in both failure cases `msg`
  * gets a message listing the candidates (pid, comm, exe). */
 int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid,
-		     struct sc_buf *msg);
+		     struct base_buf *msg);
 
 /* Whether PID 1 with this comm is a pod's pause/init shim. */
 int sc_target_is_pause(const char *comm);

@@ -1,110 +1,33 @@
+/* The sidecar's small helpers (see util.h): pure functions of their
+ * arguments, owning nothing. Any thread. */
 #include "sidecar/util.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void sc_buf_init(struct sc_buf *b, size_t max)
+#include "base/buf.h"
+
+int sc_html_escape(struct base_buf *b, const char *s)
 {
-	b->data = NULL;
-	b->len = 0;
-	b->cap = 0;
-	b->max = max;
-	b->err = 0;
-}
+	while (*s) {
+		size_t plain = strcspn(s, "&<>\"'");
 
-void sc_buf_free(struct sc_buf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-}
-
-static int reserve(struct sc_buf *b, size_t n)
-{
-	size_t want, cap;
-	char *p;
-
-	if (n > b->max || b->len > b->max - n)
-		return b->err = -E2BIG;
-	want = b->len + n + 1; /* room for a NUL so text stays a C string */
-	if (want <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap < want)
-		cap *= 2;
-	if (cap > b->max + 1)
-		cap = b->max + 1;
-	p = realloc(b->data, cap);
-	if (!p)
-		return b->err = -ENOMEM;
-	b->data = p;
-	b->cap = cap;
-	return 0;
-}
-
-int sc_buf_append(struct sc_buf *b, const void *p, size_t n)
-{
-	int err = reserve(b, n);
-
-	if (err)
-		return err;
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-int sc_buf_printf(struct sc_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n, err;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	err = reserve(b, (size_t)n);
-	if (err)
-		return err;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
-}
-
-int sc_buf_html(struct sc_buf *b, const char *s)
-{
-	int err = 0;
-
-	for (; *s && !err; s++) {
+		base_buf_put(b, s, plain);
+		s += plain;
 		switch (*s) {
-		case '&': err = sc_buf_append(b, "&amp;", 5); break;
-		case '<': err = sc_buf_append(b, "&lt;", 4); break;
-		case '>': err = sc_buf_append(b, "&gt;", 4); break;
-		case '"': err = sc_buf_append(b, "&#34;", 5); break;
-		case '\'': err = sc_buf_append(b, "&#39;", 5); break;
-		default: err = sc_buf_append(b, s, 1); break;
+		case '&': base_buf_str(b, "&amp;"); break;
+		case '<': base_buf_str(b, "&lt;"); break;
+		case '>': base_buf_str(b, "&gt;"); break;
+		case '"': base_buf_str(b, "&#34;"); break;
+		case '\'': base_buf_str(b, "&#39;"); break;
+		default: return b->err;   /* the end of s */
 		}
+		s++;
 	}
-	return err;
-}
-
-char *sc_buf_steal(struct sc_buf *b, size_t *len)
-{
-	char *p = b->data;
-
-	if (len)
-		*len = b->len;
-	b->data = NULL;
-	b->len = b->cap = 0;
-	return p;
+	return b->err;
 }
 
 int sc_parse_u64(const char **cur, int base, uint64_t max, uint64_t *out)

@@ -1,4 +1,4 @@
-/* Small helpers shared by the sidecar: bounded buffers, number parsing,
+/* Small helpers shared by the sidecar: HTML escaping, number parsing,
  * error strings and clocks. Any thread may call them. */
 #ifndef SC_UTIL_H
 #define SC_UTIL_H
@@ -10,28 +10,11 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 #define SC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* A growable byte buffer with a hard cap (STYLE H11). `max` must be set by
- * sc_buf_init(); appends past it fail with -E2BIG and leave the buffer as it
- * was. `err` keeps the first failure, so a long run of appends can be
- * checked once at the end. */
-struct sc_buf {
-	char *data;
-	size_t len;
-	size_t cap;
-	size_t max;
-	int err;
-};
+struct base_buf;
 
-void sc_buf_init(struct sc_buf *b, size_t max);
-void sc_buf_free(struct sc_buf *b);
-/* Returns 0, -E2BIG past the cap, or -ENOMEM. */
-int sc_buf_append(struct sc_buf *b, const void *p, size_t n);
-int sc_buf_printf(struct sc_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Appends `s` with &<>"' escaped for HTML. */
-int sc_buf_html(struct sc_buf *b, const char *s);
-/* Hands the bytes to the caller (who frees them) and empties the buffer. */
-char *sc_buf_steal(struct sc_buf *b, size_t *len);
+/* Appends `s` to b with &<>"' escaped for HTML. Returns 0 or the buffer's
+ * error, which sticks (base/buf.h). */
+int sc_html_escape(struct base_buf *b, const char *s);
 
 /* Parses an unsigned decimal (or 0x hex when `base` is 0) number at *cur,
  * advancing *cur past it. Returns 0, -EINVAL (no digits) or -ERANGE (> max). */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
@@ -88,40 +90,35 @@ static int cmp_rows(const void *a, const void *b, void *col)
  * and a totals line. */
 static int table(const struct pt_profile *pr, int allocs, char **out, size_t *len)
 {
-	const struct pt_profile_sample **order = calloc(pr->nsamples + 1, sizeof(*order));
-	struct sc_buf b;
+	const struct pt_profile_sample **order = base_calloc(pr->nsamples + 1, sizeof(*order));
+	struct base_buf b;
 	int64_t tot[4] = { 0 };
-	int col = allocs ? 1 : 0, err;
+	int col = allocs ? 1 : 0;
 
 	if (!order)
 		return -ENOMEM;
 	for (size_t i = 0; i < pr->nsamples; i++)
 		order[i] = &pr->samples[i];
 	qsort_r(order, pr->nsamples, sizeof(*order), cmp_rows, &col);
-	sc_buf_init(&b, SC_MAX_PROFILE_BYTES);
-	sc_buf_printf(&b, "%-14s %14s %14s %14s %14s  %s\n", "class",
-		      allocs ? "alloc_objects" : "rss", allocs ? "alloc_space" : "pss",
-		      allocs ? "inuse_objects" : "private_dirty", allocs ? "inuse_space" : "swap",
-		      "mapping");
+	base_buf_init(&b, SC_MAX_PROFILE_BYTES);
+	base_buf_printf(&b, "%-14s %14s %14s %14s %14s  %s\n", "class",
+			allocs ? "alloc_objects" : "rss", allocs ? "alloc_space" : "pss",
+			allocs ? "inuse_objects" : "private_dirty", allocs ? "inuse_space" : "swap",
+			"mapping");
 	for (size_t i = 0; i < pr->nsamples; i++) {
 		const struct pt_profile_sample *s = order[i];
 		const char *map = s->n > 0 ? pr->locs[pr->loc_ids[s->first]].name : "?";
 		const char *cls = s->n > 1 ? pr->locs[pr->loc_ids[s->first + 1]].name : "?";
 
-		sc_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "  %s\n",
-			      cls, s->value[0], s->value[1], s->value[2], s->value[3], map);
+		base_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "  %s\n",
+				cls, s->value[0], s->value[1], s->value[2], s->value[3], map);
 		for (int k = 0; k < 4; k++)
 			tot[k] += s->value[k];
 	}
-	sc_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64
-		      "  (%zu rows, bytes)\n", "total", tot[0], tot[1], tot[2], tot[3], pr->nsamples);
-	free(order);
-	if ((err = b.err)) {
-		sc_buf_free(&b);
-		return err;
-	}
-	*out = sc_buf_steal(&b, len);
-	return 0;
+	base_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64
+			"  (%zu rows, bytes)\n", "total", tot[0], tot[1], tot[2], tot[3], pr->nsamples);
+	base_free(order);
+	return base_buf_take(&b, out, len);
 }
 
 static void memory_encode(struct sc_job *j, struct sc_reply *r)

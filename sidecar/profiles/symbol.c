@@ -2,9 +2,11 @@
  * of locations it could not name; a GET carries them in the raw query. */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/mem.h"
 #include "sidecar/http.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
@@ -30,17 +32,30 @@ static enum sc_job_next symbol_done(struct sc_job *j)
 static void symbol_encode(struct sc_job *j, struct sc_reply *r)
 {
 	struct symbol_job *s = SC_CONTAINER_OF(j, struct symbol_job, job);
-	struct sc_buf b;
+	struct base_buf b;
 	size_t len;
 	char *text;
 
-	/* Unknown addresses are left out, as Go leaves them out. */
-	sc_buf_init(&b, 64u << 20);
-	sc_buf_printf(&b, "num_symbols: 1\n");
-	for (size_t i = 0; i < j->req.naddrs; i++)
-		if (j->req.names[i])
-			sc_buf_printf(&b, "%#" PRIx64 " %s\n", s->addrs[i], j->req.names[i]);
-	text = sc_buf_steal(&b, &len);
+	/* Unknown addresses are left out, as Go leaves them out; so is a line
+	 * that would take the answer past its cap (measured first: the
+	 * buffer's error sticks, and the lines after it may still fit). */
+	base_buf_init(&b, 64u << 20);
+	base_buf_printf(&b, "num_symbols: 1\n");
+	for (size_t i = 0; i < j->req.naddrs; i++) {
+		const char *name = j->req.names[i];
+		int n;
+
+		if (!name)
+			continue;
+		n = snprintf(NULL, 0, "%#" PRIx64 " %s\n", s->addrs[i], name);
+		if (n < 0 || (size_t)n > b.max - b.len)
+			continue;
+		base_buf_printf(&b, "%#" PRIx64 " %s\n", s->addrs[i], name);
+	}
+	if (base_buf_take(&b, &text, &len)) {
+		sc_reply_error(r, 500, "out of memory");
+		return;
+	}
 	sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
 }
 
@@ -50,10 +65,10 @@ static void symbol_release(struct sc_job *j)
 
 	if (j->req.names)
 		for (size_t i = 0; i < j->req.naddrs; i++)
-			free(j->req.names[i]);
-	free(j->req.names);
+			base_free(j->req.names[i]);
+	base_free(j->req.names);
 	j->req.names = NULL;
-	free(s->addrs);
+	base_free(s->addrs);
 	s->addrs = NULL;
 }
 
@@ -75,13 +90,13 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 
 	if (!pid)
 		return;
-	if (!(addrs = malloc(sizeof(*addrs) * max))) {
+	if (!(addrs = base_calloc(max, sizeof(*addrs)))) {
 		sc_go_error(c, 500, "out of memory");
 		return;
 	}
 	n = sc_parse_symbol_addrs(in, len, addrs, max);
 	if (n <= 0) {
-		free(addrs);
+		base_free(addrs);
 		if (n == 0)
 			sc_http_respond(c, 200, SC_TEXT_PLAIN, "num_symbols: 1\n", 15);
 		else
@@ -89,7 +104,7 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 		return;
 	}
 	if (!(j = sc_job_new(srv, c, &symbol_ops, sizeof(*s)))) {
-		free(addrs);
+		base_free(addrs);
 		return;
 	}
 	s = SC_CONTAINER_OF(j, struct symbol_job, job);

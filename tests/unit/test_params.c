@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "sidecar/cfg.h"
 #include "sidecar/query.h"
 #include "sidecar/server.h"
@@ -72,7 +73,7 @@ TEST(symbol_addrs)
 TEST(go_int_and_buf)
 {
 	int64_t v;
-	struct sc_buf b;
+	struct base_buf b;
 
 	ASSERT_OK(sc_parse_go_int("-42", &v));
 	ASSERT_EQ(v, -42);
@@ -80,16 +81,16 @@ TEST(go_int_and_buf)
 	ASSERT_EQ(sc_parse_go_int(" 4", &v), -EINVAL);
 	ASSERT_EQ(sc_parse_go_int("9223372036854775808", &v), -ERANGE);
 	ASSERT_OK(sc_parse_go_int("-9223372036854775808", &v));
-	sc_buf_init(&b, 8);
-	ASSERT_OK(sc_buf_append(&b, "12345678", 8));
-	ASSERT_EQ(sc_buf_append(&b, "9", 1), -E2BIG);
-	ASSERT_EQ(b.len, 8);
-	ASSERT_EQ(sc_buf_printf(&b, "%d", 1), -E2BIG);
-	sc_buf_free(&b);
-	sc_buf_init(&b, 100);
-	ASSERT_OK(sc_buf_html(&b, "<a href='x'>&\"</a>"));
+	base_buf_init(&b, 100);
+	ASSERT_OK(sc_html_escape(&b, "<a href='x'>&\"</a>"));
 	ASSERT_STR_EQ(b.data, "&lt;a href=&#39;x&#39;&gt;&amp;&#34;&lt;/a&gt;");
-	sc_buf_free(&b);
+	base_buf_free(&b);
+	/* Past the cap: the buffer's error, and what came before is kept. */
+	base_buf_init(&b, 8);
+	ASSERT_OK(sc_html_escape(&b, "a<b"));
+	ASSERT_EQ(sc_html_escape(&b, "&"), -E2BIG);
+	ASSERT_STR_EQ(b.data, "a&lt;b");
+	base_buf_free(&b);
 }
 
 TEST(config_flags_env_and_errors)

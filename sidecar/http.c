@@ -84,6 +84,7 @@ static const char *status_text(int s)
 }
 
 static void conn_close(struct sc_conn *c);
+static void on_server_closed(uv_handle_t *h);
 
 static void on_handle_closed(uv_handle_t *h)
 {
@@ -549,7 +550,8 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	srv->tcp.data = srv;
 	if ((err = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&ss, 0)) ||
 	    (err = uv_listen((uv_stream_t *)&srv->tcp, 128, on_connection))) {
-		uv_close((uv_handle_t *)&srv->tcp, (uv_close_cb)base_free);
+		/* srv goes once its handle is closed. */
+		uv_close((uv_handle_t *)&srv->tcp, on_server_closed);
 		return err;
 	}
 	uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&ss, &len);

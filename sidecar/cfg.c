@@ -1,3 +1,6 @@
+/* The configuration's table and its readers (see cfg.h): the strings a
+ * struct sc_cfg holds are copies it owns, freed by sc_cfg_free. Start-up
+ * on the main thread; read-only after. */
 #include "sidecar/cfg.h"
 
 #include <errno.h>
@@ -8,6 +11,7 @@
 
 #include <uv.h>
 
+#include "base/mem.h"
 #include "sidecar/log.h"
 #include "sidecar/server.h"
 #include "sidecar/util.h"
@@ -108,11 +112,11 @@ static int set_value(struct sc_cfg *cfg, const struct cfg_def *d, const char *va
 		*(int *)field = (int)v;
 		return 0;
 	}
-	char **s = (char **)field, *copy = strdup(val);
+	char **s = (char **)field, *copy = base_strdup(val);
 
 	if (!copy)
 		return -ENOMEM;
-	free(*s);
+	base_free(*s);
 	*s = copy;
 	return 0;
 }
@@ -252,7 +256,7 @@ void sc_cfg_free(struct sc_cfg *cfg)
 		if (cfg_table[i].type == DEF_STR) {
 			char **s = (char **)((char *)cfg + cfg_table[i].off);
 
-			free(*s);
+			base_free(*s);
 			*s = NULL;
 		}
 }

@@ -1,3 +1,8 @@
+/* The pprof server (see server.h): the route table and dispatch, the
+ * answers, and the jobs, each owned by the server from sc_job_new until
+ * its answer is sent (the sampler thread and a work thread hold it in
+ * turn). The server itself goes once the loop has closed its async
+ * handle and no encoding is left. Loop thread, except where noted. */
 #include "sidecar/server.h"
 
 #include <errno.h>
@@ -7,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
@@ -279,7 +285,7 @@ void sc_go_error(struct sc_conn *c, int status, const char *msg)
 
 void sc_reply_body(struct sc_reply *r, int status, const char *headers, void *body, size_t len)
 {
-	free(r->body);
+	base_free(r->body);
 	r->status = status;
 	snprintf(r->headers, sizeof(r->headers), "%s", headers ? headers : "");
 	r->body = body;
@@ -293,9 +299,7 @@ void sc_reply_error(struct sc_reply *r, int status, const char *msg)
 	int n;
 
 	go_error_body(status, msg, &headers, body, sizeof(body), &n);
-	copy = malloc((size_t)n + 1);
-	if (copy)
-		memcpy(copy, body, (size_t)n);
+	copy = base_memdup(body, (size_t)n + 1);
 	sc_reply_body(r, status, headers, copy, (size_t)n);
 }
 
@@ -430,8 +434,8 @@ static void job_free(struct sc_job *j)
 	if (!j)
 		return;
 	job_release(j);
-	free(j->reply.body);
-	free(j);
+	base_free(j->reply.body);
+	base_free(j);
 }
 
 /* The last of the server goes when sc_server_free was called, the async
@@ -441,9 +445,9 @@ static void server_maybe_free(struct sc_server *s)
 	if (!s->freeing || s->async_open || s->encoding)
 		return;
 	pthread_mutex_destroy(&s->lock);
-	free(s->token);
+	base_free(s->token);
 	sc_index_cache_free(&s->index);
-	free(s);
+	base_free(s);
 }
 
 /* Sampler thread: the continuous watch ended. After an exec the process is
@@ -591,7 +595,7 @@ static void on_async(uv_async_t *a)
 struct sc_job *sc_job_new(struct sc_server *srv, struct sc_conn *c, const struct sc_job_ops *ops,
 			  size_t size)
 {
-	struct sc_job *j = calloc(1, size < sizeof(*j) ? sizeof(*j) : size);
+	struct sc_job *j = base_calloc(1, size < sizeof(*j) ? sizeof(*j) : size);
 
 	if (!j) {
 		sc_go_error(c, 500, "out of memory");
@@ -668,7 +672,7 @@ static int read_token(const char *path, char **out)
 		return -EINVAL;
 	}
 	buf[len] = '\0';
-	*out = strdup(buf);
+	*out = base_strdup(buf);
 	memset(buf, 0, sizeof(buf));
 	return *out ? 0 : -ENOMEM;
 }
@@ -729,21 +733,21 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 	int err;
 
 	*out = NULL;
-	s = calloc(1, sizeof(*s));
+	s = base_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->loop = loop;
 	s->cfg = cfg;
 	s->pid = pid;
 	if (cfg->auth_token_file && (err = read_token(cfg->auth_token_file, &s->token))) {
-		free(s);
+		base_free(s);
 		return err;
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	if ((err = uv_async_init(loop, &s->async, on_async))) {
 		pthread_mutex_destroy(&s->lock);
-		free(s->token);
-		free(s);
+		base_free(s->token);
+		base_free(s);
 		return err;
 	}
 	s->async.data = s;

@@ -1,10 +1,13 @@
+/* The sampler's stacks in the encoders' terms (see stacks.h): the arrays
+ * made here (pprof ids of mappings and locations, the text view) live for
+ * one call. Any thread (a work thread, in practice). */
 #include "sidecar/stacks.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "encoder/pprof.h"
 #include "encoder/text.h"
 #include "ptrace/proc.h"
@@ -70,7 +73,7 @@ int sc_stacks_types(struct enc_pprof *e, const struct sc_stack_spec *spec)
  * pprof ID of pr->locs[i]. */
 static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint64_t *loc_ids)
 {
-	int64_t *map_ids = calloc(pr->nmaps + 1, sizeof(*map_ids));
+	int64_t *map_ids = base_calloc(pr->nmaps + 1, sizeof(*map_ids));
 	int err = 0;
 
 	if (!map_ids)
@@ -119,7 +122,7 @@ static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint6
 		else
 			loc_ids[i] = (uint64_t)id;
 	}
-	free(map_ids);
+	base_free(map_ids);
 	return err;
 }
 
@@ -168,16 +171,16 @@ static int64_t syscall_leaf(struct enc_pprof *e, const struct pt_profile_sample 
 int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 		    const struct sc_stack_spec *spec)
 {
-	uint64_t *loc_ids = calloc(pr->nlocs + 1, sizeof(*loc_ids)), *stack = NULL;
-	int64_t *v = calloc(spec->nvalues + 1, sizeof(*v));
-	int64_t *sys = (spec->labels & SC_LEAF_SYSCALL) ? calloc(MAX_SYSCALL_NR + 1, sizeof(*sys)) : NULL;
+	uint64_t *loc_ids = base_calloc(pr->nlocs + 1, sizeof(*loc_ids)), *stack = NULL;
+	int64_t *v = base_calloc(spec->nvalues + 1, sizeof(*v));
+	int64_t *sys = (spec->labels & SC_LEAF_SYSCALL) ? base_calloc(MAX_SYSCALL_NR + 1, sizeof(*sys)) : NULL;
 	size_t maxn = 0;
 	int err = -ENOMEM;
 
 	for (size_t i = 0; i < pr->nsamples; i++)
 		if (pr->samples[i].n > maxn)
 			maxn = pr->samples[i].n;
-	stack = calloc(maxn + 2, sizeof(*stack));
+	stack = base_calloc(maxn + 2, sizeof(*stack));
 	if (!loc_ids || !stack || !v || ((spec->labels & SC_LEAF_SYSCALL) && !sys) ||
 	    (err = add_locations(e, pr, loc_ids)))
 		goto out;
@@ -202,10 +205,10 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 		err = enc_pprof_sample_labels(e, stack, n, v, spec->nvalues, lab, nl);
 	}
 out:
-	free(sys);
-	free(loc_ids);
-	free(stack);
-	free(v);
+	base_free(sys);
+	base_free(loc_ids);
+	base_free(stack);
+	base_free(v);
 	return err;
 }
 
@@ -222,10 +225,10 @@ struct text_view {
 
 static void text_view_free(struct text_view *v)
 {
-	free(v->locs);
-	free(v->stacks);
-	free(v->ids);
-	free(v->first);
+	base_free(v->locs);
+	base_free(v->stacks);
+	base_free(v->ids);
+	base_free(v->first);
 }
 
 static int text_view_new(const struct pt_profile *pr, const char *name, struct text_view *v)
@@ -238,10 +241,10 @@ static int text_view_new(const struct pt_profile *pr, const char *name, struct t
 	for (size_t i = 0; i < pr->nsamples; i++)
 		for (uint32_t k = 0; k < pr->samples[i].n; k++)
 			nf += 1 + (size_t)pr->locs[pr->loc_ids[pr->samples[i].first + k]].nouter;
-	v->locs = calloc(nl + 1, sizeof(*v->locs));
-	v->stacks = calloc(pr->nsamples + 1, sizeof(*v->stacks));
-	v->ids = calloc(nf + 1, sizeof(*v->ids));
-	v->first = calloc(pr->nlocs + 1, sizeof(*v->first));
+	v->locs = base_calloc(nl + 1, sizeof(*v->locs));
+	v->stacks = base_calloc(pr->nsamples + 1, sizeof(*v->stacks));
+	v->ids = base_calloc(nf + 1, sizeof(*v->ids));
+	v->first = base_calloc(pr->nlocs + 1, sizeof(*v->first));
 	if (!v->locs || !v->stacks || !v->ids || !v->first) {
 		text_view_free(v);
 		return -ENOMEM;

@@ -1,9 +1,12 @@
+/* The switch file's poll (see switch.h): a timer and the file's path,
+ * owned by struct sc_switch, freed once the timer's handle is closed.
+ * Loop thread only. */
 #include "sidecar/switch.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "ptrace/proc.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
@@ -90,17 +93,17 @@ int sc_switch_new(struct sc_switch **out, uv_loop_t *loop, const char *path, sc_
 	int err;
 
 	*out = NULL;
-	sw = calloc(1, sizeof(*sw));
-	if (!sw || !(sw->path = strdup(path))) {
-		free(sw);
+	sw = base_calloc(1, sizeof(*sw));
+	if (!sw || !(sw->path = base_strdup(path))) {
+		base_free(sw);
 		return -ENOMEM;
 	}
 	sw->enabled = 1;
 	sw->cb = cb;
 	sw->arg = arg;
 	if ((err = uv_timer_init(loop, &sw->timer))) {
-		free(sw->path);
-		free(sw);
+		base_free(sw->path);
+		base_free(sw);
 		return err;
 	}
 	update(sw, 1);
@@ -118,8 +121,8 @@ static void on_closed(uv_handle_t *h)
 {
 	struct sc_switch *sw = SC_CONTAINER_OF((uv_timer_t *)h, struct sc_switch, timer);
 
-	free(sw->path);
-	free(sw);
+	base_free(sw->path);
+	base_free(sw);
 }
 
 void sc_switch_free(struct sc_switch *sw)

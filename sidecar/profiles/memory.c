@@ -1,6 +1,8 @@
 /* /debug/pprof/heap and /debug/pprof/allocs: where the process's memory
  * lives, by mapping, from /proc/<pid>/smaps (ptrace/session_memory.c).
- * Allocation stacks would need code inside the target; the profiles say so. */
+ * Allocation stacks would need code inside the target; the profiles say so.
+ * Requests and the index's count run on the loop thread, the encoding (the
+ * profile, or debug=1's table) on a work thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

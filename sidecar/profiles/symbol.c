@@ -1,5 +1,8 @@
 /* /debug/pprof/symbol: pprof's symbolz. google/pprof POSTs the addresses
- * of locations it could not name; a GET carries them in the raw query. */
+ * of locations it could not name; a GET carries them in the raw query.
+ * The addresses are parsed on the loop thread into an array the job owns
+ * (with the names the sampler finds), the answer written on a work
+ * thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,12 +1,14 @@
 /* /debug/pprof/trace: a per-thread timeline (ptrace/session_trace.c) as a
  * Go 1.19 execution trace, which `go tool trace` opens, or with
  * ?format=json as Chrome Trace Event JSON (?gz=1: gzipped) for Perfetto,
- * speedscope and chrome://tracing. */
+ * speedscope and chrome://tracing. The request is read on the loop
+ * thread; the trace is encoded on a work thread, from arrays of its own
+ * that point into the job's timeline. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "encoder/trace.h"
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
@@ -39,10 +41,10 @@ struct trace_in {
 
 static void trace_free(struct trace_in *in)
 {
-	free(in->frames);
-	free(in->stacks);
-	free(in->threads);
-	free(in->events);
+	base_free(in->frames);
+	base_free(in->stacks);
+	base_free(in->threads);
+	base_free(in->events);
 }
 
 static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, struct trace_in *in)
@@ -54,10 +56,10 @@ static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, st
 	for (size_t i = 0; i < pr->nsamples; i++)
 		for (uint32_t k = 0; k < pr->samples[i].n; k++)
 			nf += 1 + (size_t)pr->locs[pr->loc_ids[pr->samples[i].first + k]].nouter;
-	in->frames = calloc(nf + 1, sizeof(*in->frames));
-	in->stacks = calloc(pr->nsamples + 1, sizeof(*in->stacks));
-	in->threads = calloc(tl->nthreads + 1, sizeof(*in->threads));
-	in->events = calloc(tl->nevents + 1, sizeof(*in->events));
+	in->frames = base_calloc(nf + 1, sizeof(*in->frames));
+	in->stacks = base_calloc(pr->nsamples + 1, sizeof(*in->stacks));
+	in->threads = base_calloc(tl->nthreads + 1, sizeof(*in->threads));
+	in->events = base_calloc(tl->nevents + 1, sizeof(*in->events));
 	if (!in->frames || !in->stacks || !in->threads || !in->events)
 		return -ENOMEM;
 	nf = 0;

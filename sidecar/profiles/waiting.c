@@ -2,14 +2,16 @@
  * threads' states at each tick (ptrace/session_waiting.c), never a stop of a
  * thread that stays blocked. Go's block and mutex are cumulative since the
  * program started; here they are measured over a window: ?seconds=N, or
- * --wait-seconds when none is given (said in the profile's comment). */
+ * --wait-seconds when none is given (said in the profile's comment).
+ * Requests and the index's counts run on the loop thread, the encoding on
+ * a work thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
@@ -179,7 +181,7 @@ static int64_t count_waiting(pid_t pid, int futex_only)
 		}
 		count++;
 	}
-	free(tids);
+	base_free(tids);
 	return count;
 }
 

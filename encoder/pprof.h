@@ -62,8 +62,8 @@ int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, con
 int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t n,
 			    const int64_t *v, size_t nv, const struct enc_label *labels, size_t nl);
 
-/* Serializes and gzips into a new buffer (caller frees) of at most max bytes.
- * Returns 0, -E2BIG, -ENOMEM or -EIO. */
+/* Serializes and gzips into a new buffer (the caller frees it with
+ * base_free) of at most max bytes. Returns 0, -E2BIG, -ENOMEM or -EIO. */
 int enc_pprof_encode(struct enc_pprof *p, size_t max, uint8_t **out, size_t *len);
 
 #endif

@@ -41,8 +41,8 @@ struct enc_text_profile {
 /* debug=1: "<name> profile: total <nstacks>", then one record per distinct
  * stack (same addresses), counts summed, largest first: "N @ pc pc ...",
  * then "#\tpc\tname\tfile +off" per frame. The text goes into a new
- * buffer (caller frees) of at most max bytes. Returns 0, -E2BIG past max,
- * or -ENOMEM; *out is NULL on failure. */
+ * buffer (the caller frees it with base_free) of at most max bytes.
+ * Returns 0, -E2BIG past max, or -ENOMEM; *out is NULL on failure. */
 int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **out, size_t *len);
 
 /* goroutine?debug=2: one block per stack, by increasing id, shaped like

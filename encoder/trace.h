@@ -68,15 +68,15 @@ struct enc_trace {
 	size_t nstacks;
 };
 
-/* Writes the Go 1.19 execution trace into a new buffer (caller frees) of at
- * most max bytes. Stacks deeper than the format allows (a record of at most
+/* Writes the Go 1.19 execution trace into a new buffer (the caller frees it
+ * with base_free) of at most max bytes. Stacks deeper than the format allows (a record of at most
  * 2048 bytes) lose their outermost frames. Returns 0, -E2BIG (over max),
  * -EINVAL (an event names a thread or stack that does not exist) or
  * -ENOMEM. */
 int enc_trace_go(const struct enc_trace *tr, size_t max, uint8_t **out, size_t *len);
 
 /* Writes Chrome Trace Event JSON, gzip-compressed if gz, into a new buffer
- * (caller frees) of at most max bytes. Returns 0, -E2BIG, -EINVAL or
+ * (the caller frees it with base_free) of at most max bytes. Returns 0, -E2BIG, -EINVAL or
  * -ENOMEM. */
 int enc_trace_json(const struct enc_trace *tr, size_t max, int gz, uint8_t **out, size_t *len);
 

@@ -39,7 +39,7 @@ int sc_http_port(const struct sc_http *srv);
  * is copied. Content-Length and Connection are added. Returns 0 or -errno. */
 int sc_http_respond(struct sc_conn *c, int status, const char *headers, const void *body,
 		    size_t len);
-/* As above, taking ownership of body (freed with free()). */
+/* As above, taking ownership of body (freed with base_free). */
 int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, void *body,
 			  size_t len);
 /* Registers the callback run if the client disconnects before a response. */

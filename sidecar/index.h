@@ -20,7 +20,8 @@ struct sc_index_cache {
 	uint64_t at;            /* uv_hrtime() when built */
 };
 
-/* The route handler (sc_route_cb): answers 200 text/html, or a pid= error. */
+/* The route handler (sc_route_cb): answers 200 text/html, a pid= error, or
+ * 500 when memory runs out. */
 void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
 /* Frees the cached panel. NULL-safe. */
 void sc_index_cache_free(struct sc_index_cache *cache);

@@ -93,7 +93,7 @@ pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query
 struct sc_reply {
 	int status;
 	char headers[256];      /* "Name: value\r\n"... */
-	void *body;             /* malloc'd; owned by the reply until sent */
+	void *body;             /* owned by the reply until sent; freed with base_free */
 	size_t len;
 };
 

@@ -77,8 +77,8 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 
 /* The text formats of a stack profile named `name` ("goroutine"): debug 1
  * is the count profile, 2 or more the panic-style dump (encoder/text.h),
- * into a new buffer (caller frees) of at most max bytes. Returns 0,
- * -E2BIG past max, or -ENOMEM. */
+ * into a new buffer (the caller frees it with base_free) of at most max
+ * bytes. Returns 0, -E2BIG past max, or -ENOMEM. */
 int sc_stacks_text(const struct pt_profile *pr, const char *name, int debug, size_t max,
 		   char **out, size_t *len);
 

@@ -40,16 +40,22 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def sources():
     out = []
     for d in FOLDERS:
-        for f in sorted(os.listdir(d)):
+        for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             if f.endswith((".c", ".h")):
                 out.append(os.path.join(d, f))
     return out
 
 
+TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
 def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    """Text with its comments, strings and characters blanked (newlines kept),
+    read in one pass so that a "/*" inside a string starts no comment."""
+    def blank(m):
+        t = m.group(0)
+        return '""' if t[0] in "\"'" else "\n" * t.count("\n")
+    return TOKENS.sub(blank, text)
 
 
 def module(path):

@@ -13,7 +13,6 @@
 
 #include "base/mem.h"
 #include "sidecar/log.h"
-#include "sidecar/server.h"
 #include "sidecar/util.h"
 
 enum def_type { DEF_INT, DEF_STR, DEF_BOOL };
@@ -121,7 +120,7 @@ static int set_value(struct sc_cfg *cfg, const struct cfg_def *d, const char *va
 	return 0;
 }
 
-static void usage(FILE *out)
+static void usage(FILE *out, sc_cfg_help_cb endpoints)
 {
 	fprintf(out,
 		"Usage: podprof [--pid N | --comm NAME | --exe SUBSTRING] [--listen HOST:PORT] [options]\n"
@@ -131,7 +130,8 @@ static void usage(FILE *out)
 		"the only process that is neither the pod's pause process nor podprof itself,\n"
 		"and fails listing the candidates when there are several.\n"
 		"\n");
-	sc_server_help(out);
+	if (endpoints)
+		endpoints(out);
 	fprintf(out, "\nOptions (each also read from the environment variable shown):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(cfg_table); i++) {
 		const struct cfg_def *d = &cfg_table[i];
@@ -191,7 +191,8 @@ static const struct cfg_def *find(const char *flag, size_t len)
 	return NULL;
 }
 
-int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
+int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, sc_cfg_help_cb endpoints, FILE *out,
+		FILE *err)
 {
 	int rc;
 
@@ -215,7 +216,7 @@ int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err)
 		const struct cfg_def *d;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(out);
+			usage(out, endpoints);
 			return 1;
 		}
 		if (!strcmp(a, "--version")) {

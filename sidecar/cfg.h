@@ -41,11 +41,14 @@ struct sc_cfg {
 	int python;
 };
 
+/* Prints the endpoints' part of --help (sidecar/routes.h's sc_routes_help). */
+typedef void (*sc_cfg_help_cb)(FILE *out);
 /* Fills `cfg` with defaults, then PODPROF_* variables from `envp`, then flags.
- * Returns 0 to run, 1 when --help/--version was printed (exit 0), or
- * -EINVAL after printing a message that names the bad flag or value to
- * `err`. Start-up only. */
-int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, FILE *out, FILE *err);
+ * Returns 0 to run, 1 when --help/--version was printed (exit 0; --help
+ * with `endpoints`' list, which may be NULL), or -EINVAL after printing a
+ * message that names the bad flag or value to `err`. Start-up only. */
+int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, sc_cfg_help_cb endpoints, FILE *out,
+		FILE *err);
 void sc_cfg_free(struct sc_cfg *cfg);
 
 #endif

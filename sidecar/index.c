@@ -1,9 +1,8 @@
 /* Go's index page (see index.h): each request builds its page in a buffer
- * of its own, handed to the HTTP layer; the pod panel's HTML is kept in
- * the server's cache, which this file fills and frees. Loop thread only. */
+ * of its own, handed to the HTTP layer; the pod's processes come from the
+ * server's list of them (sidecar/pod.h). Loop thread only. */
 #include "sidecar/index.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +14,10 @@
 #include "base/mem.h"
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
+#include "sidecar/pod.h"
+#include "sidecar/reply.h"
 #include "sidecar/server.h"
 #include "sidecar/util.h"
-
-/* The pod's processes: one /proc scan, kept this long. */
-#define POD_PANEL_TTL_NS 1000000000ull
-#define POD_PANEL_MAX 200
 
 static void target_panel(pid_t pid, struct base_buf *b)
 {
@@ -52,68 +49,25 @@ static void target_panel(pid_t pid, struct base_buf *b)
 			st.num_threads, rss, (double)(st.utime + st.stime) / (double)(hz > 0 ? hz : 100));
 }
 
-/* The other processes of the pod (our PID namespace), each with a link;
- * kernel threads and podprof itself left out. */
-static int scan_pod(pid_t current, struct base_buf *b)
+/* The other processes of the pod (our PID namespace), each with a link.
+ * A /proc that cannot be listed leaves the panel out. Returns 0 or
+ * -ENOMEM. */
+static int pod_panel(struct sc_pod *pod, pid_t current, struct base_buf *b)
 {
-	struct dirent *de;
-	DIR *d = opendir("/proc");
-	int shown = 0;
+	const struct sc_pod_proc *procs;
+	size_t n;
+	int err = sc_pod_list(pod, &procs, &n);
 
-	if (!d)
-		return -1;
-	base_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
-	while ((de = readdir(d)) && shown < POD_PANEL_MAX) {
-		char path[64], buf[1024], *end;
-		struct pt_stat st;
-		long v = strtol(de->d_name, &end, 10);
-
-		if (*end || v <= 0 || v == getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", v);
-		if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st) ||
-		    (st.flags & PT_PF_KTHREAD))
-			continue;
-		base_buf_printf(b, "<tr><td><a href='?pid=%ld'>%ld</a>%s</td><td>", v, v,
-				v == current ? " (shown)" : "");
-		sc_html_escape(b, st.comm);
-		base_buf_printf(b, "</td></tr>\n");
-		shown++;
-	}
-	closedir(d);
-	base_buf_printf(b, "</table>\n</p>\n");
-	return 0;
-}
-
-/* Appends the pod panel, from the cache while it is fresh. Returns 0 (a
- * /proc that cannot be listed leaves the panel out) or -ENOMEM. */
-static int pod_panel(struct sc_index_cache *cache, pid_t current, struct base_buf *out)
-{
-	struct base_buf fresh;
-	uint64_t now = uv_hrtime();
-	char *html;
-	size_t len;
-	int err;
-
-	if (cache->html && cache->pid == current && now - cache->at < POD_PANEL_TTL_NS) {
-		base_buf_put(out, cache->html, cache->len);
-		return 0;
-	}
-	base_buf_init(&fresh, 1u << 20);
-	if (scan_pod(current, &fresh)) {
-		base_buf_free(&fresh);
-		return 0;
-	}
-	/* Past its 1 MiB (POD_PANEL_MAX rows cannot get there) the panel is
-	 * left out too; only a failed allocation fails the page. */
-	if ((err = base_buf_take(&fresh, &html, &len)))
+	if (err)
 		return err == -ENOMEM ? err : 0;
-	base_buf_put(out, html, len);
-	base_free(cache->html);
-	cache->html = html;
-	cache->len = len;
-	cache->pid = current;
-	cache->at = now;
+	base_buf_printf(b, "<p>\nProcesses in this pod:\n<table>\n<thead><td>pid</td><td>comm</td></thead>\n");
+	for (size_t i = 0; i < n; i++) {
+		base_buf_printf(b, "<tr><td><a href='?pid=%d'>%d</a>%s</td><td>", (int)procs[i].pid,
+				(int)procs[i].pid, procs[i].pid == current ? " (shown)" : "");
+		sc_html_escape(b, procs[i].comm);
+		base_buf_printf(b, "</td></tr>\n");
+	}
+	base_buf_printf(b, "</table>\n</p>\n");
 	return 0;
 }
 
@@ -121,7 +75,7 @@ static int pod_panel(struct sc_index_cache *cache, pid_t current, struct base_bu
 static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, struct base_buf *b)
 {
 	size_t n, skip = strlen(SC_PPROF_PREFIX);
-	const struct sc_route *r = sc_server_routes(&n);
+	const struct sc_route *r = sc_server_routes(srv, &n);
 
 	for (size_t i = 0; i < n; i++) {
 		if (!(r[i].flags & SC_ROUTE_LISTED))
@@ -166,7 +120,7 @@ void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_r
 			"<thead><td>Count</td><td>Profile</td></thead>\n");
 	profile_table(srv, pid, extra, &b);
 	target_panel(pid, &b);
-	if ((err = pod_panel(sc_server_index_cache(srv), pid, &b))) {
+	if ((err = pod_panel(sc_server_pod(srv), pid, &b))) {
 		base_buf_free(&b);
 		sc_go_error(c, 500, "out of memory");
 		return;
@@ -179,11 +133,10 @@ void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_r
 	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", html, len);
 }
 
-void sc_index_cache_free(struct sc_index_cache *cache)
+void sc_index_redirect(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {
-	if (!cache)
-		return;
-	base_free(cache->html);
-	cache->html = NULL;
-	cache->len = 0;
+	(void)srv;
+	(void)req;
+	sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",
+			"<a href=\"/debug/pprof/\">Moved Permanently</a>.\n\n", 48);
 }

@@ -18,6 +18,7 @@
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
+#include "sidecar/routes.h"
 #include "sidecar/server.h"
 #include "sidecar/target.h"
 #include "sidecar/util.h"
@@ -184,6 +185,8 @@ static int select_target(const struct sc_cfg *cfg, pid_t *pid)
 int main(int argc, char **argv)
 {
 	struct sc_server *srv = NULL;
+	const struct sc_route *routes;
+	size_t nroutes;
 	uv_signal_t sigint, sigterm;
 	struct sc_cfg cfg;
 	sigset_t set;
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int rc, sampler_nice;
 
-	rc = sc_cfg_load(&cfg, argc, argv, stdout, stderr);
+	rc = sc_cfg_load(&cfg, argc, argv, sc_routes_help, stdout, stderr);
 	if (rc) {
 		sc_cfg_free(&cfg);
 		return rc > 0 ? 0 : 2;
@@ -228,7 +231,8 @@ int main(int argc, char **argv)
 	if (rc)
 		log_info("podprof: kept only the capabilities it needs (CAP_SYS_PTRACE), dropped %d", rc);
 	loop = uv_default_loop();
-	rc = sc_server_new(&srv, loop, &cfg, pid);
+	routes = sc_routes(&nroutes);
+	rc = sc_server_new(&srv, loop, &cfg, pid, routes, nroutes);
 	setpriority(PRIO_PROCESS, 0, 0);   /* this thread serves HTTP: no favour */
 	if (rc) {
 		log_error("podprof: cannot start: %s", sc_strerror(rc));

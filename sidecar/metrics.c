@@ -14,6 +14,7 @@
 #include "ptrace/proc.h"
 #include "ptrace/sampler.h"
 #include "sidecar/http.h"
+#include "sidecar/reply.h"
 #include "sidecar/server.h"
 #include "sidecar/util.h"
 

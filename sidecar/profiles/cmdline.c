@@ -5,6 +5,7 @@
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/profiles/profiles.h"
+#include "sidecar/reply.h"
 #include "sidecar/util.h"
 
 void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)

@@ -5,8 +5,10 @@
 #include "encoder/pprof.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/stacks.h"
 
 static const struct sc_stack_value cpu_values[] = {
@@ -76,7 +78,7 @@ void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 		sc_go_error(c, 400, msg);
 		return;
 	}
-	if (!(j = sc_job_new(srv, c, &cpu_ops, sizeof(*j))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &cpu_ops, sizeof(*j))))
 		return;
 	j->req.kind = &pt_kind_cpu;
 	j->req.pid = pid;

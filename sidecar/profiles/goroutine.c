@@ -7,8 +7,10 @@
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 
@@ -87,7 +89,7 @@ void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct
 	if (!(pid = sc_request_pid(srv, c, req->query)))
 		return;
 	debug = sc_query_debug(req->query);
-	if (!(j = sc_job_new(srv, c, &goroutine_ops, sizeof(*g))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &goroutine_ops, sizeof(*g))))
 		return;
 	g = SC_CONTAINER_OF(j, struct goroutine_job, job);
 	/* Go: any debug other than 0 is text, and only 2 (here: 2 or more)

@@ -14,8 +14,10 @@
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 
@@ -158,7 +160,7 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 
 	if (seconds < 0 || !(pid = sc_request_pid(srv, c, req->query)))
 		return;
-	if (!(j = sc_job_new(srv, c, &memory_ops, sizeof(*m))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m))))
 		return;
 	m = SC_CONTAINER_OF(j, struct memory_job, job);
 	m->allocs = allocs;

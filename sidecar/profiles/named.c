@@ -6,6 +6,7 @@
 #include "sidecar/http.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 
 int sc_named_seconds(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {

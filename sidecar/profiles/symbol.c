@@ -11,8 +11,10 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/util.h"
 
 #define MAX_SYMBOL_ADDRS 100000
@@ -106,7 +108,7 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 			sc_go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
 		return;
 	}
-	if (!(j = sc_job_new(srv, c, &symbol_ops, sizeof(*s)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &symbol_ops, sizeof(*s)))) {
 		base_free(addrs);
 		return;
 	}

@@ -8,8 +8,10 @@
 
 #include "encoder/pprof.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 
@@ -87,7 +89,7 @@ void sc_profile_threadcreate(struct sc_server *srv, struct sc_conn *c, const str
 		return;
 	if (!(pid = sc_request_pid(srv, c, req->query)))
 		return;
-	if (!(j = sc_job_new(srv, c, &threadcreate_ops, sizeof(*t))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &threadcreate_ops, sizeof(*t))))
 		return;
 	t = SC_CONTAINER_OF(j, struct threadcreate_job, job);
 	t->debug = sc_query_debug(req->query) != 0;

@@ -13,9 +13,11 @@
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/log.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/util.h"
 
 _Static_assert((int)ENC_TR_RUNNING == (int)PT_TL_RUNNING &&
@@ -159,7 +161,7 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 		sc_go_error(c, 400, path);
 		return;
 	}
-	if (!(j = sc_job_new(srv, c, &trace_ops, sizeof(*t))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &trace_ops, sizeof(*t))))
 		return;
 	t = SC_CONTAINER_OF(j, struct trace_job, job);
 	t->json = sc_query_get(req->query, "format", v, sizeof(v)) == 1 && !strcmp(v, "json");

@@ -16,9 +16,11 @@
 #include "ptrace/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
+#include "sidecar/job.h"
 #include "sidecar/log.h"
 #include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
+#include "sidecar/reply.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 
@@ -117,7 +119,7 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
 		return;
 	}
-	if (!(j = sc_job_new(srv, c, &waiting_ops, sizeof(*w))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &waiting_ops, sizeof(*w))))
 		return;
 	w = SC_CONTAINER_OF(j, struct waiting_job, job);
 	w->name = name;

@@ -23,6 +23,7 @@
 
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
+#include "sidecar/routes.h"
 #include "sidecar/server.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -50,6 +51,8 @@ static void kill_child(void)
 static void start_server(int i, const char *token_file)
 {
 	char pid[32], *argv[8];
+	size_t nroutes;
+	const struct sc_route *routes = sc_routes(&nroutes);
 	int argc = 0;
 
 	snprintf(pid, sizeof(pid), "--pid=%d", (int)child);
@@ -61,8 +64,8 @@ static void start_server(int i, const char *token_file)
 	if (token_file)
 		argv[argc++] = (char *)token_file;
 	argv[argc] = NULL;
-	if (sc_cfg_load(&cfgs[i], argc, argv, stdout, stderr) ||
-	    sc_server_new(&servers[i], &loop, &cfgs[i], child)) {
+	if (sc_cfg_load(&cfgs[i], argc, argv, NULL, stdout, stderr) ||
+	    sc_server_new(&servers[i], &loop, &cfgs[i], child, routes, nroutes)) {
 		fprintf(stderr, "fuzz-http: cannot start server %d\n", i);
 		exit(1);
 	}

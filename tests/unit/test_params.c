@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "sidecar/cfg.h"
 #include "sidecar/query.h"
+#include "sidecar/routes.h"
 #include "sidecar/server.h"
 #include "sidecar/target.h"
 #include "sidecar/util.h"
@@ -104,7 +105,7 @@ TEST(config_flags_env_and_errors)
 	char *bad4[] = { "podprof", "--pid", NULL };
 	char *help[] = { "podprof", "--help", NULL };
 
-	ASSERT_OK(sc_cfg_load(&cfg, 6, ok, out, err));
+	ASSERT_OK(sc_cfg_load(&cfg, 6, ok, sc_routes_help, out, err));
 	ASSERT_EQ(cfg.pid, 42);
 	ASSERT_STR_EQ(cfg.listen, "127.0.0.1:9");
 	ASSERT_EQ(cfg.default_hz, 250);
@@ -112,21 +113,21 @@ TEST(config_flags_env_and_errors)
 	sc_cfg_free(&cfg);
 	setenv("PODPROF_COMM", "myapp", 1);
 	setenv("PODPROF_HZ", "77", 1);
-	ASSERT_OK(sc_cfg_load(&cfg, 1, ok, out, err));
+	ASSERT_OK(sc_cfg_load(&cfg, 1, ok, sc_routes_help, out, err));
 	ASSERT_STR_EQ(cfg.comm, "myapp");
 	ASSERT_EQ(cfg.default_hz, 77);
 	sc_cfg_free(&cfg);
 	unsetenv("PODPROF_COMM");
 	unsetenv("PODPROF_HZ");
-	ASSERT_EQ(sc_cfg_load(&cfg, 3, bad1, out, err), -EINVAL);
+	ASSERT_EQ(sc_cfg_load(&cfg, 3, bad1, sc_routes_help, out, err), -EINVAL);
 	sc_cfg_free(&cfg);
-	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad2, out, err), -EINVAL);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad2, sc_routes_help, out, err), -EINVAL);
 	sc_cfg_free(&cfg);
-	ASSERT_EQ(sc_cfg_load(&cfg, 5, bad3, out, err), -EINVAL);
+	ASSERT_EQ(sc_cfg_load(&cfg, 5, bad3, sc_routes_help, out, err), -EINVAL);
 	sc_cfg_free(&cfg);
-	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad4, out, err), -EINVAL);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, bad4, sc_routes_help, out, err), -EINVAL);
 	sc_cfg_free(&cfg);
-	ASSERT_EQ(sc_cfg_load(&cfg, 2, help, out, err), 1);
+	ASSERT_EQ(sc_cfg_load(&cfg, 2, help, sc_routes_help, out, err), 1);
 	sc_cfg_free(&cfg);
 	fclose(out);
 	fclose(err);
@@ -165,7 +166,7 @@ TEST(route_table_is_the_list_of_endpoints)
 	static const char *const profiles[] = { "allocs", "block", "cmdline", "goroutine", "heap",
 						"mutex", "profile", "symbol", "threadcreate", "trace" };
 	size_t n, listed = 0;
-	const struct sc_route *r = sc_server_routes(&n);
+	const struct sc_route *r = sc_routes(&n);
 
 	/* Sorted, so that the index lists profiles by name as Go does. */
 	for (size_t i = 1; i < n; i++)

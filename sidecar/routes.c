@@ -1,0 +1,111 @@
+/* The route table: every endpoint, its handler and its description, the
+ * one list the server dispatches by, the index lists and --help prints.
+ * A new endpoint is a row here and its handler's file. Any thread: the
+ * table is constant. */
+#include "sidecar/routes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sidecar/health.h"
+#include "sidecar/index.h"
+#include "sidecar/metrics.h"
+#include "sidecar/profiles/profiles.h"
+#include "sidecar/util.h"
+
+/* Every endpoint, sorted by path: listed profiles appear in the index in
+ * this order, as Go's index sorts them by name. */
+static const struct sc_route routes[] = {
+	{ "/debug/pprof", SC_ROUTE_ANY, NULL, sc_index_redirect, NULL, NULL },
+	{ "/debug/pprof/", SC_ROUTE_GET,
+	  "The index of the profiles below (HTML), with the target process and the other "
+	  "processes of the pod, each with a link.", sc_index_handle, NULL, NULL },
+	{ "/debug/pprof/allocs", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Memory by mapping, cumulative: the bytes that became resident in each since podprof "
+	  "first looked (Go: a sampling of all past memory allocations)", sc_profile_allocs, sc_count_mappings, NULL },
+	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces where threads waited (blocked in a system call or D state), with the "
+	  "time they waited, over ?seconds=N (default --wait-seconds)", sc_profile_block, sc_count_blocked,
+	  NULL },
+	{ "/debug/pprof/cmdline", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "The command line invocation of the current program", sc_profile_cmdline, NULL, NULL },
+	{ "/debug/pprof/goroutine", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces of all current goroutines (here: every thread of the target). "
+	  "Use debug=2 as a query parameter to export in the same format as an "
+	  "unrecovered panic.", sc_profile_goroutine, sc_count_threads, NULL },
+	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Where the process's memory lives, by mapping (heap, thread stacks, anonymous, code "
+	  "and data of each file, shared memory): resident, PSS, dirty and swapped bytes. "
+	  "?seconds=N gives the change over N seconds.", sc_profile_heap, sc_count_mappings, NULL },
+	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces of threads waiting on locks and conditions (futex), with the time they "
+	  "waited, over ?seconds=N (default --wait-seconds)", sc_profile_mutex, sc_count_futex, NULL },
+	{ "/debug/pprof/profile", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "CPU profile. You can specify the duration in the seconds GET parameter. "
+	  "After you get the profile file, use the go tool pprof command to investigate "
+	  "the profile.", sc_profile_cpu, NULL, NULL },
+	{ "/debug/pprof/symbol", SC_ROUTE_GET | SC_ROUTE_POST | SC_ROUTE_LISTED,
+	  "Maps given program counters to function names. Counters can be specified "
+	  "in a GET raw query or POST body, multiple counters are separated by '+'.",
+	  sc_profile_symbol, NULL, NULL },
+	{ "/debug/pprof/threadcreate", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "Stack traces that led to the creation of new OS threads (clone events seen while "
+	  "attached, from the first request on); threads whose creation was not seen appear "
+	  "under their start routine, labelled creation=\"not seen\"", sc_profile_threadcreate,
+	  sc_count_threads, NULL },
+	{ "/debug/pprof/trace", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	  "A trace of every thread of the target: running, waiting for a core, blocked (sync, "
+	  "network, sleep, system calls), CPU samples, RSS. You can specify the duration in the "
+	  "seconds GET parameter. After you get the trace file, use the go tool trace command to "
+	  "investigate the trace; ?format=json gives Chrome Trace Event JSON (Perfetto, "
+	  "speedscope).", sc_profile_trace, NULL, "format=json" },
+	{ "/healthz", SC_ROUTE_ANY | SC_ROUTE_PUBLIC,
+	  "ok (200) when podprof can profile: its sampler runs, the target exists and may be "
+	  "traced; else 503 and what is wrong (no token needed).", sc_health_handle, NULL, NULL },
+	{ "/metrics", SC_ROUTE_GET,
+	  "podprof's own counters, and the target's threads, RSS and CPU, in Prometheus text "
+	  "format.", sc_metrics_handle, NULL, NULL },
+	{ "/readyz", SC_ROUTE_ANY | SC_ROUTE_PUBLIC, "The same checks as /healthz, for readiness probes.",
+	  sc_health_handle, NULL, NULL },
+};
+
+const struct sc_route *sc_routes(size_t *n)
+{
+	*n = SC_ARRAY_LEN(routes);
+	return routes;
+}
+
+/* Prints text from column 29 on (where --help puts option texts),
+ * wrapped before column 80. */
+static void help_text(FILE *out, const char *s)
+{
+	size_t col = 0;
+
+	while (*s) {
+		size_t w = strcspn(s, " ");
+
+		if (col && col + 1 + w > 51) {
+			fprintf(out, "\n%29s", "");
+			col = 0;
+		} else if (col) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", (int)w, s);
+		col += w;
+		s += w;
+		s += strspn(s, " ");
+	}
+	fputc('\n', out);
+}
+
+void sc_routes_help(FILE *out)
+{
+	fprintf(out, "Endpoints (each profile also takes ?pid=N to look at another process of the pod):\n");
+	for (size_t i = 0; i < SC_ARRAY_LEN(routes); i++) {
+		if (!routes[i].desc)
+			continue;
+		fprintf(out, "  %-26s ", routes[i].path);
+		help_text(out, routes[i].desc);
+	}
+}

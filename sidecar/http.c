@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <llhttp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -52,6 +53,15 @@ struct sc_conn {
 	char auth[1024];            /* its value (longer values are refused: 401) */
 	size_t auth_len;
 	int status_on_error;        /* 0, or the status to answer a bad request with */
+#ifdef PODPROF_TORTURE
+	/* make torture: X-Podprof-Fail-Alloc: N makes the Nth allocation
+	 * from this request's dispatch on fail (0: count only); its answer
+	 * says how many were counted (X-Podprof-Allocs). */
+	int in_fail;
+	long long fail_at;          /* -1: not asked */
+	char fail_val[24];
+	size_t fail_len;
+#endif
 	sc_abort_cb abort_cb;
 	void *abort_arg;
 	struct sc_conn *next, **pprev;
@@ -170,6 +180,10 @@ static int on_message_begin(llhttp_t *p)
 	c->field_len = 0;
 	c->in_auth = 0;
 	c->auth_len = 0;
+#ifdef PODPROF_TORTURE
+	c->in_fail = 0;
+	c->fail_at = -1;
+#endif
 	return 0;
 }
 
@@ -206,6 +220,11 @@ static int on_header_field_complete(llhttp_t *p)
 	struct sc_conn *c = conn_of(p);
 
 	c->in_auth = !strcmp(c->field, "authorization");
+#ifdef PODPROF_TORTURE
+	c->in_fail = !strcmp(c->field, "x-podprof-fail-alloc");
+	if (c->in_fail)
+		c->fail_len = 0;
+#endif
 	c->field_len = 0;
 	if (c->in_auth)
 		c->auth_len = 0;
@@ -218,6 +237,16 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
 
 	if (count_header(c, n))
 		return -1;
+#ifdef PODPROF_TORTURE
+	if (c->in_fail) {
+		size_t room = sizeof(c->fail_val) - 1 - c->fail_len;
+
+		memcpy(c->fail_val + c->fail_len, at, n < room ? n : room);
+		c->fail_len += n < room ? n : room;
+		c->fail_val[c->fail_len] = '\0';
+		c->fail_at = strtoll(c->fail_val, NULL, 10);
+	}
+#endif
 	if (c->in_auth) {
 		size_t room = sizeof(c->auth) - 1 - (c->auth_len < sizeof(c->auth) ? c->auth_len : sizeof(c->auth) - 1);
 
@@ -305,6 +334,11 @@ static void dispatch(struct sc_conn *c)
 	/* An oversized value never matches a token: keep it unterminated-safe. */
 	c->auth[c->auth_len < sizeof(c->auth) ? c->auth_len : sizeof(c->auth) - 1] = '\0';
 	req.authorization = c->auth_len < sizeof(c->auth) ? c->auth : "\x01too-long";
+#ifdef PODPROF_TORTURE
+	if (c->fail_at >= 0)
+		base_mem_fail_at((uint64_t)c->fail_at);
+	c->fail_at = -1;
+#endif
 	if (url[0] != '/' || decode_path(url)) {
 		sc_http_respond(c, 400, "Content-Type: text/plain; charset=utf-8\r\n",
 				"400 Bad Request\n", 16);
@@ -412,6 +446,17 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 	}
 	keep = (c->flags & CONN_F_KEEPALIVE) && !c->srv->closing;
 	base_buf_init(&head, 65536);
+#ifdef PODPROF_TORTURE
+	{
+		/* Read first: the head's own allocations are not the request's. */
+		unsigned long long counted = (unsigned long long)base_mem_counted();
+		int failed = base_mem_failed();
+
+		base_mem_fail_off();
+		base_buf_printf(&head, "X-Podprof-Allocs: %llu%s\r\n", counted,
+				failed ? " (one failed)" : "");
+	}
+#endif
 	err = base_buf_printf(&head, "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: nosniff\r\n"
 			      "Content-Length: %zu\r\nConnection: %s\r\n\r\n",
 			      status, status_text(status), headers ? headers : "", len,

@@ -1,3 +1,7 @@
+/* ELF images read for symbols, build IDs and segments (see elf.h): every
+ * offset and size taken from the image is checked against its length, and
+ * what a symbol table yields is copied into a pt_symtab of our own (names in
+ * one pool). Any thread; a symbol table has one owner at a time. */
 #include "ptrace/elf.h"
 
 #include <elf.h>
@@ -5,6 +9,9 @@
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/array.h"
+#include "base/mem.h"
 
 static int in_bounds(size_t len, uint64_t off, uint64_t size)
 {
@@ -180,20 +187,12 @@ int pt_elf_build_id(const struct pt_elf *e, char *hex, size_t hexlen)
 
 static int add_name(struct pt_symtab *st, const char *s, size_t n, uint32_t *off)
 {
+	int err;
+
 	if (st->names_len + n + 1 > PT_ELF_MAX_NAMES)
 		return -E2BIG;
-	if (st->names_len + n + 1 > st->names_cap) {
-		size_t cap = st->names_cap ? st->names_cap : 4096;
-		char *p;
-
-		while (cap < st->names_len + n + 1)
-			cap *= 2;
-		p = realloc(st->names, cap);
-		if (!p)
-			return -ENOMEM;
-		st->names = p;
-		st->names_cap = cap;
-	}
+	if ((err = BASE_ARRAY_RESERVE(st->names, st->names_cap, st->names_len + n + 1)))
+		return err;
 	memcpy(st->names + st->names_len, s, n);
 	st->names[st->names_len + n] = '\0';
 	*off = (uint32_t)st->names_len;
@@ -209,15 +208,8 @@ static int add_sym(struct pt_symtab *st, uint64_t addr, uint64_t size, const cha
 
 	if (st->n == PT_ELF_MAX_SYMS)
 		return -E2BIG;
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 256;
-		struct pt_sym *v = realloc(st->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		st->v = v;
-		st->cap = cap;
-	}
+	if ((err = BASE_ARRAY_RESERVE(st->v, st->cap, st->n + 1)))
+		return err;
 	s = &st->v[st->n];
 	if ((err = add_name(st, name, namelen, &s->name)))
 		return err;
@@ -282,7 +274,7 @@ static int add_debugdata(const struct pt_elf *e, struct pt_symtab *st)
 	if (!sh || !in_bounds(e->len, sh->sh_offset, sh->sh_size))
 		return 0;
 	for (;;) {
-		uint8_t *p = realloc(out, cap);
+		uint8_t *p = base_realloc(out, cap);
 		lzma_ret lr;
 
 		if (!p) {
@@ -309,7 +301,7 @@ static int add_debugdata(const struct pt_elf *e, struct pt_symtab *st)
 			rc = add_section_table(&inner, tab, st);
 	}
 out:
-	free(out);
+	base_free(out);
 	return rc;
 }
 
@@ -475,7 +467,7 @@ const char *pt_symtab_lookup(const struct pt_symtab *st, uint64_t vaddr, uint64_
 
 void pt_symtab_free(struct pt_symtab *st)
 {
-	free(st->v);
-	free(st->names);
+	base_free(st->v);
+	base_free(st->names);
 	memset(st, 0, sizeof(*st));
 }

@@ -1,3 +1,7 @@
+/* The /proc readers and parsers (see proc.h): whole files read into memory
+ * of their own, and maps, smaps, stat, status and syscall lines parsed from
+ * text, every field through a bounded cursor. Any thread: nothing here is
+ * shared. */
 #include "ptrace/proc.h"
 
 #include <ctype.h>
@@ -10,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "base/array.h"
+#include "base/buf.h"
+#include "base/mem.h"
 
 static int vanished(int err)
 {
@@ -46,34 +54,23 @@ ssize_t pt_proc_slurp(const char *path, char *buf, size_t len)
 
 int pt_proc_slurp_alloc(const char *path, size_t max, char **out, size_t *len)
 {
-	size_t cap = 16384, got = 0;
-	char *buf = NULL, *p;
-	int fd, err = 0;
+	struct base_buf b;
+	size_t got;
+	int fd, err;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return vanished(-errno);
-	for (;;) {
-		ssize_t n;
+	/* The first read takes most files whole (16 KiB: about 160 lines of
+	 * a maps file); the buffer doubles from there, up to max
+	 * bytes: a file that fills them is -E2BIG. Reads go straight into the
+	 * room reserved. */
+	base_buf_init(&b, max);
+	err = base_buf_reserve(&b, max < 16383 ? max : 16383);
+	while (!err && !(err = base_buf_reserve(&b, 1))) {
+		ssize_t n = read(fd, b.data + b.len, b.cap - 1 - b.len);
 
-		if (!buf || got + 1 >= cap) {
-			if (buf)
-				cap *= 2;
-			if (cap > max + 1)
-				cap = max + 1;
-			if (buf && got + 1 >= cap) {
-				err = -E2BIG;
-				break;
-			}
-			p = realloc(buf, cap);
-			if (!p) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = p;
-		}
-		n = read(fd, buf + got, cap - 1 - got);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -82,15 +79,16 @@ int pt_proc_slurp_alloc(const char *path, size_t max, char **out, size_t *len)
 		}
 		if (n == 0)
 			break;
-		got += (size_t)n;
+		b.len += (size_t)n;
+		b.data[b.len] = '\0';
 	}
 	close(fd);
 	if (err) {
-		free(buf);
+		base_buf_free(&b);
 		return err;
 	}
-	buf[got] = '\0';
-	*out = buf;
+	if ((err = base_buf_take(&b, out, &got)))
+		return err;
 	if (len)
 		*len = got;
 	return 0;
@@ -376,21 +374,6 @@ static int parse_map_line(char *line, struct pt_map *m)
 	return 0;
 }
 
-/* Room for one more element of `elem` bytes in *v (n used of *cap, which
- * doubles as needed): its address, or NULL if memory ran out. */
-static void *next_slot(void **v, size_t n, size_t *cap, size_t elem)
-{
-	if (n == *cap) {
-		void *p = realloc(*v, *cap * 2 * elem);
-
-		if (!p)
-			return NULL;
-		*v = p;
-		*cap *= 2;
-	}
-	return (char *)*v + n * elem;
-}
-
 /* The next line of a text split in place, NUL-terminated; advances *next. */
 static char *next_line(char **next)
 {
@@ -408,17 +391,17 @@ static char *next_line(char **next)
 int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
 {
 	struct pt_maps *m;
-	size_t cap = 64;
+	size_t cap = 0;
 	char *line, *next;
 	int err = 0;
 
 	*out = NULL;
-	m = calloc(1, sizeof(*m));
+	m = base_calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->text = malloc(len + 1);
-	m->v = malloc(cap * sizeof(*m->v));
-	if (!m->text || !m->v) {
+	/* Room for 64 mappings at first (a small program's whole maps). */
+	m->text = base_malloc(len + 1);
+	if (!m->text || BASE_ARRAY_RESERVE(m->v, cap, 64)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -432,11 +415,7 @@ int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
 			err = -E2BIG;
 			break;
 		}
-		void *v = m->v;
-
-		e = next_slot(&v, m->n, &cap, sizeof(*m->v));
-		m->v = v;
-		if (!e) {
+		if (!(e = BASE_ARRAY_PUSH(m->v, m->n, cap))) {
 			err = -ENOMEM;
 			goto out;
 		}
@@ -444,7 +423,6 @@ int pt_proc_parse_maps(const char *text, size_t len, struct pt_maps **out)
 			err = -EBADMSG;
 			goto out;
 		}
-		m->n++;
 	}
 	*out = m;
 	m = NULL;
@@ -465,7 +443,7 @@ int pt_proc_read_maps(pid_t pid, struct pt_maps **out)
 	if (err)
 		return err;
 	err = pt_proc_parse_maps(text, len, out);
-	free(text);
+	base_free(text);
 	return err == -E2BIG && *out ? 0 : err;
 }
 
@@ -473,9 +451,9 @@ void pt_maps_free(struct pt_maps *m)
 {
 	if (!m)
 		return;
-	free(m->v);
-	free(m->text);
-	free(m);
+	base_free(m->v);
+	base_free(m->text);
+	base_free(m);
 }
 
 const struct pt_map *pt_maps_find(const struct pt_maps *m, uint64_t addr)
@@ -499,8 +477,8 @@ int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n)
 {
 	char path[64];
 	struct dirent *de;
-	size_t cap = 16;
-	pid_t *v;
+	size_t cap = 0;
+	pid_t *v = NULL, *e;
 	DIR *d;
 	int err = 0;
 
@@ -510,8 +488,7 @@ int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n)
 	d = opendir(path);
 	if (!d)
 		return vanished(-errno);
-	v = malloc(cap * sizeof(*v));
-	if (!v) {
+	if (BASE_ARRAY_RESERVE(v, cap, 16)) {
 		closedir(d);
 		return -ENOMEM;
 	}
@@ -527,21 +504,15 @@ int pt_proc_list_tasks(pid_t pid, size_t max, pid_t **out, size_t *n)
 			err = -E2BIG;
 			break;
 		}
-		if (*n == cap) {
-			pid_t *nv = realloc(v, cap * 2 * sizeof(*nv));
-
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap *= 2;
+		if (!(e = BASE_ARRAY_PUSH(v, *n, cap))) {
+			err = -ENOMEM;
+			break;
 		}
-		v[(*n)++] = (pid_t)t;
+		*e = (pid_t)t;
 	}
 	closedir(d);
 	if (err == -ENOMEM) {
-		free(v);
+		base_free(v);
 		*n = 0;
 		return err;
 	}
@@ -579,16 +550,15 @@ static void smaps_field(const char *line, struct pt_smap *e)
 int pt_proc_parse_smaps(const char *text, size_t len, struct pt_smaps **out)
 {
 	struct pt_smaps *m;
-	size_t cap = 64;
+	size_t cap = 0;
 	char *line, *next;
 	int err = 0;
 
 	*out = NULL;
-	if (!(m = calloc(1, sizeof(*m))))
+	if (!(m = base_calloc(1, sizeof(*m))))
 		return -ENOMEM;
-	m->text = malloc(len + 1);
-	m->v = malloc(cap * sizeof(*m->v));
-	if (!m->text || !m->v) {
+	m->text = base_malloc(len + 1);
+	if (!m->text || BASE_ARRAY_RESERVE(m->v, cap, 64)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -609,20 +579,14 @@ int pt_proc_parse_smaps(const char *text, size_t len, struct pt_smaps **out)
 			err = -E2BIG;
 			break;
 		}
-		void *v = m->v;
-
-		e = next_slot(&v, m->n, &cap, sizeof(*m->v));
-		m->v = v;
-		if (!e) {
+		if (!(e = BASE_ARRAY_PUSH(m->v, m->n, cap))) {
 			err = -ENOMEM;
 			goto out;
 		}
-		memset(e, 0, sizeof(*e));
 		if (parse_map_line(line, &e->map)) {
 			err = -EBADMSG;
 			goto out;
 		}
-		m->n++;
 	}
 	*out = m;
 	m = NULL;
@@ -643,7 +607,7 @@ int pt_proc_read_smaps(pid_t pid, struct pt_smaps **out)
 	if (err)
 		return err;
 	err = pt_proc_parse_smaps(text, len, out);
-	free(text);
+	base_free(text);
 	return err == -E2BIG && *out ? 0 : err;
 }
 
@@ -651,7 +615,7 @@ void pt_smaps_free(struct pt_smaps *m)
 {
 	if (!m)
 		return;
-	free(m->v);
-	free(m->text);
-	free(m);
+	base_free(m->v);
+	base_free(m->text);
+	base_free(m);
 }

@@ -1,9 +1,14 @@
+/* Go's .gopclntab read in place (see gopclntab.h): the header checked
+ * once, then functions, names, files, pc-value programs and the inline tree
+ * read straight from the caller's image on each lookup, every offset and
+ * walk bounded. Nothing is copied but the handle. Any thread: a table is
+ * read-only once set up (the sampler thread sets it up and reads it). */
 #include "ptrace/gopclntab.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
 
 /* The table as the Go linker writes it (cmd/link/internal/ld/pcln.go; read
@@ -170,7 +175,7 @@ int pt_gotab_new(struct pt_gotab **out, const uint8_t *img, size_t len, uint64_t
 	if (tab > len || (tab & 7))
 		return -ENOEXEC;
 	tab_end = tab_len <= len - tab ? tab + tab_len : len;
-	if (!(g = calloc(1, sizeof(*g))))
+	if (!(g = base_calloc(1, sizeof(*g))))
 		return -ENOMEM;
 	g->img = img;
 	g->len = len;
@@ -191,13 +196,13 @@ int pt_gotab_new(struct pt_gotab **out, const uint8_t *img, size_t len, uint64_t
 	*out = g;
 	return 0;
 out_free:
-	free(g);
+	base_free(g);
 	return err;
 }
 
 void pt_gotab_free(struct pt_gotab *g)
 {
-	free(g);
+	base_free(g);
 }
 
 int pt_gotab_version(const struct pt_gotab *g) { return g->ver; }

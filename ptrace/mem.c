@@ -1,10 +1,15 @@
+/* Reading the target's memory (see mem.h): process_vm_readv, whole or
+ * page by page, and a direct-mapped cache of pages that cannot change (a
+ * page's slot is its page number modulo the cache's size: a newer page
+ * simply takes the slot, no probing, no eviction order to keep). Sampler
+ * thread only. */
 #include "ptrace/mem.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
+#include "base/mem.h"
 #include "ptrace/proc.h"
 
 struct page {
@@ -28,12 +33,12 @@ int pt_mem_new(struct pt_mem **out, pid_t pid, unsigned int cache_pages)
 	*out = NULL;
 	while (n < cache_pages)
 		n *= 2;
-	m = calloc(1, sizeof(*m));
+	m = base_calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->pages = calloc(n, sizeof(*m->pages));
+	m->pages = base_calloc(n, sizeof(*m->pages));
 	if (!m->pages) {
-		free(m);
+		base_free(m);
 		return -ENOMEM;
 	}
 	m->pid = pid;
@@ -46,8 +51,8 @@ void pt_mem_free(struct pt_mem *m)
 {
 	if (!m)
 		return;
-	free(m->pages);
-	free(m);
+	base_free(m->pages);
+	base_free(m);
 }
 
 void pt_mem_flush(struct pt_mem *m)

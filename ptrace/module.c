@@ -1,3 +1,9 @@
+/* The target's modules (see module.h): one record per mapped file (and the
+ * vDSO), made at the first address seen in it, with its layout read from
+ * target memory, its symbols loaded at once (file, /proc/<pid>/exe, a
+ * debug file by build-id, else .dynsym from memory) and its Go table kept
+ * mapped. Owns the records, their paths, symbol tables and Go images.
+ * Sampler thread only. */
 #include "ptrace/module.h"
 
 #include <elf.h>
@@ -11,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/array.h"
+#include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/mem.h"
 #include "ptrace/proc.h"
@@ -40,7 +48,7 @@ struct pt_modules {
 
 int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem)
 {
-	struct pt_modules *m = calloc(1, sizeof(*m));
+	struct pt_modules *m = base_calloc(1, sizeof(*m));
 
 	*out = m;
 	if (!m)
@@ -60,14 +68,14 @@ static void module_free(struct pt_module *mod)
 {
 	if (!mod)
 		return;
-	free(mod->path);
+	base_free(mod->path);
 	pt_symtab_free(&mod->syms);
 	pt_gotab_free(mod->go);
 	if (mod->go_img_mapped)
 		munmap(mod->go_img, mod->go_img_len);
 	else
-		free(mod->go_img);
-	free(mod);
+		base_free(mod->go_img);
+	base_free(mod);
 }
 
 void pt_modules_freeze(struct pt_modules *mods, int frozen)
@@ -88,8 +96,8 @@ void pt_modules_free(struct pt_modules *mods)
 	if (!mods)
 		return;
 	pt_modules_reset(mods);
-	free(mods->v);
-	free(mods);
+	base_free(mods->v);
+	base_free(mods);
 }
 
 static int same_file(const struct pt_map *a, const struct pt_map *b)
@@ -179,18 +187,11 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 			first = &maps->v[i];
 			break;
 		}
-	if (mods->n == mods->cap) {
-		size_t cap = mods->cap ? mods->cap * 2 : 32;
-		struct pt_module **v = realloc(mods->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		mods->v = v;
-		mods->cap = cap;
-	}
-	mod = calloc(1, sizeof(*mod));
-	if (!mod || !(mod->path = strdup(m->path))) {
-		free(mod);
+	if (BASE_ARRAY_RESERVE(mods->v, mods->cap, mods->n + 1))
+		return NULL;
+	mod = base_calloc(1, sizeof(*mod));
+	if (!mod || !(mod->path = base_strdup(m->path))) {
+		base_free(mod);
 		return NULL;
 	}
 	mod->inode = m->inode;
@@ -276,12 +277,12 @@ static int symbols_from_memory(struct pt_modules *mods, struct pt_module *mod)
 
 	if (len > MAX_MEM_IMAGE)
 		len = MAX_MEM_IMAGE;
-	img = malloc(len);
+	img = base_malloc(len);
 	if (!img)
 		return -ENOMEM;
 	got = pt_mem_read_partial(mods->pid, mod->base, img, len);
 	if (got <= 0) {
-		free(img);
+		base_free(img);
 		return got < 0 ? (int)got : -EFAULT;
 	}
 	if (!strcmp(mod->path, "[vdso]")) {
@@ -295,7 +296,7 @@ static int symbols_from_memory(struct pt_modules *mods, struct pt_module *mod)
 		rc = pt_elf_add_dynamic_symbols(img, (size_t)got, mod->base, mod->base - mod->bias,
 						&mod->syms);
 	}
-	free(img);
+	base_free(img);
 	return rc;
 }
 
@@ -479,7 +480,7 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 
 		if ((m->flags & (PT_MAP_X | PT_MAP_W)) || len > MAX_GO_MEM_IMAGE)
 			continue;
-		if (!(buf = malloc(len)))
+		if (!(buf = base_malloc(len)))
 			return -ENOMEM;
 		got = pt_mem_read_partial(mods->pid, m->start, buf, len);
 		at = got > 0 ? pt_gotab_scan(buf, (size_t)got, m->start - mod->bias,
@@ -488,7 +489,7 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 			rc = pt_gotab_new(&mod->go, buf, (size_t)got, m->start - mod->bias, (size_t)at,
 					  (size_t)got - (size_t)at, 0);
 		if (rc) {
-			free(buf);
+			base_free(buf);
 			continue;
 		}
 		mod->go_img = buf;
@@ -504,12 +505,12 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 		ssize_t got;
 		int found;
 
-		if (!(m->flags & PT_MAP_W) || len > MAX_GO_MEM_DATA || !(buf = malloc(len)))
+		if (!(m->flags & PT_MAP_W) || len > MAX_GO_MEM_DATA || !(buf = base_malloc(len)))
 			continue;
 		got = pt_mem_read_partial(mods->pid, m->start, buf, len);
 		found = got > 0 && !pt_gotab_find_gofunc(mod->go, buf, (size_t)got, m->start - mod->bias,
 							 mod->bias);
-		free(buf);
+		base_free(buf);
 		if (found)
 			break;
 	}

@@ -1,3 +1,7 @@
+/* A JIT's perf map (see perfmap.h): parsed once into entries sorted by
+ * start, with their names in one buffer, and looked up by binary search;
+ * opened inside the target's root without following its links. Any
+ * thread; a parsed map is read-only, so threads may share it. */
 #include "ptrace/perfmap.h"
 
 #include <errno.h>
@@ -9,6 +13,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "base/mem.h"
 
 struct entry {
 	uint64_t start, end;
@@ -109,12 +115,12 @@ int pt_perfmap_parse(const char *text, size_t len, struct pt_perfmap **out, size
 	lines++;
 	if (lines > PT_PERFMAP_MAX_ENTRIES)
 		lines = PT_PERFMAP_MAX_ENTRIES;
-	pm = calloc(1, sizeof(*pm));
+	pm = base_calloc(1, sizeof(*pm));
 	if (!pm)
 		return -ENOMEM;
 	/* Names never outgrow the text: each is a cut of its own line plus NUL. */
-	pm->v = malloc(lines * sizeof(*pm->v));
-	pm->names = malloc(len + 1);
+	pm->v = base_reallocarray(NULL, lines, sizeof(*pm->v));
+	pm->names = base_malloc(len + 1);
 	if (!pm->v || !pm->names) {
 		pt_perfmap_free(pm);
 		return -ENOMEM;
@@ -152,9 +158,9 @@ void pt_perfmap_free(struct pt_perfmap *pm)
 {
 	if (!pm)
 		return;
-	free(pm->v);
-	free(pm->names);
-	free(pm);
+	base_free(pm->v);
+	base_free(pm->names);
+	base_free(pm);
 }
 
 size_t pt_perfmap_count(const struct pt_perfmap *pm)

@@ -1,3 +1,9 @@
+/* The unwinder (see unwind.h): libunwind's remote API over accessors that
+ * read the capture a stop took, the page cache and each module's
+ * .eh_frame_hdr, and Go's own tables (.gopclntab's pcsp) for Go frames,
+ * which carry no CFI. Owns the libunwind address space (and its cache of
+ * parsed FDEs). Sampler thread only: the captures, the page cache and the
+ * address space it reads are the sampler's (STYLE H12). */
 #include "ptrace/unwind.h"
 
 #include <errno.h>
@@ -9,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
@@ -186,14 +193,14 @@ static unw_accessors_t accessors = {
 
 int pt_unwinder_new(struct pt_unwinder **out, struct pt_mem *mem, struct pt_modules *mods)
 {
-	struct pt_unwinder *u = calloc(1, sizeof(*u));
+	struct pt_unwinder *u = base_calloc(1, sizeof(*u));
 
 	*out = NULL;
 	if (!u)
 		return -ENOMEM;
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (!u->as) {
-		free(u);
+		base_free(u);
 		return -ENOMEM;
 	}
 	/* Remote address spaces start with caching off: every step would redo
@@ -210,7 +217,7 @@ void pt_unwinder_free(struct pt_unwinder *u)
 	if (!u)
 		return;
 	unw_destroy_addr_space(u->as);
-	free(u);
+	base_free(u);
 }
 
 void pt_unwinder_set_maps(struct pt_unwinder *u, const struct pt_maps *maps)

@@ -1,10 +1,20 @@
+/* The stack table (see stacks.h): entries in the order they were first
+ * seen, so that an entry's index is its id and the index of its sample in
+ * the built profile; a base_map from the hash of (tid, frames) finds an
+ * entry again, and every entry's frames lie in one array. Building a
+ * profile names each distinct address once, found through a second map.
+ * Owns the entries and frames; a built profile belongs to its caller.
+ * Sampler thread only, but for pt_profile_free (any thread: the sidecar
+ * frees a profile on the work thread that encoded it). */
 #include "ptrace/stacks.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
@@ -13,8 +23,6 @@
 
 /* One (thread, stack) of the table. */
 struct entry {
-	uint64_t hash;         /* 0: an empty slot */
-	uint32_t id;           /* insertion order: 0 .. used-1 */
 	uint32_t off, n;       /* frames[off .. off+n) */
 	int64_t v[PT_MAX_VALUES];
 	pid_t tid;
@@ -25,8 +33,9 @@ struct entry {
 };
 
 struct pt_stacks {
-	struct entry *tab;     /* open addressing, cap a power of two */
-	size_t cap, used, max;
+	struct entry *v;       /* by id: the order of first sight */
+	size_t n, cap, max;
+	struct base_map index; /* hash of (tid, frames) -> id */
 	uint64_t *frames;
 	size_t nframes, frames_cap;
 	uint64_t dropped;
@@ -34,12 +43,13 @@ struct pt_stacks {
 
 int pt_stacks_new(struct pt_stacks **out, size_t max_stacks)
 {
-	struct pt_stacks *st = calloc(1, sizeof(*st));
+	struct pt_stacks *st = base_calloc(1, sizeof(*st));
 
 	*out = st;
 	if (!st)
 		return -ENOMEM;
-	st->max = max_stacks;
+	/* Ids are ints: no table holds more than 2^31 entries. */
+	st->max = max_stacks < BASE_MAP_MAX ? max_stacks : BASE_MAP_MAX;
 	return 0;
 }
 
@@ -47,63 +57,39 @@ void pt_stacks_free(struct pt_stacks *st)
 {
 	if (!st)
 		return;
-	free(st->tab);
-	free(st->frames);
-	free(st);
+	base_free(st->v);
+	base_map_free(&st->index);
+	base_free(st->frames);
+	base_free(st);
 }
 
-size_t pt_stacks_count(const struct pt_stacks *st) { return st->used; }
+size_t pt_stacks_count(const struct pt_stacks *st) { return st->n; }
 uint64_t pt_stacks_dropped(const struct pt_stacks *st) { return st->dropped; }
 
 static uint64_t hash_frames(pid_t tid, const uint64_t *f, int n)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
+	uint64_t h = BASE_HASH_SEED ^ (uint64_t)tid;
 
-	for (int i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 1099511628211ull;
-		h ^= h >> 29;
-	}
-	return h | 1;   /* 0 marks an empty slot */
+	for (int i = 0; i < n; i++)
+		h = base_hash_word(h, f[i]);
+	return h ? h : 1;
 }
 
-static int table_grow(struct pt_stacks *st)
+/* What an entry is looked up by. */
+struct key {
+	const struct pt_stacks *st;
+	pid_t tid;
+	const uint64_t *f;
+	uint32_t n;
+};
+
+static int entry_eq(const void *arg, uint64_t id)
 {
-	size_t cap = st->cap ? st->cap * 2 : 1024;
-	struct entry *t = calloc(cap, sizeof(*t));
+	const struct key *k = arg;
+	const struct entry *e = &k->st->v[id];
 
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < st->cap; i++) {
-		size_t j;
-
-		if (!st->tab[i].hash)
-			continue;
-		for (j = st->tab[i].hash & (cap - 1); t[j].hash; j = (j + 1) & (cap - 1)) {
-		}
-		t[j] = st->tab[i];
-	}
-	free(st->tab);
-	st->tab = t;
-	st->cap = cap;
-	return 0;
-}
-
-static int frames_reserve(struct pt_stacks *st, size_t n)
-{
-	size_t cap = st->frames_cap ? st->frames_cap * 2 : 4096;
-	uint64_t *v;
-
-	if (st->nframes + n <= st->frames_cap)
-		return 0;
-	while (cap < st->nframes + n)
-		cap *= 2;
-	v = realloc(st->frames, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	st->frames = v;
-	st->frames_cap = cap;
-	return 0;
+	return e->n == k->n && e->tid == k->tid &&
+	       (!k->n || !memcmp(k->st->frames + e->off, k->f, (size_t)k->n * sizeof(*k->f)));
 }
 
 int pt_stacks_add(struct pt_stacks *st, const struct pt_sample *smp, const int64_t *v)
@@ -111,52 +97,53 @@ int pt_stacks_add(struct pt_stacks *st, const struct pt_sample *smp, const int64
 	static const uint64_t none[1];
 	const uint64_t *f = smp->frames && smp->n > 0 ? smp->frames : none;
 	int n = smp->frames && smp->n > 0 ? smp->n : 0;   /* no stack: a sample all the same */
-	uint64_t h = hash_frames(smp->tid, f, n);
+	struct key k = { st, smp->tid, f, (uint32_t)n };
+	uint64_t h = hash_frames(smp->tid, f, n), *id;
 	struct entry *e;
-	size_t j;
+	int err;
 
-	if ((st->used + 1) * 4 > st->cap * 3 && table_grow(st))
-		return -ENOMEM;
-	for (j = h & (st->cap - 1); st->tab[j].hash; j = (j + 1) & (st->cap - 1)) {
-		e = &st->tab[j];
-		if (e->hash == h && e->n == (uint32_t)n && e->tid == smp->tid &&
-		    (!n || !memcmp(st->frames + e->off, f, (size_t)n * sizeof(*f)))) {
-			for (int k = 0; k < PT_MAX_VALUES; k++)
-				e->v[k] += v[k];
-			return (int)e->id;
-		}
+	if ((id = base_map_find(&st->index, h, entry_eq, &k))) {
+		e = &st->v[*id];
+		for (int i = 0; i < PT_MAX_VALUES; i++)
+			e->v[i] += v[i];
+		return (int)*id;
 	}
-	if (st->used >= st->max) {
+	/* A new stack: refused past max_stacks (or past what an array or a
+	 * map holds, 2^31), and counted as dropped. */
+	err = st->n >= st->max ? -E2BIG :
+	      BASE_ARRAY_RESERVE(st->frames, st->frames_cap, st->nframes + (size_t)n);
+	if (!err)
+		err = BASE_ARRAY_RESERVE(st->v, st->cap, st->n + 1);
+	if (!err)
+		err = base_map_add(&st->index, h, st->n);
+	if (err == -E2BIG)
 		st->dropped++;
-		return -E2BIG;
-	}
-	if (frames_reserve(st, (size_t)n))
-		return -ENOMEM;
+	if (err)
+		return err;
 	if (n)
 		memcpy(st->frames + st->nframes, f, (size_t)n * sizeof(*f));
-	e = &st->tab[j];
-	*e = (struct entry){ .hash = h, .id = (uint32_t)st->used, .off = (uint32_t)st->nframes,
-			     .n = (uint32_t)n,
+	e = &st->v[st->n];
+	*e = (struct entry){ .off = (uint32_t)st->nframes, .n = (uint32_t)n,
 			     .tid = smp->tid, .state = smp->state, .syscall = smp->syscall,
 			     .flags = smp->flags };
 	memcpy(e->v, v, sizeof(e->v));
 	snprintf(e->comm, sizeof(e->comm), "%s", smp->comm);
 	st->nframes += (size_t)n;
-	return (int)st->used++;
+	return (int)st->n++;
 }
 
 int pt_stacks_merge(struct pt_stacks *dst, const struct pt_stacks *src, int sign)
 {
-	for (size_t i = 0; i < src->cap; i++) {
-		const struct entry *e = &src->tab[i];
+	/* In src's id order: the entries new to dst take dst's next ids in
+	 * the order src first saw them. */
+	for (size_t i = 0; i < src->n; i++) {
+		const struct entry *e = &src->v[i];
 		struct pt_sample smp = { .tid = e->tid, .comm = e->comm, .state = e->state,
 					 .syscall = e->syscall, .frames = src->frames + e->off,
 					 .n = (int)e->n, .flags = e->flags };
 		int64_t v[PT_MAX_VALUES];
 		int rc;
 
-		if (!e->hash)
-			continue;
 		for (int k = 0; k < PT_MAX_VALUES; k++)
 			v[k] = sign * e->v[k];
 		if ((rc = pt_stacks_add(dst, &smp, v)) < 0 && rc != -E2BIG)
@@ -182,11 +169,6 @@ void pt_profile_drop_zero(struct pt_profile *p)
 
 /* ---- building the profile --------------------------------------------- */
 
-struct addr_slot {
-	uint64_t addr;   /* + 1; 0 = empty */
-	uint32_t loc;
-};
-
 static const char *basename_of(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -204,7 +186,7 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 	maps = pt_tracee_maps(t);
 	if (!maps)
 		return 0;
-	p->maps = calloc(maps->n ? maps->n : 1, sizeof(*p->maps));
+	p->maps = base_calloc(maps->n ? maps->n : 1, sizeof(*p->maps));
 	if (!p->maps)
 		return -ENOMEM;
 	for (size_t i = 0; i < maps->n; i++) {
@@ -217,7 +199,7 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 		pm->start = m->start;
 		pm->limit = m->end;
 		pm->offset = m->offset;
-		if (!(pm->path = strdup(m->path)))
+		if (!(pm->path = base_strdup(m->path)))
 			return -ENOMEM;
 		snprintf(pm->build_id, sizeof(pm->build_id), "%s", pt_tracee_build_id(t, m->start));
 		p->nmaps++;
@@ -235,16 +217,16 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
  * its function, file (NULL: "?", as Go says), line and first line. */
 static int set_lines(struct pt_profile_loc *l, const struct pt_goline *fr, int n)
 {
-	if (!(l->file = calloc((size_t)n, sizeof(*l->file))) ||
-	    !(l->line = calloc((size_t)n, sizeof(*l->line))) ||
-	    !(l->start = calloc((size_t)n, sizeof(*l->start))) ||
-	    (n > 1 && !(l->outer = calloc((size_t)n - 1, sizeof(*l->outer)))) ||
-	    !(l->name = strdup(fr[0].name)))
+	if (!(l->file = base_calloc((size_t)n, sizeof(*l->file))) ||
+	    !(l->line = base_calloc((size_t)n, sizeof(*l->line))) ||
+	    !(l->start = base_calloc((size_t)n, sizeof(*l->start))) ||
+	    (n > 1 && !(l->outer = base_calloc((size_t)n - 1, sizeof(*l->outer)))) ||
+	    !(l->name = base_strdup(fr[0].name)))
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		if (i && !(l->outer[l->nouter++] = strdup(fr[i].name)))
+		if (i && !(l->outer[l->nouter++] = base_strdup(fr[i].name)))
 			return -ENOMEM;
-		if (!(l->file[i] = strdup(fr[i].file ? fr[i].file : "?")))
+		if (!(l->file[i] = base_strdup(fr[i].file ? fr[i].file : "?")))
 			return -ENOMEM;
 		l->line[i] = fr[i].line > 0 ? (uint32_t)fr[i].line : 0;
 		l->start[i] = fr[i].start > 0 ? (uint32_t)fr[i].start : 0;
@@ -265,7 +247,7 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 	l->map = -1;
 	if (n <= 0) {
 		p->symbolize_ns += pt__now_ns() - t0;
-		return (l->name = strdup("python")) ? 0 : -ENOMEM;
+		return (l->name = base_strdup("python")) ? 0 : -ENOMEM;
 	}
 	{
 		struct pt_goline fr[PT_MAX_PY_LINES];
@@ -327,27 +309,22 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 			 (unsigned long long)(a - mod->bias));
 	else
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)a);
-	if (!(l->name = strdup(buf)))
+	if (!(l->name = base_strdup(buf)))
 		return -ENOMEM;
 	return 0;
 }
 
-/* One sample per entry, in the entries' order (sample i is the stack of id
- * i); one location per distinct address (idx: an open addressing index of
- * icap slots, a power of two). */
+/* One sample per entry, in id order (sample i is the stack of id i); one
+ * location per distinct address, found again through idx (address + 1,
+ * as a key is never 0). */
 static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile *p,
-			 struct addr_slot *idx, size_t icap)
+			 struct base_map *idx)
 {
-	const struct entry **order = calloc(st->used ? st->used : 1, sizeof(*order));
 	size_t nids = 0;
+	int err;
 
-	if (!order)
-		return -ENOMEM;
-	for (size_t e = 0; e < st->cap; e++)
-		if (st->tab[e].hash)
-			order[st->tab[e].id] = &st->tab[e];
-	for (size_t e = 0; e < st->used; e++) {
-		const struct entry *en = order[e];
+	for (size_t e = 0; e < st->n; e++) {
+		const struct entry *en = &st->v[e];
 		struct pt_profile_sample *sm;
 
 		sm = &p->samples[p->nsamples++];
@@ -357,31 +334,31 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 		memcpy(sm->value, en->v, sizeof(sm->value));
 		memcpy(sm->thread, en->comm, sizeof(sm->thread));
 		for (uint32_t k = 0; k < en->n; k++) {
-			uint64_t a = st->frames[en->off + k];
-			size_t j;
+			uint64_t a = st->frames[en->off + k], *loc;
+			uint32_t id;
 
-			for (j = (a * 0x9e3779b97f4a7c15ull >> 20) & (icap - 1);
-			     idx[j].addr && idx[j].addr != a + 1; j = (j + 1) & (icap - 1)) {
+			/* UINT64_MAX has no key (a + 1 wraps to 0): such a
+			 * frame (a lie) gets a location at each sight. */
+			loc = a + 1 ? base_map_get(idx, a + 1) : NULL;
+			if (loc) {
+				id = (uint32_t)*loc;
+			} else {
+				id = (uint32_t)p->nlocs;
+				if ((err = add_location(t, p, a)) ||
+				    (a + 1 && (err = base_map_put(idx, a + 1, id))))
+					return err;
 			}
-			if (!idx[j].addr) {
-				idx[j] = (struct addr_slot){ a + 1, (uint32_t)p->nlocs };
-				if (add_location(t, p, a)) {
-					free(order);
-					return -ENOMEM;
-				}
-			}
-			p->loc_ids[nids++] = idx[j].loc;
+			p->loc_ids[nids++] = id;
 		}
 	}
-	free(order);
 	return 0;
 }
 
 int pt_stacks_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile **out)
 {
-	struct pt_profile *p = calloc(1, sizeof(*p));
-	struct addr_slot *idx = NULL;
-	size_t icap = 64, nf = st->nframes ? st->nframes : 1;
+	struct pt_profile *p = base_calloc(1, sizeof(*p));
+	struct base_map idx = { 0 };
+	size_t nf = st->nframes ? st->nframes : 1;
 	int err = -ENOMEM;
 
 	*out = NULL;
@@ -390,21 +367,19 @@ int pt_stacks_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_p
 	if ((err = build_maps(t, p)))
 		goto out;
 	err = -ENOMEM;
-	while (icap < st->nframes * 2)
-		icap *= 2;
-	idx = calloc(icap, sizeof(*idx));
-	p->locs = calloc(nf, sizeof(*p->locs));
-	p->samples = calloc(st->used ? st->used : 1, sizeof(*p->samples));
-	p->loc_ids = calloc(nf, sizeof(*p->loc_ids));
-	if (!idx || !p->locs || !p->samples || !p->loc_ids)
+	/* At most one location per frame. */
+	p->locs = base_calloc(nf, sizeof(*p->locs));
+	p->samples = base_calloc(st->n ? st->n : 1, sizeof(*p->samples));
+	p->loc_ids = base_calloc(nf, sizeof(*p->loc_ids));
+	if (!p->locs || !p->samples || !p->loc_ids)
 		goto out;
-	if ((err = build_samples(st, t, p, idx, icap)))
+	if ((err = build_samples(st, t, p, &idx)))
 		goto out;
 	p->dropped_stacks = st->dropped;
 	*out = p;
 	p = NULL;
 out:
-	free(idx);
+	base_map_free(&idx);
 	pt_profile_free(p);
 	return err;
 }
@@ -414,27 +389,27 @@ void pt_profile_free(struct pt_profile *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->nmaps; i++)
-		free(p->maps[i].path);
+		base_free(p->maps[i].path);
 	for (size_t i = 0; i < p->nlocs; i++) {
-		free(p->locs[i].name);
+		base_free(p->locs[i].name);
 		for (uint32_t k = 0; k < p->locs[i].nouter; k++)
-			free(p->locs[i].outer[k]);
-		free(p->locs[i].outer);
+			base_free(p->locs[i].outer[k]);
+		base_free(p->locs[i].outer);
 		if (p->locs[i].file)
 			for (uint32_t k = 0; k <= p->locs[i].nouter; k++)
-				free(p->locs[i].file[k]);
-		free(p->locs[i].file);
-		free(p->locs[i].line);
-		free(p->locs[i].start);
+				base_free(p->locs[i].file[k]);
+		base_free(p->locs[i].file);
+		base_free(p->locs[i].line);
+		base_free(p->locs[i].start);
 	}
-	free(p->maps);
-	free(p->locs);
-	free(p->samples);
-	free(p->loc_ids);
+	base_free(p->maps);
+	base_free(p->locs);
+	base_free(p->samples);
+	base_free(p->loc_ids);
 	if (p->timeline) {
-		free(p->timeline->threads);
-		free(p->timeline->events);
-		free(p->timeline);
+		base_free(p->timeline->threads);
+		base_free(p->timeline->events);
+		base_free(p->timeline);
 	}
-	free(p);
+	base_free(p);
 }

@@ -2,7 +2,10 @@
  * with the CPU samples the ticks take anyway, thread creation and exit, and
  * the target's RSS. A blocked thread's stack is its cached one (no stop for
  * a thread that has not run since it was last seen). Bounded: past
- * max_trace_events the timeline ends early, says so, and stays valid. */
+ * max_trace_events the timeline ends early, says so, and stays valid.
+ * Owns the timeline until the profile takes it, the session's stack table
+ * and what it remembers of each thread (found by tid through a base_map).
+ * Sampler thread only, as every session hook. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +14,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
@@ -21,10 +27,11 @@
 #define RSS_EVERY_NS 100000000ull   /* the RSS counter, ten times a second */
 #define RAN_GAP_NS 1000ull          /* a thread that ran between two waits */
 
-/* What the session remembers of a thread between ticks. */
+/* What the session remembers of a thread between ticks: one per thread of
+ * the timeline (thrs[i] is tl->threads[i]). */
 struct thr {
-	pid_t tid;             /* 0: an empty slot of the index */
-	uint32_t idx;          /* into the timeline's threads */
+	pid_t tid;
+	uint32_t idx;          /* into the timeline's threads (and thrs) */
 	uint8_t state;         /* enum pt_tl_state last emitted, 0 if none */
 	int16_t syscall;
 	int exited;
@@ -36,8 +43,9 @@ struct trace_session {
 	struct pt_stacks *stacks;
 	struct pt_timeline *tl;
 	size_t threads_cap, events_cap;
-	struct thr *idx;       /* open addressing by tid, cap a power of two */
-	size_t cap, used;
+	struct thr *thrs;      /* as many as tl->nthreads */
+	size_t thrs_cap;
+	struct base_map by_tid;   /* tid -> the index of its latest thread */
 	uint64_t rss_at, page;
 	int statm_fd;
 };
@@ -80,24 +88,13 @@ static uint8_t classify(const struct pt_thread_state *st, const struct thr *th)
 	}
 }
 
-static int grow(void **v, size_t *cap, size_t size, size_t min)
-{
-	size_t n = *cap ? *cap * 2 : min;
-	void *p = realloc(*v, n * size);
-
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = n;
-	return 0;
-}
-
 /* Appends an event; returns 0, or -E2BIG once the cap is reached (the
  * timeline then ends: truncated). */
 static int emit(struct trace_session *ts, const struct pt_tl_event *ev)
 {
 	struct pt_timeline *tl = ts->tl;
 	size_t cap = ts->base.o->max_trace_events > 0 ? (size_t)ts->base.o->max_trace_events : MAX_EVENTS;
+	struct pt_tl_event *e;
 
 	if (tl->truncated)
 		return -E2BIG;
@@ -109,32 +106,9 @@ static int emit(struct trace_session *ts, const struct pt_tl_event *ev)
 				(double)ev->t_ns / 1e9);
 		return -E2BIG;
 	}
-	if (tl->nevents == ts->events_cap &&
-	    grow((void **)&tl->events, &ts->events_cap, sizeof(*tl->events), 4096))
+	if (!(e = BASE_ARRAY_PUSH(tl->events, tl->nevents, ts->events_cap)))
 		return -ENOMEM;
-	tl->events[tl->nevents++] = *ev;
-	return 0;
-}
-
-static int index_grow(struct trace_session *ts)
-{
-	size_t cap = ts->cap ? ts->cap * 2 : 256;
-	struct thr *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < ts->cap; i++) {
-		size_t j;
-
-		if (!ts->idx[i].tid)
-			continue;
-		for (j = (size_t)ts->idx[i].tid & (cap - 1); v[j].tid; j = (j + 1) & (cap - 1)) {
-		}
-		v[j] = ts->idx[i];
-	}
-	free(ts->idx);
-	ts->idx = v;
-	ts->cap = cap;
+	*e = *ev;
 	return 0;
 }
 
@@ -144,31 +118,27 @@ static struct thr *thread_get(struct trace_session *ts, pid_t tid, const char *c
 			      int created)
 {
 	struct pt_timeline *tl = ts->tl;
+	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)tid);
+	size_t i = tl->nthreads;
 	struct pt_tl_thread *nt;
-	size_t j;
 
-	if ((ts->used + 1) * 2 > ts->cap && index_grow(ts))
+	if (at && !ts->thrs[*at].exited) {
+		/* Seen at its clone, before it had a name: name it now. */
+		nt = &tl->threads[*at];
+		if (!nt->name[0] && comm && comm[0])
+			snprintf(nt->name, sizeof(nt->name), "%s", comm);
+		return &ts->thrs[*at];
+	}
+	if (BASE_ARRAY_RESERVE(tl->threads, ts->threads_cap, i + 1) ||
+	    BASE_ARRAY_RESERVE(ts->thrs, ts->thrs_cap, i + 1) ||
+	    base_map_put(&ts->by_tid, (uint64_t)tid, i))
 		return NULL;
-	for (j = (size_t)tid & (ts->cap - 1); ts->idx[j].tid; j = (j + 1) & (ts->cap - 1))
-		if (ts->idx[j].tid == tid) {
-			if (ts->idx[j].exited)
-				break;   /* reused: a new thread in the same slot */
-			/* Seen at its clone, before it had a name: name it now. */
-			nt = &tl->threads[ts->idx[j].idx];
-			if (!nt->name[0] && comm && comm[0])
-				snprintf(nt->name, sizeof(nt->name), "%s", comm);
-			return &ts->idx[j];
-		}
-	if (tl->nthreads == ts->threads_cap &&
-	    grow((void **)&tl->threads, &ts->threads_cap, sizeof(*tl->threads), 64))
-		return NULL;
-	nt = &tl->threads[tl->nthreads];
+	nt = &tl->threads[i];
 	*nt = (struct pt_tl_thread){ .tid = tid, .start_ns = t, .created = created };
 	snprintf(nt->name, sizeof(nt->name), "%s", comm ? comm : "");
-	if (!ts->idx[j].tid)
-		ts->used++;
-	ts->idx[j] = (struct thr){ .tid = tid, .idx = (uint32_t)tl->nthreads++, .syscall = -1 };
-	return &ts->idx[j];
+	ts->thrs[i] = (struct thr){ .tid = tid, .idx = (uint32_t)i, .syscall = -1 };
+	tl->nthreads++;
+	return &ts->thrs[i];
 }
 
 static uint64_t since_start(const struct pt_session *ss, uint64_t at)
@@ -182,7 +152,7 @@ static int trace_start(struct pt_session *ss)
 	char path[64];
 
 	ts->statm_fd = -1;
-	if (!(ts->tl = calloc(1, sizeof(*ts->tl))))
+	if (!(ts->tl = base_calloc(1, sizeof(*ts->tl))))
 		return -ENOMEM;
 	ts->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	snprintf(path, sizeof(path), "/proc/%d/statm", (int)ss->req->pid);
@@ -277,19 +247,15 @@ static void trace_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
 static void trace_on_exit(struct pt_session *ss, pid_t tid)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)tid);
 	struct thr *th;
-	uint64_t t = since_start(ss, pt__now_ns());
 
-	for (size_t j = (size_t)tid & (ts->cap - 1); ts->cap && ts->idx[j].tid;
-	     j = (j + 1) & (ts->cap - 1)) {
-		th = &ts->idx[j];
-		if (th->tid != tid || th->exited)
-			continue;
-		th->exited = 1;
-		emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx, .stack = -1,
-						.syscall = -1, .kind = PT_TL_EV_EXIT });
+	if (!at || ts->thrs[*at].exited)
 		return;
-	}
+	th = &ts->thrs[*at];
+	th->exited = 1;
+	emit(ts, &(struct pt_tl_event){ .t_ns = since_start(ss, pt__now_ns()), .thread = th->idx,
+					.stack = -1, .syscall = -1, .kind = PT_TL_EV_EXIT });
 }
 
 static int trace_finish(struct pt_session *ss)
@@ -321,11 +287,12 @@ static void trace_free(struct pt_session *ss)
 
 	pt_stacks_free(ts->stacks);
 	if (ts->tl) {
-		free(ts->tl->threads);
-		free(ts->tl->events);
-		free(ts->tl);
+		base_free(ts->tl->threads);
+		base_free(ts->tl->events);
+		base_free(ts->tl);
 	}
-	free(ts->idx);
+	base_free(ts->thrs);
+	base_map_free(&ts->by_tid);
 	if (ts->statm_fd >= 0)
 		close(ts->statm_fd);
 }

@@ -5,10 +5,12 @@
  * on (while attached). A request answers with that record and, for every
  * live thread whose creation was not seen, its start routine: the
  * outermost frames of its stack now (through the thread dump's cache),
- * flagged so. */
+ * flagged so. Owns the record (through the target's slot) and each
+ * answer's table. Sampler thread only, as every session hook. */
 #include <errno.h>
-#include <stdlib.h>
 
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
@@ -20,8 +22,7 @@
 /* The per-target record: creation stacks, and the threads seen created. */
 struct creations {
 	struct pt_stacks *stacks;
-	pid_t *seen;            /* open addressing, cap a power of two; 0 empty */
-	size_t cap, used;
+	struct base_map seen;   /* the tids seen created (value 1) */
 };
 
 struct threadcreate_session {
@@ -40,49 +41,19 @@ static void creations_free(void *p)
 	if (!c)
 		return;
 	pt_stacks_free(c->stacks);
-	free(c->seen);
-	free(c);
+	base_map_free(&c->seen);
+	base_free(c);
 }
 
 static int seen_has(const struct creations *c, pid_t tid)
 {
-	if (!c->cap)
-		return 0;
-	for (size_t j = (size_t)tid & (c->cap - 1); c->seen[j]; j = (j + 1) & (c->cap - 1))
-		if (c->seen[j] == tid)
-			return 1;
-	return 0;
+	return base_map_get(&c->seen, (uint64_t)tid) != NULL;
 }
 
+/* Out of memory, a creation is not remembered: the thread shows as unseen. */
 static void seen_add(struct creations *c, pid_t tid)
 {
-	if ((c->used + 1) * 2 > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 256;
-		pid_t *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return;
-		for (size_t i = 0; i < c->cap; i++) {
-			size_t j;
-
-			if (!c->seen[i])
-				continue;
-			for (j = (size_t)c->seen[i] & (cap - 1); v[j]; j = (j + 1) & (cap - 1)) {
-			}
-			v[j] = c->seen[i];
-		}
-		free(c->seen);
-		c->seen = v;
-		c->cap = cap;
-	}
-	if (seen_has(c, tid))
-		return;
-	for (size_t j = (size_t)tid & (c->cap - 1);; j = (j + 1) & (c->cap - 1))
-		if (!c->seen[j]) {
-			c->seen[j] = tid;
-			c->used++;
-			return;
-		}
+	base_map_put(&c->seen, (uint64_t)tid, 1);
 }
 
 /* Every clone of the target while attached: its creation stack counts. */
@@ -127,7 +98,7 @@ static struct creations *creations_of(struct pt_session *ss)
 	if (!slot)
 		return NULL;
 	if (!*slot) {
-		if (!(c = calloc(1, sizeof(*c))) || pt_stacks_new(&c->stacks, MAX_CREATORS)) {
+		if (!(c = base_calloc(1, sizeof(*c))) || pt_stacks_new(&c->stacks, MAX_CREATORS)) {
 			creations_free(c);
 			return NULL;
 		}

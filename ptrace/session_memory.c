@@ -9,12 +9,18 @@
  *           looked at the target; never decreasing. Every heap or allocs
  *           request is a look.
  * Frames are synthetic, with stable nonzero addresses (scrapers' deltas
- * key on them): the mapping (leaf), then its class. */
+ * key on them): the mapping (leaf), then its class. Owns each session's
+ * rows and, through the target's slot, the allocs watch (its rows found by
+ * address through a base_map). Sampler thread only, as every session
+ * hook. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
@@ -47,8 +53,8 @@ struct rows {
 struct watch {
 	struct rows rows;        /* values: see watch_look */
 	int64_t *last;           /* per row: its RSS at the last look */
-	uint32_t *slot;          /* open addressing by addr: row index + 1 */
-	size_t cap;
+	size_t last_cap;
+	struct base_map by_addr; /* a row's addr + 1 (a mapping may start at 0) -> its index */
 };
 
 struct memory_session {
@@ -92,16 +98,11 @@ static enum mclass classify(const struct pt_smaps *sm, size_t i)
 
 static int rows_push(struct rows *r, const struct row *x)
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 256;
-		struct row *v = realloc(r->v, cap * sizeof(*v));
+	struct row *e = BASE_ARRAY_PUSH(r->v, r->n, r->cap);
 
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
-	r->v[r->n++] = *x;
+	if (!e)
+		return -ENOMEM;
+	*e = *x;
 	return 0;
 }
 
@@ -168,13 +169,10 @@ static int read_rows(pid_t pid, struct rows *out)
 
 static uint64_t class_addr(const struct row *x)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
 	if (x->cls != MC_NAMED)
 		return 0x10 * ((uint64_t)x->cls + 1);
-	for (const char *c = x->cname; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-	return 0x4000000000000000ull | (h & 0xffffffffull) << 4;
+	/* FNV-1a of the name: the same address for the same name, always. */
+	return 0x4000000000000000ull | (base_hash_str(x->cname) & 0xffffffffull) << 4;
 }
 
 /* The location of (addr, name), added at first sight. Returns its index or
@@ -185,7 +183,7 @@ static int location(struct pt_profile *p, uint64_t addr, const char *name, int s
 		for (size_t i = 0; i < p->nlocs; i++)
 			if (p->locs[i].addr == addr)
 				return (int)i;
-	if (!(p->locs[p->nlocs].name = strdup(name)))
+	if (!(p->locs[p->nlocs].name = base_strdup(name)))
 		return -ENOMEM;
 	p->locs[p->nlocs].addr = addr;
 	p->locs[p->nlocs].map = -1;
@@ -195,15 +193,15 @@ static int location(struct pt_profile *p, uint64_t addr, const char *name, int s
 /* A profile of rows: each a sample [mapping, class] with its values. */
 static int rows_profile(const struct rows *r, struct pt_profile **out)
 {
-	struct pt_profile *p = calloc(1, sizeof(*p));
+	struct pt_profile *p = base_calloc(1, sizeof(*p));
 	int err = -ENOMEM;
 
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	p->locs = calloc(2 * r->n + 1, sizeof(*p->locs));
-	p->samples = calloc(r->n + 1, sizeof(*p->samples));
-	p->loc_ids = calloc(2 * r->n + 1, sizeof(*p->loc_ids));
+	p->locs = base_calloc(2 * r->n + 1, sizeof(*p->locs));
+	p->samples = base_calloc(r->n + 1, sizeof(*p->samples));
+	p->loc_ids = base_calloc(2 * r->n + 1, sizeof(*p->loc_ids));
 	if (!p->locs || !p->samples || !p->loc_ids)
 		goto out;
 	for (size_t i = 0; i < r->n; i++) {
@@ -236,58 +234,34 @@ static void watch_free(void *p)
 
 	if (!w)
 		return;
-	free(w->rows.v);
-	free(w->last);
-	free(w->slot);
-	free(w);
+	base_free(w->rows.v);
+	base_free(w->last);
+	base_map_free(&w->by_addr);
+	base_free(w);
 }
 
-/* The index of the row of addr in w, or SIZE_MAX (then *at is its slot). */
-static size_t watch_find(const struct watch *w, uint64_t addr, size_t *at)
+/* The index of the row of addr in w, or SIZE_MAX. */
+static size_t watch_find(const struct watch *w, uint64_t addr)
 {
-	size_t j = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 20) & (w->cap - 1);
+	const uint64_t *k = base_map_get(&w->by_addr, addr + 1);
 
-	for (; w->slot[j]; j = (j + 1) & (w->cap - 1))
-		if (w->rows.v[w->slot[j] - 1].addr == addr)
-			return w->slot[j] - 1;
-	*at = j;
-	return SIZE_MAX;
-}
-
-static int watch_grow(struct watch *w)
-{
-	size_t cap = w->cap ? w->cap * 2 : 1024, at = 0;
-	uint32_t *slot = calloc(cap, sizeof(*slot)), *old = w->slot;
-
-	if (!slot)
-		return -ENOMEM;
-	w->slot = slot;
-	w->cap = cap;
-	for (size_t i = 0; i < w->rows.n; i++)
-		if (watch_find(w, w->rows.v[i].addr, &at) == SIZE_MAX)
-			slot[at] = (uint32_t)i + 1;
-	free(old);
-	return 0;
+	return k ? (size_t)*k : SIZE_MAX;
 }
 
 /* Adds a new row for x to w. Returns its index, or SIZE_MAX. */
 static size_t watch_add(struct watch *w, const struct row *x)
 {
-	size_t at = 0, k = w->rows.n;
-	int64_t *last;
+	size_t k = w->rows.n;
 
-	if (k >= MAX_KEYS || ((k + 1) * 2 > w->cap && watch_grow(w)) ||
+	if (k >= MAX_KEYS || BASE_ARRAY_RESERVE(w->last, w->last_cap, k + 1) ||
 	    rows_push(&w->rows, x))
 		return SIZE_MAX;
-	if (!(last = realloc(w->last, w->rows.cap * sizeof(*last)))) {
+	if (base_map_put(&w->by_addr, x->addr + 1, k)) {
 		w->rows.n--;
 		return SIZE_MAX;
 	}
-	w->last = last;
 	w->last[k] = 0;
 	memset(w->rows.v[k].v, 0, sizeof(w->rows.v[k].v));
-	watch_find(w, x->addr, &at);
-	w->slot[at] = (uint32_t)k + 1;
 	return k;
 }
 
@@ -304,7 +278,7 @@ static int watch_look(struct watch *w, const struct rows *now)
 	}
 	for (size_t i = 0; i < now->n; i++) {
 		const struct row *x = &now->v[i];
-		size_t at, k = w->cap ? watch_find(w, x->addr, &at) : SIZE_MAX;
+		size_t k = watch_find(w, x->addr);
 		struct row *r;
 
 		if (k == SIZE_MAX && (k = watch_add(w, x)) == SIZE_MAX)
@@ -335,7 +309,7 @@ static int look(struct pt_session *ss, struct rows *now)
 	if (err)
 		return err;
 	if ((slot = pt__target_slot(ss, &watch_key, watch_free, NULL)) && !*slot)
-		*slot = calloc(1, sizeof(struct watch));
+		*slot = base_calloc(1, sizeof(struct watch));
 	return slot && *slot ? watch_look(*slot, now) : 0;
 }
 
@@ -344,7 +318,7 @@ int pt__memory_look(struct pt_session *ss)
 	struct rows now;
 	int err = look(ss, &now);
 
-	free(now.v);
+	base_free(now.v);
 	return err;
 }
 
@@ -403,7 +377,7 @@ static int current(struct pt_session *ss, struct rows *out)
 		*out = now;
 		return err;
 	}
-	free(now.v);
+	base_free(now.v);
 	memset(out, 0, sizeof(*out));
 	slot = pt__target_slot(ss, &watch_key, watch_free, NULL);
 	if (!slot || !(w = *slot))
@@ -438,13 +412,13 @@ static int memory_finish(struct pt_session *ss)
 			(int)ss->req->pid, now.n, ms->delta ? " (delta)" : "",
 			(double)(pt__now_ns() - ss->start_ns) / 1e6 -
 				(ms->delta ? (double)ss->req->duration_ns / 1e6 : 0));
-	free(now.v);
+	base_free(now.v);
 	return err;
 }
 
 static void memory_free(struct pt_session *ss)
 {
-	free(PT_SESSION_OF(ss, struct memory_session)->before.v);
+	base_free(PT_SESSION_OF(ss, struct memory_session)->before.v);
 }
 
 const struct pt_session_kind pt_kind_heap = {

@@ -1,9 +1,11 @@
 /* Symbol lookup (pprof's symbolz): names of addresses, from the target's
- * current maps. Needs no attach. */
+ * current maps. Needs no attach. The names it returns belong to the
+ * request (the caller frees them, and the array). Sampler thread only, as
+ * every session hook. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/session.h"
 
@@ -12,7 +14,7 @@ static int symbols_start(struct pt_session *ss)
 	struct pt_request *req = ss->req;
 
 	pt_tracee_refresh_maps(ss->t);
-	req->names = calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
+	req->names = base_calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
 	if (!req->names)
 		return -ENOMEM;
 	for (size_t i = 0; i < req->naddrs; i++) {
@@ -25,10 +27,17 @@ static int symbols_start(struct pt_session *ss)
 		 * innermost function. */
 		if (name && pt_tracee_go_frames(ss->t, req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
 			name = gl[0].name;
-		if (name)
-			req->names[i] = strdup(name);
+		if (name && !(req->names[i] = base_strdup(name)))
+			goto nomem;
 	}
 	return 0;
+nomem:
+	/* Out of memory: no names at all rather than some silently missing. */
+	for (size_t i = 0; i < req->naddrs; i++)
+		base_free(req->names[i]);
+	base_free(req->names);
+	req->names = NULL;
+	return -ENOMEM;
 }
 
 static int symbols_finish(struct pt_session *ss)

@@ -1,3 +1,7 @@
+/* The sampler's CPU budget (see rate.h): the cost of its ticks, averaged
+ * over half a second, against a fraction of a core, and the rate divisor
+ * that keeps it under. Owns nothing but the counters in struct pt_rate.
+ * Sampler thread only. */
 #include "ptrace/rate.h"
 
 #define DUTY_WINDOW_NS 500000000ull   /* the budget is checked twice a second */

@@ -1,5 +1,7 @@
 /* The CPU profile: on-CPU stacks over a window, weighted by the CPU each
- * thread used since its previous sample (the tick's rule is in rule.c). */
+ * thread used since its previous sample (the tick's rule is in rule.c).
+ * Owns the session's stack table. Sampler thread only, as every session
+ * hook. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* The thread dump: every thread's stack now, through the snapshot cache
- * (a thread blocked since its last snapshot is not stopped again). */
+ * (a thread blocked since its last snapshot is not stopped again). Owns
+ * the session's stack table. Sampler thread only, as every session hook. */
 #include <errno.h>
 #include <stdint.h>
 

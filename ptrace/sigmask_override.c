@@ -15,7 +15,8 @@
  * This interposes a libc symbol for the whole executable: every caller of
  * sigprocmask in podprof (libuv included) comes through here, which is why it
  * forwards everything outside the window untouched and why the window is a
- * thread-local flag (libunwind calls sigprocmask with no context of ours). */
+ * thread-local flag (libunwind calls sigprocmask with no context of ours).
+ * Any thread; the window opens only on the sampler thread, in pt_unwind(). */
 #include "ptrace/sigmask_override.h"
 
 #include <dlfcn.h>

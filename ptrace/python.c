@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
+#include "base/array.h"
+#include "base/map.h"
+#include "base/mem.h"
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
@@ -150,8 +152,8 @@ int pt_py_addr2line(const uint8_t *tab, size_t len, int firstlineno, int64_t las
 
 /* ---- state ------------------------------------------------------------- */
 
-/* Code objects cached at once; past 3/4 of it the cache starts afresh. */
-#define CODE_CAP 4096
+/* Code objects cached at once; past them the cache starts afresh. */
+#define MAX_CODES 3072
 /* A code object cached this long is checked again (its address may have
  * been freed and reused by another code object: functions made at run time). */
 #define CODE_RECHECK_NS 1000000000ull
@@ -164,7 +166,7 @@ int pt_py_addr2line(const uint8_t *tab, size_t len, int firstlineno, int64_t las
 #define MAX_GROUP_FRAMES (1u << 20)
 
 struct code_ent {
-	uint64_t addr;          /* 0: an empty slot */
+	uint64_t addr;
 	uint64_t checked_ns;
 	uint64_t key[3];        /* qualname, filename, linetable pointers when read */
 	uint32_t func, file;    /* offsets into the string pool */
@@ -180,13 +182,7 @@ struct gframe {
 };
 
 struct group {
-	uint64_t hash;
 	uint32_t first, n;      /* gf[first .. first+n) */
-};
-
-struct str_slot {
-	uint64_t hash;          /* 0: empty */
-	uint32_t off;
 };
 
 struct pt_py {
@@ -196,18 +192,17 @@ struct pt_py {
 	const struct pt_py_layout *L;
 	uint32_t version;
 	uint64_t runtime, code_type, eval_lo, eval_hi;
-	struct code_ent *codes;         /* CODE_CAP slots */
-	size_t ncodes;
+	struct code_ent *codes;         /* in order of first read, MAX_CODES at most */
+	size_t ncodes, codes_cap;
+	struct base_map code_index;     /* a code object's address -> its index in codes */
 	char *pool;                     /* NUL-terminated strings */
 	size_t pool_len, pool_cap;
-	struct str_slot *strs;
-	size_t nstrs, strs_cap;
+	struct base_map strs;           /* hash of a string -> its offset in pool */
 	struct gframe *gf;
 	size_t ngf, gf_cap;
-	struct group *groups;
+	struct group *groups;           /* by id: a token is PT_PY_TOKEN_BASE + id */
 	size_t ngroups, groups_cap;
-	uint32_t *gidx;                 /* open addressing over groups: id + 1 */
-	size_t gidx_cap;
+	struct base_map gidx;           /* hash of a group's frames -> its id */
 	uint8_t bulk[PT_PY_BULK_BYTES]; /* the top of a thread's frame stack, per stop */
 	pt_py_read_fn read;             /* tests and fuzzing: memory other than the target's */
 	void *read_arg;
@@ -216,7 +211,7 @@ struct pt_py {
 
 int pt_py_new(struct pt_py **out, pid_t pid, struct pt_mem *mem)
 {
-	struct pt_py *py = calloc(1, sizeof(*py));
+	struct pt_py *py = base_calloc(1, sizeof(*py));
 
 	*out = NULL;
 	if (!py)
@@ -229,31 +224,27 @@ int pt_py_new(struct pt_py **out, pid_t pid, struct pt_mem *mem)
 
 static void codes_clear(struct pt_py *py)
 {
-	if (!py->codes)
-		return;
-	for (size_t i = 0; i < CODE_CAP; i++)
-		free(py->codes[i].lt);
-	memset(py->codes, 0, CODE_CAP * sizeof(*py->codes));
+	for (size_t i = 0; i < py->ncodes; i++)
+		base_free(py->codes[i].lt);
 	py->ncodes = 0;
+	base_map_free(&py->code_index);
 }
 
 void pt_py_reset(struct pt_py *py)
 {
 	codes_clear(py);
-	free(py->codes);
-	free(py->pool);
-	free(py->strs);
-	free(py->gf);
-	free(py->groups);
-	free(py->gidx);
+	base_free(py->codes);
+	base_free(py->pool);
+	base_map_free(&py->strs);
+	base_free(py->gf);
+	base_free(py->groups);
+	base_map_free(&py->gidx);
 	py->codes = NULL;
 	py->pool = NULL;
-	py->strs = NULL;
 	py->gf = NULL;
 	py->groups = NULL;
-	py->gidx = NULL;
-	py->pool_len = py->pool_cap = py->nstrs = py->strs_cap = 0;
-	py->ngf = py->gf_cap = py->ngroups = py->groups_cap = py->gidx_cap = 0;
+	py->codes_cap = py->pool_len = py->pool_cap = 0;
+	py->ngf = py->gf_cap = py->ngroups = py->groups_cap = 0;
 	py->state = PT_PY_NONE;
 	py->L = NULL;
 	py->runtime = py->code_type = py->eval_lo = py->eval_hi = 0;
@@ -264,7 +255,7 @@ void pt_py_free(struct pt_py *py)
 	if (!py)
 		return;
 	pt_py_reset(py);
-	free(py);
+	base_free(py);
 }
 
 enum pt_py_state pt_py_state(const struct pt_py *py)
@@ -576,59 +567,35 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 
 /* ---- after the stop: strings, code objects, tokens ---------------------- */
 
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
+/* What a string is looked up by. */
+struct str_key {
+	const char *pool, *s;
+};
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+static int str_eq(const void *arg, uint64_t off)
+{
+	const struct str_key *k = arg;
+
+	return !strcmp(k->pool + off, k->s);
 }
 
 /* The pool offset of string s (added if new), or UINT32_MAX when full. */
 static uint32_t intern(struct pt_py *py, const char *s)
 {
-	size_t n = strlen(s) + 1, j;
-	uint64_t h = hash_bytes(s, n, 1469598103934665603ull) | 1;
+	size_t n = strlen(s) + 1;
+	uint64_t h = base_hash_bytes(BASE_HASH_SEED, s, n), *at;
+	struct str_key k = { py->pool, s };
+	uint32_t off = (uint32_t)py->pool_len;
 
-	if ((py->nstrs + 1) * 2 > py->strs_cap) {
-		size_t cap = py->strs_cap ? py->strs_cap * 2 : 1024;
-		struct str_slot *t = calloc(cap, sizeof(*t));
-
-		if (!t)
-			return UINT32_MAX;
-		for (size_t i = 0; i < py->strs_cap; i++) {
-			if (!py->strs[i].hash)
-				continue;
-			for (j = py->strs[i].hash & (cap - 1); t[j].hash; j = (j + 1) & (cap - 1)) {
-			}
-			t[j] = py->strs[i];
-		}
-		free(py->strs);
-		py->strs = t;
-		py->strs_cap = cap;
-	}
-	for (j = h & (py->strs_cap - 1); py->strs[j].hash; j = (j + 1) & (py->strs_cap - 1))
-		if (py->strs[j].hash == h && !strcmp(py->pool + py->strs[j].off, s))
-			return py->strs[j].off;
-	if (py->pool_len + n > py->pool_cap) {
-		size_t cap = py->pool_cap ? py->pool_cap * 2 : 65536;
-		char *p;
-
-		while (cap < py->pool_len + n)
-			cap *= 2;
-		if (cap > STR_POOL_MAX || !(p = realloc(py->pool, cap)))
-			return UINT32_MAX;
-		py->pool = p;
-		py->pool_cap = cap;
-	}
-	memcpy(py->pool + py->pool_len, s, n);
-	py->strs[j] = (struct str_slot){ h, (uint32_t)py->pool_len };
-	py->nstrs++;
+	if ((at = base_map_find(&py->strs, h, str_eq, &k)))
+		return (uint32_t)*at;
+	if (py->pool_len + n > STR_POOL_MAX ||
+	    BASE_ARRAY_RESERVE(py->pool, py->pool_cap, py->pool_len + n) ||
+	    base_map_add(&py->strs, h, off))
+		return UINT32_MAX;
+	memcpy(py->pool + off, s, n);
 	py->pool_len += n;
-	return py->strs[j].off;
+	return off;
 }
 
 /* Appends code point c as UTF-8 to out[*n..cap), if it fits. */
@@ -667,7 +634,7 @@ static void put_utf8(char *out, size_t cap, size_t *n, uint32_t c)
 }
 
 /* A str object (compact: every str a code object holds) as UTF-8 into
- * out[0..cap), NUL-terminated. Returns 0 or -EFAULT. */
+ * out[0..cap), NUL-terminated. Returns 0, -EFAULT or -ENOMEM. */
 static int read_str(struct pt_py *py, uint64_t addr, char *out, size_t cap)
 {
 	const struct pt_py_layout *L = py->L;
@@ -687,10 +654,10 @@ static int read_str(struct pt_py *py, uint64_t addr, char *out, size_t cap)
 		return -EFAULT;
 	off = ((state >> 6) & 1) ? L->str_ascii_data : L->str_compact_data;
 	bytes = (size_t)n * kind;
-	if (!(data = malloc(bytes + 1)))
-		return -EFAULT;
+	if (!(data = base_malloc(bytes + 1)))
+		return -ENOMEM;
 	if (bytes && vm_read(py, addr + off, data, bytes)) {
-		free(data);
+		base_free(data);
 		return -EFAULT;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -700,17 +667,20 @@ static int read_str(struct pt_py *py, uint64_t addr, char *out, size_t cap)
 		put_utf8(out, cap, &k, c);
 	}
 	out[k] = '\0';
-	free(data);
+	base_free(data);
 	return 0;
 }
 
-/* Reads the code object at addr into e. Returns 0 or -EFAULT. */
+/* Reads the code object at addr into e (zeroed). Returns 0, -EFAULT (not
+ * a code object, or unreadable), -ENOSPC (the string pool is full) or
+ * -ENOMEM; e->lt is NULL on failure. */
 static int read_code(struct pt_py *py, uint64_t addr, struct code_ent *e)
 {
 	const struct pt_py_layout *L = py->L;
 	uint8_t co[512], bh[64];
 	char name[MAX_NAME_CHARS * 4 + 1], file[MAX_NAME_CHARS * 4 + 1];
 	uint64_t lt, ltn;
+	int err;
 
 	py->st.code_reads++;
 	if (L->co_code > sizeof(co) || vm_read(py, addr, co, L->co_code))
@@ -722,24 +692,29 @@ static int read_code(struct pt_py *py, uint64_t addr, struct code_ent *e)
 	e->key[0] = pt__rd64(co + L->co_qualname);
 	e->key[1] = pt__rd64(co + L->co_filename);
 	e->key[2] = lt = pt__rd64(co + L->co_linetable);
-	if (read_str(py, e->key[0], name, sizeof(name)) &&
-	    read_str(py, pt__rd64(co + L->co_name), name, sizeof(name)))
+	/* A string that cannot be read is named "?"; out of memory, the
+	 * object is not read at all (a later sample reads it again). */
+	if ((err = read_str(py, e->key[0], name, sizeof(name))) == -EFAULT)
+		err = read_str(py, pt__rd64(co + L->co_name), name, sizeof(name));
+	if (err == -EFAULT)
 		snprintf(name, sizeof(name), "?");
-	if (read_str(py, e->key[1], file, sizeof(file)))
+	else if (err)
+		return err;
+	if ((err = read_str(py, e->key[1], file, sizeof(file))) == -EFAULT)
 		snprintf(file, sizeof(file), "?");
+	else if (err)
+		return err;
 	e->firstlineno = (int32_t)pt__rd32(co + L->co_firstlineno);
 	if ((e->func = intern(py, name)) == UINT32_MAX || (e->file = intern(py, file)) == UINT32_MAX)
 		return -ENOSPC;
-	free(e->lt);
-	e->lt = NULL;
-	e->lt_len = 0;
 	if (lt && L->bytes_data <= sizeof(bh) && !vm_read(py, lt, bh, L->bytes_data) &&
-	    (ltn = pt__rd64(bh + L->bytes_size)) > 0 && ltn <= MAX_LINETABLE &&
-	    (e->lt = malloc(ltn))) {
+	    (ltn = pt__rd64(bh + L->bytes_size)) > 0 && ltn <= MAX_LINETABLE) {
+		if (!(e->lt = base_malloc(ltn)))
+			return -ENOMEM;
 		if (!vm_read(py, lt + L->bytes_data, e->lt, ltn)) {
 			e->lt_len = (uint32_t)ltn;
 		} else {
-			free(e->lt);
+			base_free(e->lt);
 			e->lt = NULL;
 		}
 	}
@@ -751,44 +726,47 @@ static int read_code(struct pt_py *py, uint64_t addr, struct code_ent *e)
 static const struct code_ent *code_get(struct pt_py *py, uint64_t addr, uint64_t now)
 {
 	struct code_ent *e;
-	size_t j;
+	uint64_t *at;
 
 	if (!addr)
 		return NULL;
-	if (!py->codes && !(py->codes = calloc(CODE_CAP, sizeof(*py->codes))))
-		return NULL;
-	for (j = (addr >> 4) * 0x9e3779b97f4a7c15ull >> 52 & (CODE_CAP - 1); py->codes[j].addr;
-	     j = (j + 1) & (CODE_CAP - 1)) {
-		e = &py->codes[j];
-		if (e->addr != addr)
-			continue;
+	if ((at = base_map_get(&py->code_index, addr))) {
+		e = &py->codes[*at];
 		if (now - e->checked_ns >= CODE_RECHECK_NS) {
 			uint8_t co[512];
 			const struct pt_py_layout *L = py->L;
 
 			/* Still the same object? Its name, file and line
 			 * table pointers tell (a new object allocated there
-			 * would have its own). */
+			 * would have its own). A new one is read aside and
+			 * replaces the entry only whole: one that fails to
+			 * read leaves the old entry, checked again next time. */
 			if (vm_read(py, addr, co, L->co_code) ||
 			    (py->code_type && pt__rd64(co + 8) != py->code_type))
 				return NULL;
 			if (pt__rd64(co + L->co_qualname) != e->key[0] || pt__rd64(co + L->co_filename) != e->key[1] ||
 			    pt__rd64(co + L->co_linetable) != e->key[2]) {
-				if (read_code(py, addr, e))
+				struct code_ent fresh = { .addr = addr };
+
+				if (read_code(py, addr, &fresh)) {
+					base_free(fresh.lt);
 					return NULL;
+				}
+				base_free(e->lt);
+				*e = fresh;
 			}
 			e->checked_ns = now;
 		}
 		return e;
 	}
-	if (py->ncodes + 1 > CODE_CAP * 3 / 4) {
+	if (py->ncodes >= MAX_CODES)
 		codes_clear(py);
-		return code_get(py, addr, now);
-	}
-	e = &py->codes[j];
+	if (BASE_ARRAY_RESERVE(py->codes, py->codes_cap, py->ncodes + 1))
+		return NULL;
+	e = &py->codes[py->ncodes];
 	memset(e, 0, sizeof(*e));
-	if (read_code(py, addr, e)) {
-		free(e->lt);
+	if (read_code(py, addr, e) || base_map_put(&py->code_index, addr, py->ncodes)) {
+		base_free(e->lt);
 		memset(e, 0, sizeof(*e));
 		return NULL;
 	}
@@ -798,61 +776,39 @@ static const struct code_ent *code_get(struct pt_py *py, uint64_t addr, uint64_t
 	return e;
 }
 
+/* What a group is looked up by. */
+struct group_key {
+	const struct pt_py *py;
+	const struct gframe *gf;
+	uint32_t n;
+};
+
+static int group_eq(const void *arg, uint64_t id)
+{
+	const struct group_key *k = arg;
+	const struct group *g = &k->py->groups[id];
+
+	return g->n == k->n && !memcmp(k->py->gf + g->first, k->gf, k->n * sizeof(*k->gf));
+}
+
 /* The token of the group gf[0..n) (added if new), or 0 when full. */
 static uint64_t group_token(struct pt_py *py, const struct gframe *gf, uint32_t n)
 {
-	uint64_t h = hash_bytes(gf, n * sizeof(*gf), 1469598103934665603ull) | 1;
-	size_t j;
+	uint64_t h = base_hash_bytes(BASE_HASH_SEED, gf, n * sizeof(*gf)), *at;
+	struct group_key k = { py, gf, n };
 
-	/* Full (MAX_GROUPS), the index keeps its size (half empty at most):
-	 * the groups it has are still found, new ones are refused below. */
-	if ((py->ngroups + 1) * 2 > py->gidx_cap && py->ngroups < MAX_GROUPS) {
-		size_t cap = py->gidx_cap ? py->gidx_cap * 2 : 1024;
-		uint32_t *t;
-
-		if (!(t = calloc(cap, sizeof(*t))))
-			return 0;
-		for (size_t i = 0; i < py->ngroups; i++) {
-			for (j = py->groups[i].hash & (cap - 1); t[j]; j = (j + 1) & (cap - 1)) {
-			}
-			t[j] = (uint32_t)i + 1;
-		}
-		free(py->gidx);
-		py->gidx = t;
-		py->gidx_cap = cap;
-	}
-	for (j = h & (py->gidx_cap - 1); py->gidx[j]; j = (j + 1) & (py->gidx_cap - 1)) {
-		const struct group *g = &py->groups[py->gidx[j] - 1];
-
-		if (g->hash == h && g->n == n && !memcmp(py->gf + g->first, gf, n * sizeof(*gf)))
-			return PT_PY_TOKEN_BASE + (py->gidx[j] - 1);
-	}
-	if (py->ngroups >= MAX_GROUPS || py->ngf + n > MAX_GROUP_FRAMES)
+	if ((at = base_map_find(&py->gidx, h, group_eq, &k)))
+		return PT_PY_TOKEN_BASE + *at;
+	/* Full (MAX_GROUPS, MAX_GROUP_FRAMES): the groups there are still
+	 * found, new ones are refused. */
+	if (py->ngroups >= MAX_GROUPS || py->ngf + n > MAX_GROUP_FRAMES ||
+	    BASE_ARRAY_RESERVE(py->gf, py->gf_cap, py->ngf + n) ||
+	    BASE_ARRAY_RESERVE(py->groups, py->groups_cap, py->ngroups + 1) ||
+	    base_map_add(&py->gidx, h, py->ngroups))
 		return 0;
-	if (py->ngroups == py->groups_cap) {
-		size_t cap = py->groups_cap ? py->groups_cap * 2 : 256;
-		struct group *g = realloc(py->groups, cap * sizeof(*g));
-
-		if (!g)
-			return 0;
-		py->groups = g;
-		py->groups_cap = cap;
-	}
-	if (py->ngf + n > py->gf_cap) {
-		size_t cap = py->gf_cap ? py->gf_cap * 2 : 1024;
-		struct gframe *f;
-
-		while (cap < py->ngf + n)
-			cap *= 2;
-		if (!(f = realloc(py->gf, cap * sizeof(*f))))
-			return 0;
-		py->gf = f;
-		py->gf_cap = cap;
-	}
 	memcpy(py->gf + py->ngf, gf, n * sizeof(*gf));
-	py->groups[py->ngroups] = (struct group){ h, (uint32_t)py->ngf, n };
+	py->groups[py->ngroups] = (struct group){ (uint32_t)py->ngf, n };
 	py->ngf += n;
-	py->gidx[j] = (uint32_t)py->ngroups + 1;
 	py->st.tokens++;
 	return PT_PY_TOKEN_BASE + py->ngroups++;
 }

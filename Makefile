@@ -78,7 +78,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h
 
 # CPython's layouts from each release's own headers, printed by a program
 # built with them: the unit test python_layout_matches_headers holds
-# ptrace/python.c's table to them. 3.11: Debian's python3.11-dev; 3.12:
+# ptrace/python_interp.c's table to them. 3.11: Debian's python3.11-dev; 3.12:
 # any install's headers (pyenv's here; PY312_INC= to point elsewhere). A
 # release whose headers are missing is not built (its check skips).
 PY311_INC ?= /usr/include/python3.11

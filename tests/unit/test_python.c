@@ -1,4 +1,4 @@
-/* CPython frames (ptrace/python.c): the location-table decoder against a
+/* CPython frames (ptrace/python_*.c): the location-table decoder against a
  * table and per-instruction lines that python3.11 itself produced
  * (co_linetable and co_positions() of the function below), hand-made tables
  * of each entry form, hostile tables, and the 3.11 and 3.12 layouts

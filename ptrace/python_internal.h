@@ -1,0 +1,84 @@
+/* What the parts of the CPython reader share, inside ptrace/ only (STYLE
+ * H1; python.h is the public side): the handle, with the caches that the
+ * names of Python frames live in, and the one read of target memory they
+ * all make. The parts, none of which calls back into another:
+ *   python_interp.c   the handle's life, detection, the per-release layouts;
+ *   python_frames.c   the reads made during a stop, and the tokens that
+ *                     replace eval frames after it;
+ *   python_names.c    what a token names: code objects, strings, location
+ *                     tables (read once, cached by address).
+ * Sampler thread only. */
+#ifndef PT_PYTHON_INTERNAL_H
+#define PT_PYTHON_INTERNAL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "base/map.h"
+#include "ptrace/python.h"
+
+/* One resolved Python frame of a token: the string pool offsets of its
+ * function and file, its line and its function's first line. */
+struct pt__py_frame {
+	uint32_t func, file;
+	int32_t line, start;
+};
+
+struct pt__py_code;    /* a cached code object (python_names.c) */
+struct pt__py_group;   /* a token's frames (python_names.c) */
+
+struct pt_py {
+	pid_t pid;
+	struct pt_mem *mem;
+	enum pt_py_state state;
+	const struct pt_py_layout *L;
+	uint32_t version;
+	uint64_t runtime, code_type, eval_lo, eval_hi;
+	/* python_names.c's caches, kept until pt_py_reset */
+	struct pt__py_code *codes;      /* in order of first read, MAX_CODES at most */
+	size_t ncodes, codes_cap;
+	struct base_map code_index;     /* a code object's address -> its index in codes */
+	char *pool;                     /* NUL-terminated strings */
+	size_t pool_len, pool_cap;
+	struct base_map strs;           /* hash of a string -> its offset in pool */
+	struct pt__py_frame *gf;        /* every group's frames */
+	size_t ngf, gf_cap;
+	struct pt__py_group *groups;    /* by id: a token is PT_PY_TOKEN_BASE + id */
+	size_t ngroups, groups_cap;
+	struct base_map gidx;           /* hash of a group's frames -> its id */
+	uint8_t bulk[PT_PY_BULK_BYTES]; /* the top of a thread's frame stack, per stop */
+	pt_py_read_fn read;             /* tests and fuzzing: memory other than the target's */
+	void *read_arg;
+	struct pt_py_stats st;
+};
+
+/* One read of the running (or stopped) target, whole or nothing: one
+ * process_vm_readv, or the reader a test or fuzzer set. Returns 0 or
+ * -EFAULT. */
+static inline int pt__py_read(struct pt_py *py, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	if (py->read)
+		return py->read(py->read_arg, addr, dst, len) ? -EFAULT : 0;
+	return process_vm_readv(py->pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* python_names.c */
+
+/* Resolves the raw frame r (read during a stop; now: CLOCK_MONOTONIC ns)
+ * into *g through the code object cache. Returns 1, or -1 if its code
+ * object cannot be read. */
+int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
+		   struct pt__py_frame *g);
+/* The token of the group of frames gf[0..n) (added if new), or 0 when the
+ * tables are full (or memory ran out). */
+uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t n);
+/* Frees the caches (code objects, strings, groups): every token is
+ * forgotten. */
+void pt__py_names_reset(struct pt_py *py);
+
+#endif

@@ -40,7 +40,7 @@ struct pt_py {
 	/* python_names.c's caches, kept until pt_py_reset */
 	struct pt__py_code *codes;      /* in order of first read, MAX_CODES at most */
 	size_t ncodes, codes_cap;
-	struct base_map code_index;     /* a code object's address -> its index in codes */
+	struct base_map code_index;     /* a code object's address (never 0) -> its index */
 	char *pool;                     /* NUL-terminated strings */
 	size_t pool_len, pool_cap;
 	struct base_map strs;           /* hash of a string -> its offset in pool */

@@ -22,7 +22,7 @@
 /* The per-target record: creation stacks, and the threads seen created. */
 struct creations {
 	struct pt_stacks *stacks;
-	struct base_map seen;   /* the tids seen created (value 1) */
+	struct base_map seen;   /* the tids (never 0) seen created, value 1 */
 };
 
 struct threadcreate_session {

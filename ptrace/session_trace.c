@@ -45,7 +45,7 @@ struct trace_session {
 	size_t threads_cap, events_cap;
 	struct thr *thrs;      /* as many as tl->nthreads */
 	size_t thrs_cap;
-	struct base_map by_tid;   /* tid -> the index of its latest thread */
+	struct base_map by_tid;   /* tid (never 0) -> the index of its latest thread */
 	uint64_t rss_at, page;
 	int statm_fd;
 };

@@ -2,13 +2,16 @@
  * offline (libunwind over the stack copies, ptrace/unwind.c), then each
  * reported to whoever chose the threads, through its ops. Sampler thread
  * only. */
+#include "ptrace/batch.h"
+
 #include <string.h>
 #include <sys/user.h>
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
+#include "ptrace/symbolize.h"
 #include "ptrace/unwind.h"
 
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
@@ -38,7 +41,7 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 		}
 		miss = pt_unwinder_take_miss(t->unw);
 		if (pass == 0 && miss && pt__now_ns() >= t->maps_at_ns + t->maps_backoff_ns &&
-		    pt_tracee_refresh_maps(t) == 0) {
+		    pt_symbolize_refresh_maps(t) == 0) {
 			t->st.maps_rereads++;
 			if (pt_maps_find(t->maps, miss)) {
 				t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;

@@ -3,6 +3,8 @@
  * signal handler interrupted, and a Python thread's frame chain. Whatever
  * changes as soon as the thread runs is read here, inside the pause; the
  * rest waits until it runs again (batch.c). Sampler thread only. */
+#include "ptrace/capture.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +16,8 @@
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
+#include "ptrace/symbolize.h"
 #include "ptrace/unwind.h"
 
 /* A Go thread stopped in its signal handler (its SP on the signal stack
@@ -84,7 +87,7 @@ static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
 	char path[96], buf[4096];
 	pid_t ns;
 
-	if (pt__nspid(t) == t->pid)
+	if (pt__symbolize_nspid(t) == t->pid)
 		return th->tid;   /* our PID namespace is the target's */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid, (int)th->tid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) < 0 || pt_proc_parse_nspid(buf, &ns))
@@ -92,7 +95,7 @@ static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
 	return ns;
 }
 
-void pt__py_detect(struct pt_tracee *t)
+void pt__capture_py_detect(struct pt_tracee *t)
 {
 	char note[sizeof(t->py_note)];
 	enum pt_py_state st;
@@ -114,7 +117,7 @@ void pt__py_detect(struct pt_tracee *t)
 
 /* The target runs meanwhile: its list of thread states is walked once for
  * all the threads of the batch. */
-void pt__py_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
+void pt__capture_py_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
 {
 	struct pt_thread *found[64];
 	pid_t ns[64];

@@ -4,6 +4,8 @@
  * re-injected once, a group-stop kept with PTRACE_LISTEN, a new thread
  * registered and let go, an exec or an exit noticed and reported up as an
  * event. Sampler thread only. */
+#include "ptrace/events.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -12,10 +14,12 @@
 #include <sys/wait.h>
 
 #include "base/mem.h"
+#include "ptrace/capture.h"
+#include "ptrace/execfp.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 #include "ptrace/unwind.h"
 
 static void emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
@@ -33,7 +37,7 @@ static int is_stop_signal(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-void pt__detach_thread(struct pt_thread *th, int sig)
+void pt__events_detach_thread(struct pt_thread *th, int sig)
 {
 	ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig);
 	th->flags |= PT_TH_GONE;
@@ -44,7 +48,7 @@ void pt__detach_thread(struct pt_thread *th, int sig)
 static enum pt__ev resume(struct pt_tracee *t, struct pt_thread *th, int sig)
 {
 	if (t->detaching) {
-		pt__detach_thread(th, sig);
+		pt__events_detach_thread(th, sig);
 		return PT__EV_GONE;
 	}
 	ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)sig);
@@ -61,7 +65,7 @@ static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int 
 		 * while letting us see the SIGCONT. */
 		th->flags &= ~PT_TH_INTERRUPTING;
 		if (t->detaching) {
-			pt__detach_thread(th, 0);
+			pt__events_detach_thread(th, 0);
 			return PT__EV_GONE;
 		}
 		th->flags |= PT_TH_GROUPSTOP;
@@ -128,7 +132,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 {
 	unsigned long newtid = 0;
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
-	/* py_caps' last slot is the clone events' (see pt__py_detect) */
+	/* py_caps' last slot is the clone events' (see pt__capture_py_detect) */
 	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
 	int took = 0, n = 0;
 	enum pt__ev e;
@@ -136,14 +140,14 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
 		return resume(t, th, 0);
 	t->st.clones++;
-	if (pt__add_thread(t, (pid_t)newtid) < 0) {
+	if (pt__threads_add(t, (pid_t)newtid) < 0) {
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 	}
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (pyc)
-		pt__py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
+		pt__capture_py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
 	took = cap && !t->detaching && pt__capture(t, th, cap, pyc) == 0;
 	e = resume(t, th, 0);
 	if (took)
@@ -162,7 +166,7 @@ static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 	/* A thread other than the leader exec'd: it took the leader's tid and
 	 * its own tid is gone, with no exit event of its own. */
 	if (!ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former) && (pid_t)former != th->tid &&
-	    (ghost = pt_tracee_find(t, (pid_t)former))) {
+	    (ghost = pt_threads_find(t, (pid_t)former))) {
 		ghost->flags |= PT_TH_GONE;
 		emit(t, PT_EV_EXIT, ghost->tid, 0, NULL, 0);
 	}
@@ -178,12 +182,12 @@ static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 	 * later as a stray EVENT_STOP and is resumed. A new program: what its
 	 * owner kept of the old one's thread means nothing now. */
 	th->flags &= ~(PT_TH_INTERRUPTING | PT_TH_WANTED | PT_TH_GROUPSTOP);
-	pt__reset_thread(t, th);
-	pt__open_leader_auxv(t);
+	pt__threads_reset(t, th);
+	pt__execfp_open(t);
 	return resume(t, th, 0);
 }
 
-enum pt__ev pt__on_status(struct pt_tracee *t, struct pt_thread *th, int status)
+enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status)
 {
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		if (th->tid == t->pid)
@@ -229,7 +233,7 @@ enum pt__ev pt__on_status(struct pt_tracee *t, struct pt_thread *th, int status)
 	}
 }
 
-enum pt__ev pt__poll_thread(struct pt_tracee *t, struct pt_thread *th)
+enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th)
 {
 	int status;
 	pid_t r = waitpid(th->tid, &status, WNOHANG | __WALL);
@@ -244,5 +248,5 @@ enum pt__ev pt__poll_thread(struct pt_tracee *t, struct pt_thread *th)
 		}
 		return PT__EV_NONE;
 	}
-	return pt__on_status(t, th, status);
+	return pt__events_on_status(t, th, status);
 }

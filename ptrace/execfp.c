@@ -2,6 +2,8 @@
  * target's address space, compared before and after each batch of
  * captures (stop.c), so that stacks taken across an exec are dropped
  * rather than unwound against the wrong program. Sampler thread only. */
+#include "ptrace/execfp.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +11,7 @@
 
 #include "base/map.h"
 #include "ptrace/proc.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 
 static uint64_t hash_fingerprint(const unsigned char *buf, ssize_t n)
 {
@@ -41,7 +43,7 @@ static uint64_t stat_fingerprint(pid_t pid, pid_t alt)
  * of /proc/<pid>/auxv costs a third of a microsecond, /proc/<pid>/stat's
  * code and stack addresses 2.8. A leader that ended (pthread_exit) has no
  * address space: then thread `alt`'s (> 0). */
-uint64_t pt__mm_fingerprint(struct pt_tracee *t, pid_t alt)
+uint64_t pt__execfp_read(struct pt_tracee *t, pid_t alt)
 {
 	unsigned char buf[1024];
 	char path[96];
@@ -58,7 +60,7 @@ uint64_t pt__mm_fingerprint(struct pt_tracee *t, pid_t alt)
 	return fp;
 }
 
-void pt__open_leader_auxv(struct pt_tracee *t)
+void pt__execfp_open(struct pt_tracee *t)
 {
 	char path[64];
 

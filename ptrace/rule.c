@@ -1,8 +1,9 @@
 /* The sampling rule's CPU tick: which threads a tick stops, weighted by
  * how much CPU each used, and which of those stops to keep; and the rule's
  * life. The stops themselves (interrupt, capture, resume, unwind) are the
- * mechanism's (ptrace/tracee.h), asked for with pt_tracee_collect and
+ * mechanism's (ptrace/tracee.h), asked for with pt_stop_collect and
  * reported back through the ops below. Sampler thread only. */
+
 #include "ptrace/rule.h"
 
 #include <errno.h>
@@ -13,12 +14,15 @@
 #include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
-#include "ptrace/rule_internal.h"
+#include "ptrace/rulestate.h"
+#include "ptrace/snapcache.h"
+#include "ptrace/threads.h"
+#include "ptrace/tracee.h"
 
 static void drop_thread(void *arg, struct pt_thread *th)
 {
 	(void)arg;
-	pt__snap_drop(th);
+	pt__snapcache_drop(th);
 }
 
 int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
@@ -31,9 +35,9 @@ int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
 	if (!(r = base_calloc(1, sizeof(*r))))
 		return -ENOMEM;
 	r->t = t;
-	r->io = (struct pt__rule_io){ .collect = pt_tracee_collect, .cpu_ns = pt_tracee_cpu_ns };
+	r->io = (struct pt__rule_io){ .collect = pt_stop_collect, .cpu_ns = pt_tracee_cpu_ns };
 	ops.arg = r;
-	if ((err = pt_tracee_set_thread_ops(t, &ops))) {
+	if ((err = pt_threads_set_ops(t, &ops))) {
 		base_free(r);
 		return err;
 	}
@@ -203,7 +207,7 @@ static void tick_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 static int select_due(struct pt_rule *r, uint64_t cpu_period_ns, uint64_t now, int sampling,
 		      struct pt_thread **sel, int max)
 {
-	size_t n = pt_tracee_nthreads(r->t);
+	size_t n = pt_threads_count(r->t);
 	uint64_t moved = 0, pcpu = 0;
 	int full = !r->pcpu_last || now - r->full_at >= FULL_LOOK_NS, nsel = 0;
 	/* Select: like Go's profiler (a SIGPROF per period of CPU), a thread
@@ -241,7 +245,7 @@ static int select_due(struct pt_rule *r, uint64_t cpu_period_ns, uint64_t now, i
 				r->full_at = now;
 		}
 		for (size_t k = 0; k < n && nsel < max; k++) {
-			struct pt_thread *th = pt_tracee_thread(r->t, (first + k) % n);
+			struct pt_thread *th = pt_threads_at(r->t, (first + k) % n);
 
 			if (partial && pcpu - r->pcpu_last <= moved)
 				break;   /* the threads that ran are all found */
@@ -270,13 +274,13 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 	if (!pt_tracee_attached(r->t) || pt_tracee_detaching(r->t) || pt_tracee_exec_pending(r->t))
 		return 0;
 	/* Late captures belong to the previous tick's sessions and weights. */
-	pt_tracee_report_late(r->t);
+	pt_stop_report_late(r->t);
 	r->cbs = *cbs;
 	nsel = select_due(r, cpu_period_ns, now, cbs->sample != NULL, sel, max);
 	ops.arg = r;
 	ncap = r->io.collect(r->t, sel, nsel, 0, 0, &ops);
 	if (cbs->state)
-		pt__report_states(r, now, cbs);
-	pt_tracee_compact(r->t);
+		pt__states_report(r, now, cbs->state, cbs->timing, cbs->arg);
+	pt_threads_compact(r->t);
 	return ncap;
 }

@@ -27,7 +27,11 @@
 #include "ptrace/rate.h"
 #include "ptrace/rule.h"
 #include "ptrace/session.h"
+#include "ptrace/stop.h"
+#include "ptrace/symbolize.h"
+#include "ptrace/threads.h"
 #include "ptrace/tracee.h"
+#include "ptrace/tracer.h"
 
 #define RING 4096          /* recent pauses kept for medians */
 #define MAX_TRACEES 64
@@ -176,7 +180,7 @@ static struct pt__target *target_get(struct pt_sampler *s, pid_t pid, int *err)
 	memset(tg, 0, sizeof(*tg));
 	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
-	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_tracee_refresh_maps(tg->t))) {
+	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_symbolize_refresh_maps(tg->t))) {
 		target_free(tg);
 		return NULL;
 	}
@@ -200,9 +204,9 @@ static int target_attach(struct pt_sampler *s, struct pt__target *tg)
 	if ((err = pt_tracee_attach(tg->t)))
 		return err;
 	pt__sampler_log(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms",
-			(int)pt_tracee_pid(tg->t), pt_tracee_nthreads(tg->t),
+			(int)pt_tracee_pid(tg->t), pt_threads_count(tg->t),
 			(double)(pt__now_ns() - t0) / 1e6);
-	if ((note = pt_tracee_python_note(tg->t)))
+	if ((note = pt_symbolize_python_note(tg->t)))
 		pt__sampler_log(s, 1, "%s", note);
 	/* Events of the attach (new threads' first stops) before anything. */
 	pt_tracer_poll(s->tr);
@@ -344,7 +348,7 @@ static void end_sessions(struct pt_sampler *s, uint64_t now, int stopping)
 			continue;
 		}
 		/* Its last tick's late stops are its samples. */
-		pt_tracee_report_late(ss->t);
+		pt_stop_report_late(ss->t);
 		*pp = ss->next;
 		if (gone)
 			pt__sampler_log(s, 2, "%s: pid=%d exited during the profile", ss->kind->name,
@@ -480,7 +484,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 		if (!tg->nsessions || !pt_tracee_attached(tg->t))
 			continue;
 		/* The last tick's late stops, under that tick's flags. */
-		pt_tracee_report_late(tg->t);
+		pt_stop_report_late(tg->t);
 		if (tick_sessions(s, tg, now, period, &cbs))
 			pt_rule_tick(tg->rule, period, &cbs);
 	}

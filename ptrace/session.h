@@ -7,8 +7,8 @@
  *
  * Every hook runs on the sampler thread, between ticks or inside one; none
  * may call back into the sampler or stop threads itself, except `start`,
- * which may use the tracee and its rule (pt_rule_snapshot,
- * pt_tracee_symbolize). */
+ * which may use the tracee and its rule (pt_snapshot_take,
+ * pt_symbolize_addr). */
 #ifndef PT_SESSION_H
 #define PT_SESSION_H
 
@@ -29,7 +29,7 @@ struct pt_session {
 	const struct pt_sampler_opts *o;
 	struct pt_request *req;
 	struct pt_tracee *t;
-	struct pt_rule *rule;        /* t's sampling rule (pt_rule_snapshot) */
+	struct pt_rule *rule;        /* t's sampling rule (pt_snapshot_take) */
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC; end_ns == start_ns without a window */
 	uint64_t start_wall;         /* CLOCK_REALTIME at start, for profiles' time stamps */
 	/* the sampler's, for the tick schedule */

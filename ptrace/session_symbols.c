@@ -8,12 +8,13 @@
 #include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/session.h"
+#include "ptrace/symbolize.h"
 
 static int symbols_start(struct pt_session *ss)
 {
 	struct pt_request *req = ss->req;
 
-	pt_tracee_refresh_maps(ss->t);
+	pt_symbolize_refresh_maps(ss->t);
 	req->names = base_calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
 	if (!req->names)
 		return -ENOMEM;
@@ -22,10 +23,10 @@ static int symbols_start(struct pt_session *ss)
 		const struct pt_module *mod;
 		const char *name;
 
-		pt_tracee_symbolize(ss->t, req->addrs[i], &name, &mod);
+		pt_symbolize_addr(ss->t, req->addrs[i], &name, &mod);
 		/* Go's symbolz (runtime.FuncForPC) names inlined code by the
 		 * innermost function. */
-		if (name && pt_tracee_go_frames(ss->t, req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
+		if (name && pt_symbolize_go(ss->t, req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
 			name = gl[0].name;
 		if (name && !(req->names[i] = base_strdup(name)))
 			goto nomem;

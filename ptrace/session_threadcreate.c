@@ -13,6 +13,7 @@
 #include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
+#include "ptrace/snapshot.h"
 #include "ptrace/stacks.h"
 
 #define START_FRAMES 3          /* a start routine: __clone3, start_thread, fn */
@@ -126,7 +127,7 @@ static int threadcreate_start(struct pt_session *ss)
 		return pt_stacks_merge(ts->out, ts->rec->stacks, -1);
 	if ((err = pt_stacks_merge(ts->out, ts->rec->stacks, 1)))
 		return err;
-	n = pt_rule_snapshot(ss->rule, SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
+	n = pt_snapshot_take(ss->rule, SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
 	return n < 0 ? n : 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
+#include "ptrace/snapshot.h"
 #include "ptrace/stacks.h"
 
 #define SNAPSHOT_WAIT_NS 20000000ull   /* for threads that stop late */
@@ -35,7 +36,7 @@ static int snapshot(struct pt_session *ss, int sign)
 	int n, stopped = 0;
 
 	ts->sign = sign;
-	n = pt_rule_snapshot(ss->rule, SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
+	n = pt_snapshot_take(ss->rule, SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
 	ts->stopped += stopped;
 	pt__sampler_log(ss->s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
 			(int)ss->req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);

@@ -21,7 +21,7 @@
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 
 #define MAX_EVENTS 400000u          /* 24 bytes each: about 10 MB (--max-trace-events) */
 #define RSS_EVERY_NS 100000000ull   /* the RSS counter, ten times a second */
@@ -169,7 +169,7 @@ static void sample_rss(struct trace_session *ts, uint64_t at)
 	if (ts->rss_at && at - ts->rss_at < RSS_EVERY_NS)
 		return;
 	ts->rss_at = at;
-	if (pt__pread_text(ts->statm_fd, buf, sizeof(buf)) <= 0)
+	if (pt__thread_pread(ts->statm_fd, buf, sizeof(buf)) <= 0)
 		return;
 	/* "1234 567 ..." : size, then resident, in pages */
 	size = strtoull(buf, &end, 10);

@@ -3,12 +3,15 @@
  * not run. An idle thread is so stopped once per wait, not once per look:
  * the dump of a server of a thousand idle threads stops none of them a
  * second time. Sampler thread only. */
+#include "ptrace/snapcache.h"
+
 #include <stdint.h>
 #include <string.h>
 
 #include "base/mem.h"
 #include "ptrace/proc.h"
-#include "ptrace/rule_internal.h"
+#include "ptrace/rulestate.h"
+#include "ptrace/tracee.h"
 
 /* Keeps smp's stack (just captured) in th's cache. */
 static void keep(struct pt_rule *r, struct pt_thread *th, const struct pt_sample *smp)
@@ -47,12 +50,12 @@ static void snap_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 		r->snap_timing(r->snap_arg, pause_ns, unwind_ns);
 }
 
-const struct pt_stop_ops pt__snap_ops = { .sample = snap_sample, .timing = snap_timing };
+const struct pt_stop_ops pt__snapcache_ops = { .sample = snap_sample, .timing = snap_timing };
 
-int pt__snap_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64_t wait_ns,
+int pt__snapcache_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64_t wait_ns,
 		     pt_sample_cb cb, pt_timing_cb timing, void *arg)
 {
-	struct pt_stop_ops ops = pt__snap_ops;
+	struct pt_stop_ops ops = pt__snapcache_ops;
 
 	ops.arg = r;
 	r->snap_cb = cb;
@@ -65,7 +68,7 @@ int pt__snap_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64
  * as "did not run": entering a ptrace stop and going back to sleep. */
 #define RESTART_SLACK_NS 200000ull
 
-int pt__snap_still_valid(struct pt_thread *th, uint64_t run)
+int pt__snapcache_still_valid(struct pt_thread *th, uint64_t run)
 {
 	struct pt_rule_thread *rt = pt__rt(th);
 	uint64_t sp, pc;
@@ -89,7 +92,7 @@ int pt__snap_still_valid(struct pt_thread *th, uint64_t run)
  * call entered from the same instruction with the same stack pointer
  * (/proc/<tid>/syscall, no stop). Its stack is then taken as the cached
  * one, without a stop. */
-int pt__snap_same_place(struct pt_thread *th)
+int pt__snapcache_same_place(struct pt_thread *th)
 {
 	struct pt_rule_thread *rt = pt__rt(th);
 
@@ -97,7 +100,7 @@ int pt__snap_same_place(struct pt_thread *th)
 	       rt->sys_sp == rt->snap_sp && rt->sys_pc == rt->snap_pc;
 }
 
-void pt__snap_drop(struct pt_thread *th)
+void pt__snapcache_drop(struct pt_thread *th)
 {
 	base_free(th->rule->snap);
 	th->rule->snap = NULL;

@@ -1,10 +1,15 @@
 /* The thread dump: every thread's stack now, each blocked thread's from
  * its cache where it still holds, the others stopped a batch at a time.
  * Sampler thread only. */
+#include "ptrace/snapshot.h"
+
 #include <errno.h>
 
 #include "base/mem.h"
-#include "ptrace/rule_internal.h"
+#include "ptrace/rulestate.h"
+#include "ptrace/snapcache.h"
+#include "ptrace/threads.h"
+#include "ptrace/tracee.h"
 
 static void report_cached(const struct pt_thread *th, char state, int syscall, pt_sample_cb cb,
 			  void *arg)
@@ -38,7 +43,7 @@ static int select_batch(struct pt_rule *r, const pid_t *tids, size_t count, size
 	int nsel = 0;
 
 	for (; *next < count && nsel < max; (*next)++) {
-		struct pt_thread *th = pt_tracee_find(r->t, tids[*next]);
+		struct pt_thread *th = pt_threads_find(r->t, tids[*next]);
 		uint64_t run;
 
 		if (!th)
@@ -58,7 +63,7 @@ static int select_batch(struct pt_rule *r, const pid_t *tids, size_t count, size
 		}
 		if (pt_thread_read_sched(th, &run, NULL, NULL))
 			continue;
-		if (pt__snap_still_valid(th, run)) {
+		if (pt__snapcache_still_valid(th, run)) {
 			report_cached(th, th->state, th->rule->snap_syscall, cb, arg);
 			r->st.snapshot_reused++;
 			(*reported)++;
@@ -75,13 +80,13 @@ static int select_batch(struct pt_rule *r, const pid_t *tids, size_t count, size
 	return nsel;
 }
 
-int pt_rule_snapshot(struct pt_rule *r, uint64_t wait_ns, pt_sample_cb cb, void *arg,
+int pt_snapshot_take(struct pt_rule *r, uint64_t wait_ns, pt_sample_cb cb, void *arg,
 		     int *stopped)
 {
 	struct pt_tracee *t = r->t;
 	struct pt_thread *sel[256];
 	pid_t seltid[256], *tids;
-	size_t count = 0, next = 0, n = pt_tracee_nthreads(t);
+	size_t count = 0, next = 0, n = pt_threads_count(t);
 	int max = pt_tracee_opts(t)->max_per_tick, reported = 0;
 
 	*stopped = 0;
@@ -95,17 +100,17 @@ int pt_rule_snapshot(struct pt_rule *r, uint64_t wait_ns, pt_sample_cb cb, void 
 	if (!(tids = base_calloc(n ? n : 1, sizeof(*tids))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		if (!(pt_tracee_thread(t, i)->flags & PT_TH_GONE))
-			tids[count++] = pt_tracee_thread(t, i)->tid;
+		if (!(pt_threads_at(t, i)->flags & PT_TH_GONE))
+			tids[count++] = pt_threads_at(t, i)->tid;
 	while (next < count && !pt_tracee_exec_pending(t)) {
 		int nsel = select_batch(r, tids, count, &next, max, sel, seltid, cb, arg, &reported);
 
 		if (nsel) {
-			reported += pt__snap_collect(r, sel, nsel, wait_ns, cb, NULL, arg);
+			reported += pt__snapcache_collect(r, sel, nsel, wait_ns, cb, NULL, arg);
 			*stopped += nsel;
 			/* The ones not captured (late, or a capture that failed). */
 			for (int i = 0; i < nsel; i++) {
-				struct pt_thread *th = pt_tracee_find(t, seltid[i]);
+				struct pt_thread *th = pt_threads_find(t, seltid[i]);
 
 				if (th && !pt__rt(th)->snap_taken) {
 					report_bare(th, cb, arg);
@@ -113,7 +118,7 @@ int pt_rule_snapshot(struct pt_rule *r, uint64_t wait_ns, pt_sample_cb cb, void 
 				}
 			}
 		}
-		pt_tracee_compact(t);
+		pt_threads_compact(t);
 	}
 	base_free(tids);
 	return reported;

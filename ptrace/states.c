@@ -2,12 +2,17 @@
  * states (block, mutex, trace): running, or blocked in which system call,
  * with the stack it blocked at, taken at one stop per wait and cached
  * (snapcache.c). Sampler thread only. */
+#include "ptrace/states.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 
 #include "ptrace/proc.h"
-#include "ptrace/rule_internal.h"
+#include "ptrace/rulestate.h"
+#include "ptrace/snapcache.h"
+#include "ptrace/threads.h"
+#include "ptrace/tracee.h"
 
 #define STATE_STOP_WAIT_NS 10000000ull
 
@@ -71,11 +76,11 @@ static void thread_state(struct pt_thread *th, int ran)
  * number selected. */
 static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel, int max)
 {
-	size_t n = pt_tracee_nthreads(r->t);
+	size_t n = pt_threads_count(r->t);
 	int nsel = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct pt_thread *th = pt_tracee_thread(r->t, i);
+		struct pt_thread *th = pt_threads_at(r->t, i);
 		struct pt_rule_thread *rt;
 		int ran, cached;
 
@@ -84,9 +89,9 @@ static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel
 		rt = pt__rt(th);
 		ran = rt->moved_at == now;
 		thread_state(th, ran);
-		cached = pt__snap_still_valid(th, rt->last_run_ns);
+		cached = pt__snapcache_still_valid(th, rt->last_run_ns);
 		rt->ran = ran && !cached;   /* cached though it ran: our stop's restart */
-		if (!cached && pt__snap_same_place(th)) {
+		if (!cached && pt__snapcache_same_place(th)) {
 			rt->snap_run_ns = rt->last_run_ns;
 			r->st.snapshot_reused++;
 			cached = 1;
@@ -101,7 +106,8 @@ static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel
 	return nsel;
 }
 
-void pt__report_states(struct pt_rule *r, uint64_t now, const struct pt_tick_cbs *cbs)
+void pt__states_report(struct pt_rule *r, uint64_t now, pt_state_cb state, pt_timing_cb timing,
+		       void *arg)
 {
 	struct pt_thread *sel[256];
 	int max = pt_tracee_opts(r->t)->max_per_tick;
@@ -111,10 +117,10 @@ void pt__report_states(struct pt_rule *r, uint64_t now, const struct pt_tick_cbs
 	/* Blocked threads stop only once they get a core: wait for them (a
 	 * thread is stopped this way once per wait, not once per tick). */
 	if (nsel)
-		pt__snap_collect(r, sel, nsel, STATE_STOP_WAIT_NS, NULL, cbs->timing, cbs->arg);
-	n = pt_tracee_nthreads(r->t);
+		pt__snapcache_collect(r, sel, nsel, STATE_STOP_WAIT_NS, NULL, timing, arg);
+	n = pt_threads_count(r->t);
 	for (size_t i = 0; i < n; i++) {
-		struct pt_thread *th = pt_tracee_thread(r->t, i);
+		struct pt_thread *th = pt_threads_at(r->t, i);
 		struct pt_rule_thread *rt;
 		struct pt_thread_state st;
 		int cached;
@@ -129,6 +135,6 @@ void pt__report_states(struct pt_rule *r, uint64_t now, const struct pt_tick_cbs
 			.wait_ns = rt->wait_ns, .ran = rt->ran, .stack = cached ? rt->snap : NULL,
 			.n = cached ? rt->snap_n : 0,
 		};
-		cbs->state(cbs->arg, &st);
+		state(arg, &st);
 	}
 }

@@ -3,6 +3,8 @@
  * resume), the stops that come after a tick captured when they come; then
  * the batch is unwound and reported (batch.c), unless an exec came in
  * between. Sampler thread only. */
+#include "ptrace/stop.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,13 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ptrace/batch.h"
+#include "ptrace/capture.h"
+#include "ptrace/events.h"
+#include "ptrace/execfp.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 #include "ptrace/unwind.h"
 
-void pt__drain_wake(int fd)
+void pt__stop_drain_wake(int fd)
 {
 	struct signalfd_siginfo si[16];
 
@@ -29,7 +35,7 @@ void pt__drain_wake(int fd)
 	}
 }
 
-void pt__wait_wake(int fd, uint64_t timeout_ns)
+void pt__stop_wait_wake(int fd, uint64_t timeout_ns)
 {
 	struct pollfd p = { fd, POLLIN, 0 };
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u) };
@@ -39,15 +45,15 @@ void pt__wait_wake(int fd, uint64_t timeout_ns)
 		return;
 	}
 	if (ppoll(&p, 1, &ts, NULL) > 0)
-		pt__drain_wake(fd);
+		pt__stop_drain_wake(fd);
 }
 
-uint64_t pt__own_rq_wait_ns(struct pt_tracer *tr)
+uint64_t pt__stop_own_wait_ns(struct pt_tracer *tr)
 {
 	char buf[128];
 	uint64_t run, wait;
 
-	if (pt__pread_own(&tr->self_sched_fd, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
+	if (pt__thread_pread_own(&tr->self_sched_fd, "/proc/thread-self/schedstat", buf, sizeof(buf)) <= 0)
 		return 0;
 	return pt_proc_parse_schedstat(buf, &run, &wait, NULL) ? 0 : wait;
 }
@@ -65,7 +71,7 @@ static int spare_core(const struct pt_tracee *t)
 	char buf[128];
 	uint64_t running;
 
-	if (pt__pread_own(&t->tr->loadavg_fd, "/proc/loadavg", buf, sizeof(buf)) <= 0)
+	if (pt__thread_pread_own(&t->tr->loadavg_fd, "/proc/loadavg", buf, sizeof(buf)) <= 0)
 		return 1;
 	return pt_proc_parse_loadavg(buf, &running) || running <= (uint64_t)t->ncpu;
 }
@@ -125,7 +131,7 @@ static int take(struct pt_tracee *t, struct pt_thread *th, int slot, const struc
 
 /* A stop of a tick's thread that came after its tick: captured now (it was
  * not on a core meanwhile, so its registers are those it had when the
- * tick came), reported by the next tick (pt_tracee_report_late). */
+ * tick came), reported by the next tick (pt_stop_report_late). */
 static void take_late(struct pt_tracee *t, struct pt_thread *th)
 {
 	struct pt_tracer *tr = t->tr;
@@ -139,7 +145,7 @@ static void take_late(struct pt_tracee *t, struct pt_thread *th)
 		return;
 	}
 	if (!tr->late_from) {
-		uint64_t waited = pt__own_rq_wait_ns(tr) - tr->rq_base;
+		uint64_t waited = pt__stop_own_wait_ns(tr) - tr->rq_base;
 
 		tr->late_from = tr->poll_ns - (waited < tr->poll_ns ? waited : 0);
 	}
@@ -148,9 +154,9 @@ static void take_late(struct pt_tracee *t, struct pt_thread *th)
 	tr->late_ns += pt__now_ns() - t0;
 }
 
-void pt__on_status_any(struct pt_tracee *t, struct pt_thread *th, int status)
+void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status)
 {
-	if (pt__on_status(t, th, status) == PT__EV_OURS)
+	if (pt__events_on_status(t, th, status) == PT__EV_OURS)
 		take_late(t, th);
 }
 
@@ -166,12 +172,12 @@ static int same_program(struct pt_tracee *t, int ncap)
 	 * may have completed while we unwound: the leader's exec event tells.
 	 * If it came, the stacks may be half old, half new: drop them. If it
 	 * completes after this check, the unwind read only old memory. */
-	if (!t->execed && (leader = pt_tracee_find(t, t->pid)) &&
+	if (!t->execed && (leader = pt_threads_find(t, t->pid)) &&
 	    waitpid(t->pid, &status, WNOHANG | __WALL) > 0)
-		pt__on_status_any(t, leader, status);
+		pt__stop_on_status(t, leader, status);
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */
-	mm_now = pt__mm_fingerprint(t, ncap ? t->slot_th[0]->tid : 0);
+	mm_now = pt__execfp_read(t, ncap ? t->slot_th[0]->tid : 0);
 	same = !t->execed && mm_now && mm_now == t->mm_fp;
 	t->mm_fp = mm_now;
 	return same;
@@ -191,10 +197,10 @@ static int finish(struct pt_tracee *t, int ncap, const struct pt_stop_ops *ops)
 }
 
 /* Late captures wait in their slots for the next tick (or a snapshot, or
- * pt_tracee_report_late): unwound and checked against an exec as one batch
+ * pt_stop_report_late): unwound and checked against an exec as one batch
  * rather than one at a time, as they come. A thread has at most one capture
  * pending and a tick selects at most max_per_tick threads, so they fit. */
-void pt_tracee_report_late(struct pt_tracee *t)
+void pt_stop_report_late(struct pt_tracee *t)
 {
 	int n = t->nlate;
 
@@ -240,7 +246,7 @@ static int take_stops(struct pt_tracee *t, struct pt_thread *const *sel, int nse
 
 		if (!th || !(th->flags & PT_TH_WANTED))
 			continue;
-		e = pt__poll_thread(t, th);
+		e = pt__events_poll(t, th);
 		if ((e == PT__EV_NONE || e == PT__EV_HANDLED) && (th->flags & PT_TH_INTERRUPTING))
 			continue;
 		/* Ours, gone, or group-stopped and otherwise consumed (no sample). */
@@ -255,18 +261,18 @@ static int take_stops(struct pt_tracee *t, struct pt_thread *const *sel, int nse
 	return settled;
 }
 
-int pt_tracee_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint64_t wait_ns,
+int pt_stop_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint64_t wait_ns,
 		      int snap, const struct pt_stop_ops *ops)
 {
 	uint64_t now, deadline, spin_end, spin_ns;
 	int ncap = 0, pending, taken = 0, spun = 0;
 
-	pt_tracee_report_late(t);
+	pt_stop_report_late(t);
 	if (!snap)
 		t->late = *ops;
 	spin_ns = t->o.spin_ns && spare_core(t) ? t->o.spin_ns : 0;
 	warm_stacks(t, sel, nsel);
-	pt__py_prepare(t, sel, nsel);
+	pt__capture_py_prepare(t, sel, nsel);
 	t->busy = 1;
 	pending = interrupt_all(sel, nsel, snap);
 	/* Collect each stop, capture, resume at once. A thread running on
@@ -296,13 +302,13 @@ int pt_tracee_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uin
 		 * work, which sets its rate (see ptrace/rate.c). */
 		if (!snap)
 			break;
-		pt__wait_wake(t->tr->wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
+		pt__stop_wait_wake(t->tr->wake_fd, deadline - now < 1000000 ? deadline - now : 1000000);
 	}
 	/* The stops we polled for each raised a SIGCHLD: take it now rather
 	 * than wake the sampler loop for it (the loop polls after a tick
 	 * anyway). */
 	if (spun && t->tr->wake_fd >= 0)
-		pt__drain_wake(t->tr->wake_fd);
+		pt__stop_drain_wake(t->tr->wake_fd);
 	for (int i = 0; i < nsel; i++)
 		if (sel[i] && (sel[i]->flags & PT_TH_WANTED)) {
 			if (snap)

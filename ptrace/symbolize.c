@@ -1,6 +1,8 @@
 /* A tracee's maps and the naming of its addresses: the module that holds
  * an address and its symbol, or the target's perf map for code a JIT wrote
  * into anonymous memory. Sampler thread only. */
+#include "ptrace/symbolize.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -13,10 +15,10 @@
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
 #include "ptrace/ptrace_internal.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 #include "ptrace/unwind.h"
 
-int pt_tracee_refresh_maps(struct pt_tracee *t)
+int pt_symbolize_refresh_maps(struct pt_tracee *t)
 {
 	struct pt_maps *m;
 	int err;
@@ -36,7 +38,7 @@ int pt_tracee_refresh_maps(struct pt_tracee *t)
 	return 0;
 }
 
-const struct pt_maps *pt_tracee_maps(const struct pt_tracee *t)
+const struct pt_maps *pt_symbolize_maps(const struct pt_tracee *t)
 {
 	return t->maps;
 }
@@ -52,7 +54,7 @@ static void perfmap_refresh(struct pt_tracee *t)
 	int fd;
 
 	t->pm_checked = 1;
-	fd = pt_perfmap_open(t->pid, pt__nspid(t));
+	fd = pt_perfmap_open(t->pid, pt__symbolize_nspid(t));
 	if (fd < 0)
 		return;   /* none (the usual case), or not a regular file: keep what we had */
 	if (fstat(fd, &st) < 0 || (st.st_ino == t->pm_st.st_ino && st.st_dev == t->pm_st.st_dev &&
@@ -85,7 +87,7 @@ out:
 	close(fd);
 }
 
-void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
+void pt_symbolize_addr(struct pt_tracee *t, uint64_t addr, const char **name,
 			 const struct pt_module **modp)
 {
 	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
@@ -100,7 +102,7 @@ void pt_tracee_symbolize(struct pt_tracee *t, uint64_t addr, const char **name,
 	}
 }
 
-pid_t pt__nspid(struct pt_tracee *t)
+pid_t pt__symbolize_nspid(struct pt_tracee *t)
 {
 	if (!t->nspid) {
 		char path[64], buf[4096];
@@ -112,12 +114,12 @@ pid_t pt__nspid(struct pt_tracee *t)
 	return t->nspid;
 }
 
-int pt_tracee_python_lines(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max)
+int pt_symbolize_python(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max)
 {
 	return t->py && pt_py_is_token(addr) ? pt_py_lines(t->py, addr, out, max) : 0;
 }
 
-const char *pt_tracee_python_note(struct pt_tracee *t)
+const char *pt_symbolize_python_note(struct pt_tracee *t)
 {
 	if (t->py_noted || !t->py_note[0])
 		return NULL;
@@ -125,14 +127,14 @@ const char *pt_tracee_python_note(struct pt_tracee *t)
 	return t->py_note;
 }
 
-int pt_tracee_go_frames(struct pt_tracee *t, uint64_t addr, struct pt_goline *out, int max)
+int pt_symbolize_go(struct pt_tracee *t, uint64_t addr, struct pt_goline *out, int max)
 {
 	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
 
 	return mod && mod->go ? pt_module_go_frames(mod, addr, out, max) : 0;
 }
 
-const char *pt_tracee_build_id(struct pt_tracee *t, uint64_t addr)
+const char *pt_symbolize_build_id(struct pt_tracee *t, uint64_t addr)
 {
 	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
 

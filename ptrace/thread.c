@@ -4,6 +4,7 @@
  * pread: a thread of a busy target is looked at up to a thousand times a
  * second, and an open and close each time would triple the cost. Sampler
  * thread only. */
+
 #include "ptrace/thread.h"
 
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 
-ssize_t pt__pread_text(int fd, char *buf, size_t len)
+ssize_t pt__thread_pread(int fd, char *buf, size_t len)
 {
 	ssize_t n = fd >= 0 ? pread(fd, buf, len - 1, 0) : -1;
 
@@ -24,11 +25,11 @@ ssize_t pt__pread_text(int fd, char *buf, size_t len)
 	return n;
 }
 
-ssize_t pt__pread_own(int *fd, const char *path, char *buf, size_t len)
+ssize_t pt__thread_pread_own(int *fd, const char *path, char *buf, size_t len)
 {
 	if (*fd < 0)
 		*fd = open(path, O_RDONLY | O_CLOEXEC);
-	return pt__pread_text(*fd, buf, len);
+	return pt__thread_pread(*fd, buf, len);
 }
 
 static int open_task_file(const struct pt_thread *th, const char *name)
@@ -68,7 +69,7 @@ int pt_thread_read_sched(const struct pt_thread *th, uint64_t *run_ns, uint64_t 
 {
 	char buf[128];
 
-	if (pt__pread_text(th->sched_fd, buf, sizeof(buf)) <= 0)
+	if (pt__thread_pread(th->sched_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
 	return pt_proc_parse_schedstat(buf, run_ns, wait_ns, slices) ? -EBADMSG : 0;
 }
@@ -89,7 +90,7 @@ int pt_thread_read_state(struct pt_thread *th)
 	char buf[512];
 
 	if (th->stat_fd >= 0) {
-		if (pt__pread_text(th->stat_fd, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+		if (pt__thread_pread(th->stat_fd, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
 			return -ESRCH;
 	} else if (pt_thread_read_stat(th, &st)) {
 		return -ESRCH;
@@ -121,7 +122,7 @@ int pt_thread_read_syscall(const struct pt_thread *th, long *nr, uint64_t *sp, u
 {
 	char buf[256];
 
-	if (pt__pread_text(th->sys_fd, buf, sizeof(buf)) <= 0)
+	if (pt__thread_pread(th->sys_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
 	if (!strncmp(buf, "running", 7))
 		return 1;

@@ -3,7 +3,7 @@
  * The sampling rule keeps its own part of each thread (struct
  * pt_rule_thread, ptrace/rule_internal.h), which the mechanism stores
  * beside this one without knowing what it holds (see
- * pt_tracee_set_thread_ops). Sampler thread only. */
+ * pt_threads_set_ops). Sampler thread only. */
 #ifndef PT_THREAD_H
 #define PT_THREAD_H
 
@@ -51,7 +51,7 @@ struct pt_thread {
 	uint64_t py_bulk[2];
 	/* The sampling rule's part of the thread: the caller's, zeroed when the
 	 * thread is added and when it exec's, NULL if the caller keeps none
-	 * (pt_tracee_set_thread_ops). It lies right after this structure. */
+	 * (pt_threads_set_ops). It lies right after this structure. */
 	struct pt_rule_thread *rule;
 };
 
@@ -69,10 +69,10 @@ void pt_thread_close(struct pt_thread *th);
 
 /* Reads an open /proc text file from its start, NUL-terminated (one pread:
  * /proc answers a small file whole). Returns its length, or <= 0. */
-ssize_t pt__pread_text(int fd, char *buf, size_t len);
-/* pt__pread_text of a file opened at its first read (*fd is -1 until
+ssize_t pt__thread_pread(int fd, char *buf, size_t len);
+/* pt__thread_pread of a file opened at its first read (*fd is -1 until
  * then; the owner of *fd closes it). */
-ssize_t pt__pread_own(int *fd, const char *path, char *buf, size_t len);
+ssize_t pt__thread_pread_own(int *fd, const char *path, char *buf, size_t len);
 
 /* th's CPU time so far and, each if not NULL, its time runnable but waiting
  * for a core and how many times it got one (/proc/<tid>/schedstat).

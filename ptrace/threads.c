@@ -3,14 +3,16 @@
  * after, found by tid through a map, and forgotten (compacted) only
  * between batches of stops, since captures waiting to be reported name
  * their threads. Sampler thread only. */
+#include "ptrace/threads.h"
+
 #include <errno.h>
 #include <string.h>
 
 #include "base/array.h"
 #include "base/mem.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 
-int pt_tracee_set_thread_ops(struct pt_tracee *t, const struct pt_thread_ops *ops)
+int pt_threads_set_ops(struct pt_tracee *t, const struct pt_thread_ops *ops)
 {
 	if (t->n)
 		return -EBUSY;
@@ -18,17 +20,17 @@ int pt_tracee_set_thread_ops(struct pt_tracee *t, const struct pt_thread_ops *op
 	return 0;
 }
 
-size_t pt_tracee_nthreads(const struct pt_tracee *t)
+size_t pt_threads_count(const struct pt_tracee *t)
 {
 	return t->n;
 }
 
-struct pt_thread *pt_tracee_thread(const struct pt_tracee *t, size_t i)
+struct pt_thread *pt_threads_at(const struct pt_tracee *t, size_t i)
 {
 	return t->th[i];
 }
 
-struct pt_thread *pt_tracee_find(const struct pt_tracee *t, pid_t tid)
+struct pt_thread *pt_threads_find(const struct pt_tracee *t, pid_t tid)
 {
 	uint64_t *v = tid > 0 ? base_map_get(&t->by_tid, (uint64_t)tid) : NULL;
 	struct pt_thread *th = v ? (struct pt_thread *)(uintptr_t)*v : NULL;
@@ -46,13 +48,13 @@ static void reset_owner_part(struct pt_tracee *t, struct pt_thread *th)
 	memset(th->rule, 0, t->tops.size);
 }
 
-int pt__add_thread(struct pt_tracee *t, pid_t tid)
+int pt__threads_add(struct pt_tracee *t, pid_t tid)
 {
 	struct pt_thread *th;
 	size_t size;
 	int err;
 
-	if (pt_tracee_find(t, tid))
+	if (pt_threads_find(t, tid))
 		return 0;
 	if (t->n >= (size_t)t->o.max_threads)
 		return -E2BIG;
@@ -76,7 +78,7 @@ int pt__add_thread(struct pt_tracee *t, pid_t tid)
 	return 0;
 }
 
-void pt__reset_thread(struct pt_tracee *t, struct pt_thread *th)
+void pt__threads_reset(struct pt_tracee *t, struct pt_thread *th)
 {
 	reset_owner_part(t, th);
 	pt_thread_open(th);
@@ -94,7 +96,7 @@ static void forget(struct pt_tracee *t, struct pt_thread *th)
 	base_free(th);
 }
 
-void pt_tracee_compact(struct pt_tracee *t)
+void pt_threads_compact(struct pt_tracee *t)
 {
 	size_t w = 0;
 
@@ -115,7 +117,7 @@ void pt_tracee_compact(struct pt_tracee *t)
 }
 
 /* Every thread forgotten, the table freed (the tracee's end). */
-void pt__free_threads(struct pt_tracee *t)
+void pt__threads_free(struct pt_tracee *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		forget(t, t->th[i]);

@@ -4,6 +4,7 @@
  * for), moved on to a new program after an exec, freed. The pieces of the
  * mechanism it uses are listed in tracee_internal.h. Sampler thread only,
  * but for pt_tracee_new and the accessors. */
+
 #include "ptrace/tracee.h"
 
 #include <errno.h>
@@ -12,13 +13,18 @@
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "ptrace/capture.h"
+#include "ptrace/events.h"
+#include "ptrace/execfp.h"
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
 #include "ptrace/perfmap.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
+#include "ptrace/symbolize.h"
+#include "ptrace/tracer.h"
 #include "ptrace/unwind.h"
 
 int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
@@ -79,7 +85,7 @@ void pt_tracee_free(struct pt_tracee *t)
 			*pp = t->next;
 			break;
 		}
-	pt__free_threads(t);
+	pt__threads_free(t);
 	if (t->auxv_fd >= 0)
 		close(t->auxv_fd);
 	if (t->caps)
@@ -141,8 +147,8 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	t->pm = NULL;
 	memset(&t->pm_st, 0, sizeof(t->pm_st));
 	pt_unwinder_flush(t->unw);
-	pt_tracee_refresh_maps(t);
-	t->mm_fp = pt__mm_fingerprint(t, 0);   /* the new program's */
+	pt_symbolize_refresh_maps(t);
+	t->mm_fp = pt__execfp_read(t, 0);   /* the new program's */
 	if (t->py) {
 		/* The new program's interpreter, if any (no token of the old
 		 * one is left: the sessions that saw it have ended), and its
@@ -153,7 +159,7 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 
 			th->py_tstate = th->py_retry_ns = th->py_bulk[0] = th->py_bulk[1] = 0;
 		}
-		pt__py_detect(t);
+		pt__capture_py_detect(t);
 	}
 }
 
@@ -164,7 +170,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 
 	if (t->attached)
 		return 0;
-	if ((err = pt_tracee_refresh_maps(t)))
+	if ((err = pt_symbolize_refresh_maps(t)))
 		return err;
 	pt_mem_flush(t->mem);
 	/* The thread that first attaches is the tracer (ptrace is per thread). */
@@ -180,7 +186,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 		err = -errno;
 		goto fail;
 	}
-	if ((err = pt__add_thread(t, t->pid)))
+	if ((err = pt__threads_add(t, t->pid)))
 		goto fail;
 	for (round = 0; round < 64; round++) {
 		size_t n, added = 0;
@@ -190,7 +196,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 		if (err && err != -E2BIG)
 			goto fail;
 		for (size_t i = 0; i < n; i++) {
-			if (pt_tracee_find(t, tids[i]))
+			if (pt_threads_find(t, tids[i]))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tids[i], 0, opts) < 0) {
 				err = -errno;
@@ -199,7 +205,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 				base_free(tids);
 				goto fail;
 			}
-			if ((err = pt__add_thread(t, tids[i]))) {
+			if ((err = pt__threads_add(t, tids[i]))) {
 				ptrace(PTRACE_DETACH, tids[i], 0, 0);
 				base_free(tids);
 				goto fail;
@@ -214,9 +220,9 @@ int pt_tracee_attach(struct pt_tracee *t)
 		err = -ESRCH;
 		goto fail;
 	}
-	pt__open_leader_auxv(t);
-	t->mm_fp = pt__mm_fingerprint(t, 0);
-	pt__py_detect(t);
+	pt__execfp_open(t);
+	t->mm_fp = pt__execfp_read(t, 0);
+	pt__capture_py_detect(t);
 	return 0;
 fail:
 	pt_tracee_detach(t, 1000000000ull);
@@ -235,7 +241,7 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 		 * the kernel detached every thread when it exited. */
 		for (size_t i = 0; i < t->n; i++)
 			t->th[i]->flags |= PT_TH_GONE;
-		pt_tracee_compact(t);
+		pt_threads_compact(t);
 		t->attached = 0;
 		return 0;
 	}
@@ -248,7 +254,7 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 			continue;
 		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0 && errno == ESRCH) {
 			/* Already dead: reap it if it is, else forget it. */
-			if (pt__poll_thread(t, th) == PT__EV_NONE)
+			if (pt__events_poll(t, th) == PT__EV_NONE)
 				th->flags |= PT_TH_GONE;
 			continue;
 		}
@@ -266,10 +272,10 @@ int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
 		now = pt__now_ns();
 		if (now >= deadline)
 			return -EINPROGRESS;
-		pt__wait_wake(t->tr->wake_fd, deadline - now < 5000000 ? deadline - now : 5000000);
+		pt__stop_wait_wake(t->tr->wake_fd, deadline - now < 5000000 ? deadline - now : 5000000);
 	}
 	t->attached = 0;
 	t->detaching = 0;
-	pt_tracee_compact(t);
+	pt_threads_compact(t);
 	return 0;
 }

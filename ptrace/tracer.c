@@ -1,6 +1,8 @@
 /* The tracer: the one thread that traces (ptrace is per thread), reaping
  * the events of all its tracees with one waitpid per event and handing
  * each to its tracee. Sampler thread only, but for new and free. */
+#include "ptrace/tracer.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <sys/ptrace.h>
@@ -10,7 +12,7 @@
 #include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
-#include "ptrace/tracee_internal.h"
+#include "ptrace/mechanism.h"
 
 int pt_tracer_new(struct pt_tracer **out, int wake_fd)
 {
@@ -58,7 +60,7 @@ void pt_tracer_woke(struct pt_tracer *tr)
 static struct pt_tracee *known(struct pt_tracer *tr, pid_t tid, struct pt_thread **thp)
 {
 	for (struct pt_tracee *x = tr->tracees; x; x = x->next)
-		if ((*thp = pt_tracee_find(x, tid)))
+		if ((*thp = pt_threads_find(x, tid)))
 			return x;
 	return NULL;
 }
@@ -79,8 +81,8 @@ static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread
 	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_status_value(buf, "Tgid", &tgid))
 		return NULL;
 	for (x = tr->tracees; x; x = x->next)
-		if (x->pid == (pid_t)tgid && x->attached && pt__add_thread(x, tid) == 0 &&
-		    (*thp = pt_tracee_find(x, tid)))
+		if (x->pid == (pid_t)tgid && x->attached && pt__threads_add(x, tid) == 0 &&
+		    (*thp = pt_threads_find(x, tid)))
 			return x;
 	return NULL;
 }
@@ -112,7 +114,7 @@ int pt_tracer_poll(struct pt_tracer *tr)
 			break;
 		}
 		if ((x = known(tr, r, &th))) {
-			pt__on_status_any(x, th, status);
+			pt__stop_on_status(x, th, status);
 		} else {
 			later[nlater].tid = r;
 			later[nlater++].status = status;
@@ -123,7 +125,7 @@ int pt_tracer_poll(struct pt_tracer *tr)
 		struct pt_thread *th;
 
 		if ((x = owner(tr, later[k].tid, &th))) {
-			pt__on_status_any(x, th, later[k].status);
+			pt__stop_on_status(x, th, later[k].status);
 		} else if (WIFSTOPPED(later[k].status)) {
 			/* Traced by us, known to no tracee (its process was
 			 * forgotten): let it go, with its signal if it had one. */
@@ -133,11 +135,11 @@ int pt_tracer_poll(struct pt_tracer *tr)
 		}
 	}
 	for (struct pt_tracee *x = tr->tracees; x; x = x->next) {
-		pt_tracee_compact(x);
+		pt_threads_compact(x);
 		for (size_t i = 0; i < x->n && !pending; i++)
 			pending = (x->th[i]->flags & PT_TH_LATE) != 0;
 	}
 	if (pending)
-		tr->rq_base = pt__own_rq_wait_ns(tr);   /* see poll_ns */
+		tr->rq_base = pt__stop_own_wait_ns(tr);   /* see poll_ns */
 	return more;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/tracer.h"
 #include "tests/harness.h"
 
 struct fake F;
@@ -132,8 +133,8 @@ void fake_setup(int n, int max_per_tick)
 	F.r->io.collect = fake_collect;
 	F.r->io.cpu_ns = fake_cpu;
 	for (int i = 0; i < n; i++) {
-		ASSERT_OK(pt__add_thread(F.t, FAKE_TID0 + i));
-		F.th[i] = pt_tracee_find(F.t, FAKE_TID0 + i);
+		ASSERT_OK(pt__threads_add(F.t, FAKE_TID0 + i));
+		F.th[i] = pt_threads_find(F.t, FAKE_TID0 + i);
 		ASSERT(F.th[i]);
 		ASSERT_EQ(F.th[i]->sys_fd, -1);   /* no such task: the files are ours */
 		F.th[i]->sys_fd = memfile();

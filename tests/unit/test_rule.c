@@ -11,6 +11,7 @@
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/rate.h"
+#include "ptrace/snapshot.h"
 #include "tests/harness.h"
 #include "tests/unit/fake.h"
 
@@ -230,7 +231,7 @@ TEST(rule_exec_starts_the_thread_over)
 		int fds[3] = { F.th[0]->sys_fd, F.th[0]->sched_fd, F.th[0]->stat_fd };
 
 		F.th[0]->sys_fd = F.th[0]->sched_fd = F.th[0]->stat_fd = -1;
-		pt__reset_thread(F.t, F.th[0]);
+		pt__threads_reset(F.t, F.th[0]);
 		pt_thread_close(F.th[0]);
 		F.th[0]->sys_fd = fds[0];
 		F.th[0]->sched_fd = fds[1];
@@ -330,7 +331,7 @@ TEST(rule_thread_dump_answers_idle_threads_from_the_cache)
 	fake_setup(3, 16);
 	F.regs.orig_rax = SYS_futex;
 	fake_running(2);
-	n = pt_rule_snapshot(F.r, 1000000, on_dump, NULL, &stopped);
+	n = pt_snapshot_take(F.r, 1000000, on_dump, NULL, &stopped);
 	ASSERT_EQ(n, 3);
 	ASSERT_EQ(stopped, 3);
 	ASSERT_EQ(dumped_cached, 0);
@@ -338,14 +339,14 @@ TEST(rule_thread_dump_answers_idle_threads_from_the_cache)
 	 * running one is stopped again; a group-stopped one answers 'T'. */
 	dumped = dumped_cached = 0;
 	fake_burn(2, PERIOD, 0);
-	n = pt_rule_snapshot(F.r, 1000000, on_dump, NULL, &stopped);
+	n = pt_snapshot_take(F.r, 1000000, on_dump, NULL, &stopped);
 	ASSERT_EQ(n, 3);
 	ASSERT_EQ(stopped, 1);
 	ASSERT_EQ(dumped_cached, 2);
 	F.th[0]->flags |= PT_TH_GROUPSTOP;
 	dumped = dumped_cached = 0;
 	fake_burn(2, PERIOD, 0);
-	n = pt_rule_snapshot(F.r, 1000000, on_dump, NULL, &stopped);
+	n = pt_snapshot_take(F.r, 1000000, on_dump, NULL, &stopped);
 	ASSERT_EQ(n, 3);
 	ASSERT_EQ(dumped_cached, 2);
 	fake_teardown();

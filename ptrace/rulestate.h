@@ -1,15 +1,17 @@
-/* The sampling rule's state, shared by its files (STYLE H1), from the
- * bottom up: snapcache.c (stacks cached at stops), states.c (thread
- * states), snapshot.c (the thread dump), rule.c (the CPU tick, the rule's
- * life). A file calls only those before it in this list. Sampler thread
- * only. */
-#ifndef PT_RULE_INTERNAL_H
-#define PT_RULE_INTERNAL_H
+/* The sampling rule's state: the rule of a tracee (struct pt_rule) and its
+ * part of each thread (struct pt_rule_thread), read and written by the
+ * rule's files (listed in ptrace/rule.h) and by nothing else, and the unit
+ * tests that drive them. Types only: no file implements this header.
+ * Sampler thread only. */
+#ifndef PT_RULESTATE_H
+#define PT_RULESTATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ptrace/rule.h"
+#include "ptrace/stop.h"
+#include "ptrace/thread.h"
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
  * running then, whatever its CPU (so a thread living for less than a period,
@@ -45,7 +47,7 @@ struct pt_rule_thread {
 };
 
 /* What the rule asks of the mechanism that a unit test stands in for: the
- * stop cycle and the process's CPU clock (pt_tracee_collect and
+ * stop cycle and the process's CPU clock (pt_stop_collect and
  * pt_tracee_cpu_ns in production). */
 struct pt__rule_io {
 	int (*collect)(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint64_t wait_ns,
@@ -82,33 +84,5 @@ static inline struct pt_rule_thread *pt__rt(struct pt_thread *th)
 	}
 	return rt;
 }
-
-/* ---- snapcache.c ---- */
-
-/* What a snapshot's or a state report's stops report to (arg: the rule):
- * each stack kept in its thread's cache, then passed to r->snap_cb. */
-extern const struct pt_stop_ops pt__snap_ops;
-/* 1 if th's cached stack still holds at CPU time run: it has not run since
- * (run is what it was at the capture), or ran only to go back into the same
- * system call at the same stack and instruction pointers after our stop
- * woke it. */
-int pt__snap_still_valid(struct pt_thread *th, uint64_t run);
-/* 1 if th, blocked anew, waits where its cached stack was taken (see
- * snapcache.c). */
-int pt__snap_same_place(struct pt_thread *th);
-/* Stops sel (a snapshot's or a state report's), keeping their stacks;
- * samples go to cb (may be NULL), pauses to timing. Returns how many were
- * captured now. */
-int pt__snap_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64_t wait_ns,
-		     pt_sample_cb cb, pt_timing_cb timing, void *arg);
-/* Frees th's cache (the mechanism forgets or resets th). */
-void pt__snap_drop(struct pt_thread *th);
-
-/* ---- states.c ---- */
-
-/* Reports every live thread's state to cbs->state, after stopping once the
- * blocked threads whose stack is not cached yet. now: the tick's time (a
- * thread whose CPU moved at this tick has moved_at == now). */
-void pt__report_states(struct pt_rule *r, uint64_t now, const struct pt_tick_cbs *cbs);
 
 #endif

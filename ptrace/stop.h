@@ -1,0 +1,60 @@
+/* The stop cycle of the ptrace mechanism: the threads a caller chose are
+ * interrupted together, each captured as it stops and resumed at once (its
+ * pause: interrupt to resume), the stops that come after a tick captured
+ * when they come; then the batch is unwound and reported, unless an exec
+ * came in between. Tracer thread only. */
+#ifndef PT_STOP_H
+#define PT_STOP_H
+
+#include <stdint.h>
+
+#include "ptrace/sample.h"
+
+struct pt_thread;
+struct pt_tracee;
+struct pt_tracer;
+struct user_regs_struct;
+
+/* What a batch of stops reports to whoever chose the threads. */
+struct pt_stop_ops {
+	/* th, interrupted for a CPU sample (PT_TH_TICK), stopped at about
+	 * stop_ns with registers regs and is still stopped: 1 to take the
+	 * sample, 0 to resume it without one. NULL: every stop is taken. */
+	int (*keep)(void *arg, struct pt_thread *th, uint64_t stop_ns,
+		    const struct user_regs_struct *regs);
+	/* Each capture, unwound, once every thread of the batch runs again;
+	 * the caller may set smp's cpu_ns and state before passing it on. */
+	void (*sample)(void *arg, struct pt_thread *th, struct pt_sample *smp);
+	/* Each stop's pause and unwind time (may be NULL). */
+	pt_timing_cb timing;
+	void *arg;
+};
+
+/* Interrupts the threads sel[0..nsel) (an entry that could not be
+ * interrupted is set to NULL), captures each as it stops and resumes it at
+ * once: registers, a stack copy (as much as its last unwind needed, with
+ * room to spare), a Python thread's frame chain. Polls for their stops
+ * while spin_ns lasts, only with a core to spare (else the polling takes
+ * that core from the threads it waits for); a snapshot (snap) then waits up
+ * to wait_ns for the rest, a tick leaves them to pt_tracer_poll, which
+ * captures them as they come for the next pt_stop_report_late, through
+ * this tick's ops. Then unwinds offline and reports each capture through
+ * ops (with snap, threads are marked PT_TH_WANTED only, not PT_TH_TICK).
+ * Returns the number of captures reported now. */
+int pt_stop_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint64_t wait_ns,
+		    int snap, const struct pt_stop_ops *ops);
+/* Unwinds and reports the stops captured after their tick, through that
+ * tick's ops. The next collect does it first thing; call it before the
+ * sessions those ops serve change. */
+void pt_stop_report_late(struct pt_tracee *t);
+
+/* Acts on a status wherever it was reaped: a stop of ours that came after
+ * its tick is captured now, any other stop of ours resumed. */
+void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status);
+/* Waits on the tracer's wake fd (SIGCHLD) at most timeout_ns; empties it. */
+void pt__stop_wait_wake(int fd, uint64_t timeout_ns);
+void pt__stop_drain_wake(int fd);
+/* The tracer thread's own time runnable but waiting for a core, so far. */
+uint64_t pt__stop_own_wait_ns(struct pt_tracer *tr);
+
+#endif

@@ -13,7 +13,7 @@
 #include "base/buf.h"
 #include "base/map.h"
 #include "base/mem.h"
-#include "encoder/trace_internal.h"
+#include "encoder/trace_util.h"
 
 enum {
 	EV_BATCH = 1, EV_FREQUENCY = 2, EV_STACK = 3, EV_GOMAXPROCS = 4, EV_PROC_START = 5,

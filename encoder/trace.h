@@ -75,9 +75,4 @@ struct enc_trace {
  * -ENOMEM. */
 int enc_trace_go(const struct enc_trace *tr, size_t max, uint8_t **out, size_t *len);
 
-/* Writes Chrome Trace Event JSON, gzip-compressed if gz, into a new buffer
- * (the caller frees it with base_free) of at most max bytes. Returns 0, -E2BIG, -EINVAL or
- * -ENOMEM. */
-int enc_trace_json(const struct enc_trace *tr, size_t max, int gz, uint8_t **out, size_t *len);
-
 #endif

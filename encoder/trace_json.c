@@ -3,6 +3,8 @@
  * read, per ../shared/reference/trace-format.md section 2.2. Times in us.
  * Each call owns its text buffer and, per thread, the call tree of its V8
  * profile. Any thread; no shared state. */
+#include "encoder/trace_json.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,8 +14,7 @@
 #include "base/map.h"
 #include "base/mem.h"
 #include "encoder/gz.h"
-#include "encoder/trace.h"
-#include "encoder/trace_internal.h"
+#include "encoder/trace_util.h"
 
 #define PUT_LIT(ob, lit) base_buf_put((ob), (lit), sizeof(lit) - 1)
 

@@ -1,8 +1,8 @@
-/* The trace writers' shared helpers (see trace_internal.h): varints and
+/* The trace writers' shared helpers (see trace_util.h): varints and
  * JSON strings over a base_buf, the string table (copies in a dense array
  * in order of first sight, found again through a base_map) and the
  * per-thread buckets of events. Any thread; each object has one owner. */
-#include "encoder/trace_internal.h"
+#include "encoder/trace_util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,6 +11,7 @@
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/python_frames.h"
 #include "ptrace/symbolize.h"
 #include "ptrace/unwind.h"
 

@@ -17,6 +17,8 @@
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/python_frames.h"
+#include "ptrace/python_interp.h"
 #include "ptrace/symbolize.h"
 #include "ptrace/unwind.h"
 

@@ -20,6 +20,7 @@
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/python_frames.h"
 #include "ptrace/unwind.h"
 
 static void emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,

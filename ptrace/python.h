@@ -19,8 +19,12 @@
  *     user-space code can have (PT_PY_TOKEN_BASE), so stack tables, caches
  *     and every endpoint carry it like any frame; pt_py_lines names it.
  *
- * Sampler thread only, except the pure functions (pt_py_layout_find,
- * pt_py_addr2line), which any thread may call. */
+ * This header holds the types the parts share with their callers; the
+ * parts are python_interp.h (the handle, detection, the per-release
+ * layouts), python_frames.h (the reads of a stop, the tokens after it) and
+ * python_names.h (what a token names). Sampler thread only, except the pure
+ * functions pt_py_layout_find and pt_py_addr2line, which any thread may
+ * call. */
 #ifndef PT_PYTHON_H
 #define PT_PYTHON_H
 
@@ -64,18 +68,6 @@ struct pt_py_layout {
 	/* _PyStackChunk: where its frames start */
 	uint16_t chunk_data;
 };
-
-/* The layout of release `version` (Py_Version's value, 0x030b07f0 for
- * 3.11.7: the micro release does not change the layout), or NULL. */
-const struct pt_py_layout *pt_py_layout_find(uint32_t version);
-
-/* The line of the instruction `lasti` (in code units from the start of the
- * code) in a CPython 3.11+ location table (co_linetable, PEP 626/657
- * format) of a function starting at line `firstlineno`: the line, or -1 if
- * the table gives that instruction no line, or -EBADMSG if the table ends
- * before it or is malformed. lasti < 0 (a frame that has not started)
- * gives firstlineno. Reads only tab[0..len). */
-int pt_py_addr2line(const uint8_t *tab, size_t len, int firstlineno, int64_t lasti);
 
 /* Tokens: values in frames[] that stand for Python frames. */
 #define PT_PY_TOKEN_BASE 0x0070000000000000ull
@@ -121,64 +113,10 @@ enum pt_py_state {
 	PT_PY_UNSUPPORTED,         /* CPython, but a release not in the table */
 };
 
-/* Returns 0 or -ENOMEM. */
-int pt_py_new(struct pt_py **out, pid_t pid, struct pt_mem *mem);
-/* NULL-safe. */
-void pt_py_free(struct pt_py *py);
-/* Forgets the interpreter, caches and tokens (exec: a new program). */
-void pt_py_reset(struct pt_py *py);
-
-/* Looks for the interpreter in the modules mapped (an executable or
- * library named python3* or libpython3*): its _PyRuntime, Py_Version,
- * _PyEval_EvalFrameDefault and PyCode_Type symbols, and the layout of its
- * release. Returns the state; note[0..len) gets a line worth logging
- * ("" for a process without Python). */
-enum pt_py_state pt_py_detect(struct pt_py *py, const struct pt_maps *maps,
-			      struct pt_modules *mods, char *note, size_t len);
-enum pt_py_state pt_py_state(const struct pt_py *py);
-
-/* Walks the interpreter's thread states (while the target runs) and finds
- * those of the threads whose tids, as the target sees them, are
- * nstids[0..n): tstates[i] gets the address, or stays 0. Returns how many
- * were found, or a negative errno. */
-int pt_py_find_threads(struct pt_py *py, const pid_t *nstids, uint64_t *tstates, size_t n);
-
-/* During a stop: reads the frame chain of the thread whose thread state is
- * at tstate (nstid: its tid as the target sees it), using the stack copy
- * in cap for what lies on its stack. bulk (2 words, zero at first; NULL:
- * none) is the thread's own memory of the frame-stack region it read last:
- * it is read with the thread state in one process_vm_readv and updated
- * when the frames moved out of it. Returns 0 (out->n frames, possibly
- * 0), -ESTALE (tstate is not that thread's any more: look it up again) or
- * -EFAULT. */
-int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk,
-		  const struct pt_capture *cap, struct pt_py_cap *out);
-
-/* After the stop: replaces the native eval frames among frames[0..n) (leaf
- * first) with tokens for the Python frames of pc, matched innermost first
- * (each eval call runs the frames up to and including its entry frame).
- * Returns the number of frames (n: tokens replace frames one for one). */
-int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, int n);
-
-/* The Python frames a token stands for, innermost first, at most max.
- * Strings are owned by py and valid until pt_py_reset. Returns how many
- * (0: not a token of py's). */
-int pt_py_lines(const struct pt_py *py, uint64_t token, struct pt_py_line *out, int max);
-
-/* Tests and fuzzing: a memory image instead of the target's. fn returns 0
- * when [addr, addr + len) was read whole. */
-typedef int (*pt_py_read_fn)(void *arg, uint64_t addr, void *dst, size_t len);
-void pt_py_set_reader(struct pt_py *py, pt_py_read_fn fn, void *arg);
-/* Tests and fuzzing: active for release `version` with these addresses, as
- * pt_py_detect would find them. Returns 0 or -ENOENT (an unknown release). */
-int pt_py_activate(struct pt_py *py, uint32_t version, uint64_t runtime, uint64_t eval_lo,
-		   uint64_t eval_hi, uint64_t code_type);
-
 /* Counters, for the log and tests. */
 struct pt_py_stats {
 	uint64_t captures, frames, far_reads, stale, code_reads, tokens, full;
 	uint64_t unlinked;   /* captures that read the caller's chain (see pt_py_capture) */
 };
-void pt_py_stats(const struct pt_py *py, struct pt_py_stats *out);
 
 #endif

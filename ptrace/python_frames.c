@@ -5,7 +5,7 @@
  * eval frames of the unwound stack replaced by tokens (python_names.c
  * names them). Owns nothing but what a stop copies into the handle.
  * Sampler thread only. */
-#include "ptrace/python.h"
+#include "ptrace/python_frames.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python_internal.h"
+#include "ptrace/python_names.h"
 #include "ptrace/unwind.h"
 
 /* ---- thread states ----------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* What the parts of the CPython reader share, inside ptrace/ only (STYLE
- * H1; python.h is the public side): the handle, with the caches that the
- * names of Python frames live in, and the one read of target memory they
- * all make. The parts, none of which calls back into another:
+ * H1; python.h and each part's header are the public side): the handle,
+ * with the caches that the names of Python frames live in, and the one
+ * read of target memory they all make. Types only. The parts, none of
+ * which calls back into another:
  *   python_interp.c   the handle's life, detection, the per-release layouts;
  *   python_frames.c   the reads made during a stop, and the tokens that
  *                     replace eval frames after it;
@@ -19,6 +20,7 @@
 
 #include "base/map.h"
 #include "ptrace/python.h"
+#include "ptrace/python_interp.h"
 
 /* One resolved Python frame of a token: the string pool offsets of its
  * function and file, its line and its function's first line. */
@@ -66,19 +68,5 @@ static inline int pt__py_read(struct pt_py *py, uint64_t addr, void *dst, size_t
 		return py->read(py->read_arg, addr, dst, len) ? -EFAULT : 0;
 	return process_vm_readv(py->pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
-
-/* python_names.c */
-
-/* Resolves the raw frame r (read during a stop; now: CLOCK_MONOTONIC ns)
- * into *g through the code object cache. Returns 1, or -1 if its code
- * object cannot be read. */
-int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
-		   struct pt__py_frame *g);
-/* The token of the group of frames gf[0..n) (added if new), or 0 when the
- * tables are full (or memory ran out). */
-uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t n);
-/* Frees the caches (code objects, strings, groups): every token is
- * forgotten. */
-void pt__py_names_reset(struct pt_py *py);
 
 #endif

@@ -4,7 +4,7 @@
  * what python_frames.c and python_names.c read. Owns the handle; its caches
  * are python_names.c's. Sampler thread only, but for pt_py_layout_find
  * (any thread: the table is constant). */
-#include "ptrace/python.h"
+#include "ptrace/python_interp.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
 #include "ptrace/python_internal.h"
+#include "ptrace/python_names.h"
 
 /* The releases we know. Their offsets are checked against each release's
  * own headers by a unit test (tests/unit/test_python.c, through a program

@@ -6,7 +6,7 @@
  * handle: python_internal.h); they live until pt_py_reset, bounded as the
  * numbers below say. Sampler thread only, but for pt_py_addr2line (any
  * thread: a pure function). */
-#include "ptrace/python.h"
+#include "ptrace/python_names.h"
 
 #include <errno.h>
 #include <stdio.h>

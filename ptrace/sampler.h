@@ -14,146 +14,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ptrace/profile.h"
+
 /* A session kind: what a request asks the sampler for. Each kind is one
- * file of ptrace/ (session_<name>.c) plugged into the sampler through the
- * ops in ptrace/session.h. */
+ * file of ptrace/ (session_<name>.c, its pt_kind_* declared in
+ * session_<name>.h) plugged into the sampler through the ops in
+ * ptrace/session.h. */
 struct pt_session_kind;
-/* CPU profile: on-CPU stacks over duration_ns at hz (Go's rule: a sample per
- * period of CPU each thread uses). Result: profile, values (samples, cpu ns). */
-extern const struct pt_session_kind pt_kind_cpu;
-/* Thread dump: every thread's stack now, one sample per thread (value 1).
- * Result: profile. */
-extern const struct pt_session_kind pt_kind_threads;
-/* Waiting: threads blocked (S or D) at each tick over duration_ns at hz,
- * weighted by the time since the tick before; mutex only those in futex.
- * Stacks are those cached since each thread blocked (one stop at its first
- * sight blocked, none after). Result: profile, values (contentions: new
- * waits, delay ns). */
-extern const struct pt_session_kind pt_kind_block;
-extern const struct pt_session_kind pt_kind_mutex;
-/* Timeline: each thread's state at each tick over duration_ns at hz (only
- * changes are kept), CPU samples, thread creation and exit, the target's
- * RSS. Result: profile (its samples are the distinct stacks, referred to by
- * index) and profile->timeline. */
-extern const struct pt_session_kind pt_kind_trace;
-/* Memory by mapping, from /proc/<pid>/smaps (no attach). heap: values RSS,
- * PSS, private dirty, swap, bytes; with duration_ns, the change over it.
- * allocs: alloc_objects, alloc_space (growths of each mapping's RSS and
- * their bytes, cumulative since podprof first looked), inuse_objects,
- * inuse_space. Samples: [mapping, class], synthetic frames. Result: profile. */
-extern const struct pt_session_kind pt_kind_heap;
-extern const struct pt_session_kind pt_kind_allocs;
-/* Thread creation: the stacks that created threads (the parent's stack at
- * each clone event), counted, for as long as podprof watches the target
- * (from the first such request on, while attached); and every live thread
- * whose creation was not seen, under its start routine (its stack's
- * outermost frames), flagged PT_SAMPLE_F_UNSEEN. Result: profile, value
- * threads created. */
-extern const struct pt_session_kind pt_kind_threadcreate;
-/* The continuous watch: keeps the target traced at hz for duration_ns
- * (use a very long one), gathering block and mutex waits, thread creations
- * and memory looks since it started; block and mutex requests without a
- * window answer from it (-EAGAIN where none runs). No result. */
-extern const struct pt_session_kind pt_kind_watch;
-/* Symbol lookup of addrs. Result: names. Needs no attach. */
-extern const struct pt_session_kind pt_kind_symbols;
-
-/* A per-thread timeline (pt_kind_trace): what each thread was doing, as
- * changes at tick times. */
-enum pt_tl_state {
-	PT_TL_RUNNING = 1,   /* on a core */
-	PT_TL_RUNNABLE,      /* runnable, waiting for a core (its run delay grew) */
-	PT_TL_SYNC,          /* blocked in futex */
-	PT_TL_NET,           /* blocked in epoll_wait, poll, select, accept, recv* ... */
-	PT_TL_SLEEP,         /* nanosleep, clock_nanosleep */
-	PT_TL_SYSCALL,       /* blocked in another system call, or in D state */
-	PT_TL_STOPPED,       /* group-stopped (T) */
-};
-enum pt_tl_kind {
-	PT_TL_EV_STATE = 1,  /* thread enters `state` (with `syscall`, `stack`) */
-	PT_TL_EV_SAMPLE,     /* a CPU sample of thread, `stack` */
-	PT_TL_EV_EXIT,       /* thread ended */
-	PT_TL_EV_RSS,        /* the process's resident memory is `value` bytes */
-};
-struct pt_tl_thread {
-	pid_t tid;
-	char name[16];
-	uint64_t start_ns;   /* first seen, since the trace began; 0: there at the start */
-	int created;         /* its creation was seen (a clone event) */
-};
-struct pt_tl_event {
-	uint64_t t_ns;       /* since the trace began */
-	uint64_t value;      /* RSS bytes */
-	uint32_t thread;     /* index into threads */
-	int32_t stack;       /* index into the profile's samples, or -1 */
-	int16_t syscall;     /* or -1 */
-	uint8_t kind;        /* enum pt_tl_kind */
-	uint8_t state;       /* enum pt_tl_state */
-};
-struct pt_timeline {
-	struct pt_tl_thread *threads;
-	size_t nthreads;
-	struct pt_tl_event *events;   /* in time order */
-	size_t nevents;
-	uint64_t duration_ns;
-	int truncated;       /* a cap was hit: the timeline ends early */
-};
-
-/* A finished profile in neutral form; indices are 0-based. */
-struct pt_profile_map {
-	uint64_t start, limit, offset;
-	char *path;
-	char build_id[81];
-};
-struct pt_profile_loc {
-	uint64_t addr;
-	int map;             /* index into maps, or -1 */
-	char *name;          /* function name, or "<module>+0x<vaddr>", never NULL */
-	/* Where the compiler inlined code (Go), `name` is the function whose
-	 * code is at addr and outer[0..nouter) are those it was inlined into,
-	 * innermost first, the function that holds the code last: Go's
-	 * profiles give such a location one Line per function, in that
-	 * order, and its tracebacks one frame per function at the same PC.
-	 * NULL and 0 elsewhere. */
-	char **outer;
-	uint32_t nouter;
-	/* Source positions, where known (Python's frames, which have no
-	 * mapping; Go's, from .gopclntab): for Line k (0: name, k > 0:
-	 * outer[k - 1]) file[k] ("?": unknown), line[k] (0: unknown) and the
-	 * function's first line start[k] (0: unknown). NULL elsewhere. */
-	char **file;
-	uint32_t *line, *start;
-};
-#define PT_MAX_VALUES 4
-struct pt_profile_sample {
-	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
-	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */
-	pid_t tid;           /* the thread (in our PID namespace) */
-	char thread[16];     /* its name (comm) */
-	char state;          /* R S D T ... when sampled */
-	int syscall;         /* system call it was in, or -1 */
-	unsigned int flags;  /* PT_SAMPLE_F_* */
-};
-#define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
-struct pt_profile {
-	uint64_t time_ns, duration_ns;
-	int hz;
-	struct pt_profile_map *maps;
-	size_t nmaps;
-	struct pt_profile_loc *locs;
-	size_t nlocs;
-	struct pt_profile_sample *samples;
-	size_t nsamples;
-	uint32_t *loc_ids;
-	uint64_t thread_samples, dropped_stacks, late_stops;
-	uint64_t threads_stopped;    /* threads: threads stopped (the rest were cached) */
-	uint64_t symbolize_ns;       /* naming every location (tables already read) */
-	struct pt_timeline *timeline;   /* trace only */
-	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
-	uint64_t cut_ns;     /* when, since the window began */
-};
-/* Any thread. NULL-safe. */
-void pt_profile_free(struct pt_profile *p);
 
 struct pt_request {
 	const struct pt_session_kind *kind;
@@ -228,5 +95,23 @@ struct pt_sampler_stats {
 };
 /* Any thread: a snapshot of the counters and recent pause/unwind medians. */
 void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out);
+
+/* ---- for session kinds (ptrace/session.h) --------------------------------- */
+
+struct pt_session;
+struct pt_event;
+/* State that outlives sessions, kept per target (a cumulative profile's
+ * totals since podprof started watching): the slot of `key` (any address
+ * the kind owns), NULL at first; free_fn frees what it holds when the target
+ * is forgotten; event_fn (may be NULL) gets every thread event of the
+ * target from then on, sessions or not, with clone stacks. Returns NULL if
+ * the target has no slot left. Sampler thread. */
+void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(void *),
+		       void (*event_fn)(void *p, const struct pt_event *ev));
+
+/* Writes a log line through the sampler's log hook: level 0 debug, 1 info,
+ * 2 warning. Sampler thread. */
+void pt__sampler_log(struct pt_sampler *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

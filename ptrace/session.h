@@ -3,7 +3,10 @@
  * queue, the targets and the tick schedule; what a request gathers and how
  * it turns that into a result is its kind's, one file each
  * (session_cpu.c, session_threads.c, session_symbols.c, ...), through the
- * ops below. A new kind is a new file and an `extern` in sampler.h.
+ * ops below. A new kind is a new file, session_<name>.c, and its header,
+ * session_<name>.h, declaring its pt_kind_<name>. Types only: the sampler
+ * implements the calls a kind may make back (pt__target_slot,
+ * pt__sampler_log, in sampler.h).
  *
  * Every hook runs on the sampler thread, between ticks or inside one; none
  * may call back into the sampler or stop threads itself, except `start`,
@@ -71,36 +74,5 @@ struct pt_session_kind {
 	/* Frees what the kind allocated (not the session itself). May be NULL. */
 	void (*free)(struct pt_session *ss);
 };
-
-/* State that outlives sessions, kept per target (a cumulative profile's
- * totals since podprof started watching): the slot of `key` (any address
- * the kind owns), NULL at first; free_fn frees what it holds when the target
- * is forgotten; event_fn (may be NULL) gets every thread event of the
- * target from then on, sessions or not, with clone stacks. Returns NULL if
- * the target has no slot left. Sampler thread. */
-void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(void *),
-		       void (*event_fn)(void *p, const struct pt_event *ev));
-
-/* ---- what kinds share -------------------------------------------------- */
-
-/* The continuous watch's waits (block and mutex) of ss's target, kept by
- * session_waiting.c in a target slot of its own, where block and mutex
- * requests without a window find them: started anew (counts start again)
- * for the watch (session_watch.c), which feeds it each thread state.
- * Returns 0 or -ENOMEM. */
-struct pt__watched;
-int pt__watched_start(struct pt_session *ss, struct pt__watched **out);
-void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st);
-/* A look at the target's memory for allocs (session_memory.c). Returns 0
- * or a negative errno. */
-int pt__memory_look(struct pt_session *ss);
-/* Starts counting thread creations on ss's target from now on
- * (session_threadcreate.c). Returns 0 or -ENOMEM. */
-int pt__creations_watch(struct pt_session *ss);
-
-/* Writes a log line through the sampler's log hook: level 0 debug, 1 info,
- * 2 warning. Sampler thread. */
-void pt__sampler_log(struct pt_sampler *s, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif

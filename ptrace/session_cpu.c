@@ -2,6 +2,8 @@
  * thread used since its previous sample (the tick's rule is in rule.c).
  * Owns the session's stack table. Sampler thread only, as every session
  * hook. */
+#include "ptrace/session_cpu.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -41,7 +43,7 @@ static int cpu_finish(struct pt_session *ss)
 	struct pt_profile *p;
 	struct pt_sampler_stats st;
 	struct pt_tracee_stats ts;
-	int err = pt_stacks_build(cs->stacks, ss->t, &req->profile);
+	int err = pt_profile_build(cs->stacks, ss->t, &req->profile);
 
 	p = req->profile;
 	if (p) {

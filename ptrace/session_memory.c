@@ -13,6 +13,8 @@
  * rows and, through the target's slot, the allocs watch (its rows found by
  * address through a base_map). Sampler thread only, as every session
  * hook. */
+#include "ptrace/session_memory.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

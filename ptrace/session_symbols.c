@@ -2,6 +2,8 @@
  * current maps. Needs no attach. The names it returns belong to the
  * request (the caller frees them, and the array). Sampler thread only, as
  * every session hook. */
+#include "ptrace/session_symbols.h"
+
 #include <errno.h>
 #include <string.h>
 

@@ -7,6 +7,8 @@
  * outermost frames of its stack now (through the thread dump's cache),
  * flagged so. Owns the record (through the target's slot) and each
  * answer's table. Sampler thread only, as every session hook. */
+#include "ptrace/session_threadcreate.h"
+
 #include <errno.h>
 
 #include "base/map.h"
@@ -137,7 +139,7 @@ static int threadcreate_finish(struct pt_session *ss)
 	int err = ss->req->duration_ns ? pt_stacks_merge(ts->out, ts->rec->stacks, 1) : 0;
 
 	if (!err)
-		err = pt_stacks_build(ts->out, ss->t, &ss->req->profile);
+		err = pt_profile_build(ts->out, ss->t, &ss->req->profile);
 	if (!err) {
 		ss->req->profile->time_ns = ss->start_wall;
 		ss->req->profile->duration_ns = ss->req->duration_ns ? pt__now_ns() - ss->start_ns : 0;

@@ -1,6 +1,8 @@
 /* The thread dump: every thread's stack now, through the snapshot cache
  * (a thread blocked since its last snapshot is not stopped again). Owns
  * the session's stack table. Sampler thread only, as every session hook. */
+#include "ptrace/session_threads.h"
+
 #include <errno.h>
 #include <stdint.h>
 
@@ -59,7 +61,7 @@ static int threads_finish(struct pt_session *ss)
 	int err = ss->req->duration_ns ? snapshot(ss, 1) : 0;
 
 	if (!err)
-		err = pt_stacks_build(ts->stacks, ss->t, &ss->req->profile);
+		err = pt_profile_build(ts->stacks, ss->t, &ss->req->profile);
 	if (!err && ss->req->duration_ns)
 		pt_profile_drop_zero(ss->req->profile);
 	if (!err) {

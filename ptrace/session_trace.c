@@ -6,6 +6,8 @@
  * Owns the timeline until the profile takes it, the session's stack table
  * and what it remembers of each thread (found by tid through a base_map).
  * Sampler thread only, as every session hook. */
+#include "ptrace/session_trace.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,7 +264,7 @@ static int trace_finish(struct pt_session *ss)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
 	struct pt_profile *p;
-	int err = pt_stacks_build(ts->stacks, ss->t, &ss->req->profile);
+	int err = pt_profile_build(ts->stacks, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {
 		p->time_ns = ss->start_wall;

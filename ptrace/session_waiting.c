@@ -8,6 +8,8 @@
  * With a window (seconds=) a session gathers its own; without one it
  * answers with what the continuous watch gathered since it started
  * (session_watch.c), or -EAGAIN if there is none. */
+#include "ptrace/session_waiting.h"
+
 #include <errno.h>
 #include <sys/syscall.h>
 
@@ -204,7 +206,7 @@ static int waiting_finish(struct pt_session *ss)
 	const struct pt_stacks *st = ws->w ? ws->w->stacks : ws->copy;
 	uint64_t since = ws->w ? ss->start_ns : ws->since_ns;
 	struct pt_profile *p;
-	int err = pt_stacks_build(st, ss->t, &ss->req->profile);
+	int err = pt_profile_build(st, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {
 		p->time_ns = ss->start_wall - (ss->start_ns - since);

@@ -5,10 +5,15 @@
  * thread that stays blocked), threadcreate (clone events) and allocs (a look
  * at the memory every MEMORY_EVERY_NS). Requests of those profiles without
  * seconds= answer from it. CPU profiles raise the rate while they run. */
+#include "ptrace/session_watch.h"
+
 #include <errno.h>
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
+#include "ptrace/session_memory.h"
+#include "ptrace/session_threadcreate.h"
+#include "ptrace/session_waiting.h"
 
 #define MEMORY_EVERY_NS 10000000000ull
 

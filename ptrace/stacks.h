@@ -1,15 +1,15 @@
 /* A stack table: distinct (thread, stack) pairs with their values, bounded
- * by the number of distinct stacks (never by duration), and the neutral
- * profile built from it (maps, named locations, samples). Every kind of
- * session that gathers stacks aggregates into one. Sampler thread only. */
+ * by the number of distinct stacks (never by duration). Every kind of
+ * session that gathers stacks aggregates into one, and the neutral profile
+ * is built from it (ptrace/profile.h). Sampler thread only. */
 #ifndef PT_STACKS_H
 #define PT_STACKS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptrace/sampler.h"
-#include "ptrace/tracee.h"
+#include "ptrace/profile.h"
+#include "ptrace/sample.h"
 
 struct pt_stacks;
 
@@ -27,18 +27,13 @@ int pt_stacks_add(struct pt_stacks *st, const struct pt_sample *smp, const int64
  * where the stack is there already). Returns 0 or -ENOMEM; stacks past
  * dst's cap are dropped. */
 int pt_stacks_merge(struct pt_stacks *dst, const struct pt_stacks *src, int sign);
-/* Removes the samples whose values are all zero (a delta's unchanged
- * stacks, as Go's delta profiles drop them). Never fails. */
-void pt_profile_drop_zero(struct pt_profile *p);
-/* Distinct stacks held, and new stacks refused at the cap. */
+/* Distinct stacks held, new stacks refused at the cap, and frames held. */
 size_t pt_stacks_count(const struct pt_stacks *st);
 uint64_t pt_stacks_dropped(const struct pt_stacks *st);
-
-/* Builds the neutral profile of the table against t's current maps (read
- * again unless the process is gone): one map per executable mapping, one
- * named location per distinct address, one sample per entry. Times, hz and
- * counters are left for the caller. Returns 0 or -ENOMEM; *out is NULL on
- * failure. */
-int pt_stacks_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile **out);
+size_t pt_stacks_nframes(const struct pt_stacks *st);
+/* Entry id (< pt_stacks_count) as a sample (its frames, name and state,
+ * pointing into the table: valid until it changes) and its values
+ * v[0..PT_MAX_VALUES). */
+void pt_stacks_get(const struct pt_stacks *st, size_t id, struct pt_sample *smp, int64_t *v);
 
 #endif

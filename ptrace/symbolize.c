@@ -16,6 +16,7 @@
 #include "ptrace/python.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/python_names.h"
 #include "ptrace/unwind.h"
 
 int pt_symbolize_refresh_maps(struct pt_tracee *t)

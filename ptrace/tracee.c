@@ -23,6 +23,7 @@
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/python_interp.h"
 #include "ptrace/symbolize.h"
 #include "ptrace/tracer.h"
 #include "ptrace/unwind.h"

@@ -13,7 +13,9 @@ Exits 1 when a rule below is broken, so that make lint can hold them:
   - no .c file over MAX_LINES lines;
   - no raw malloc/calloc/realloc/strdup/free outside base/ (ALLOWED);
   - no loop of files;
-  - no include of a higher layer.
+  - no include of a higher layer;
+  - one header per module: the functions a header declares are defined in
+    the .c of the same name (a header with no .c declares types only).
 """
 import os
 import re
@@ -111,6 +113,36 @@ def include_edges():
     return edges, ups
 
 
+DECL = re.compile(r"^[a-z][\w \*]*?\b(\w+)\s*\([^;{]*\)\s*(?:__attribute__\s*\(\(.*?\)\)\s*)?;",
+                  re.M | re.S)
+
+
+def misplaced_declarations(build):
+    """Functions declared in a header but defined elsewhere than in the
+    .c of the header's name: (header, function, where)."""
+    defined = {}
+    for path in sources():
+        if path.endswith(".c"):
+            obj = os.path.join(build, path[:-2] + ".o")
+            if os.path.exists(obj):
+                for line in nm(obj, "--defined-only"):
+                    parts = line.split()
+                    if len(parts) == 3 and parts[1] == "T":
+                        defined[parts[2]] = path
+    out = []
+    for h in sources():
+        if not h.endswith(".h"):
+            continue
+        text = strip_comments(open(h).read())
+        text = re.sub(r"static inline[^{]*\{.*?\n\}", "", text, flags=re.S)
+        for m in DECL.finditer(text):
+            fn = m.group(1)
+            where = defined.get(fn)
+            if where and where != h[:-2] + ".c":
+                out.append((h, fn, where))
+    return out
+
+
 def loops(edges):
     index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
 
@@ -184,6 +216,10 @@ def main():
     print("includes of a higher layer: %d%s" % (len(ups), "".join(
         "\n  %s includes %s" % u for u in ups)))
     broken += len(ups)
+    wrong = misplaced_declarations(build)
+    print("functions declared in a header other than their module's: %d%s" % (len(wrong), "".join(
+        "\n  %s declares %s, defined in %s" % w for w in wrong[:30])))
+    broken += len(wrong)
     if not cedges:
         print("(no objects under %s: calls not read; run make first)" % build)
     return 1 if broken else 0

@@ -10,7 +10,14 @@
 #include "sidecar/health.h"
 #include "sidecar/index.h"
 #include "sidecar/metrics.h"
-#include "sidecar/profiles/profiles.h"
+#include "sidecar/profiles/cmdline.h"
+#include "sidecar/profiles/cpu.h"
+#include "sidecar/profiles/goroutine.h"
+#include "sidecar/profiles/memory.h"
+#include "sidecar/profiles/symbol.h"
+#include "sidecar/profiles/threadcreate.h"
+#include "sidecar/profiles/trace.h"
+#include "sidecar/profiles/waiting.h"
 #include "sidecar/util.h"
 
 /* Every endpoint, sorted by path: listed profiles appear in the index in

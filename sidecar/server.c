@@ -13,6 +13,7 @@
 
 #include "base/mem.h"
 #include "ptrace/proc.h"
+#include "ptrace/session_watch.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"

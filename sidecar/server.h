@@ -4,9 +4,10 @@
  * endpoints). Handlers answer through sidecar/reply.h, or later through a
  * job (sidecar/job.h). Loop thread only, except where noted.
  *
- * A new endpoint is a file in sidecar/profiles/ (its handler: parameters,
- * sc_job_new/sc_job_submit, ops that encode the result), its handler's
- * declaration in sidecar/profiles/profiles.h, and a row in the route table
+ * A new endpoint is a file in sidecar/profiles/ with its header (its
+ * handler, an sc_route_cb: it parses its own parameters, answering
+ * Go-shaped 4xx itself, and either answers at once or submits a job whose
+ * result it encodes on a work thread), and a row in the route table
  * (sidecar/routes.c). */
 #ifndef SC_SERVER_H
 #define SC_SERVER_H

@@ -1,11 +1,13 @@
 /* /debug/pprof/cmdline: the target's command line as Go's Cmdline. */
+#include "sidecar/profiles/cmdline.h"
+
 #include <errno.h>
 #include <stdio.h>
 
 #include "ptrace/proc.h"
 #include "sidecar/http.h"
-#include "sidecar/profiles/profiles.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/util.h"
 
 void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)

@@ -1,14 +1,17 @@
 /* /debug/pprof/profile: on-CPU stacks, Go's CPU profile. */
+#include "sidecar/profiles/cpu.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "encoder/pprof.h"
+#include "ptrace/session_cpu.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
-#include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/stacks.h"
 
 static const struct sc_stack_value cpu_values[] = {

@@ -1,16 +1,20 @@
 /* /debug/pprof/goroutine: every thread of the target now, in Go's three
  * shapes (debug=0 pprof, 1 the count profile, 2 the panic-style dump). */
+#include "sidecar/profiles/goroutine.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
+#include "ptrace/session_threads.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
-#include "sidecar/profiles/profiles.h"
+#include "sidecar/profiles/named.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 

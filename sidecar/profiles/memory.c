@@ -3,6 +3,8 @@
  * Allocation stacks would need code inside the target; the profiles say so.
  * Requests and the index's count run on the loop thread, the encoding (the
  * profile, or debug=1's table) on a work thread. */
+#include "sidecar/profiles/memory.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,11 +15,13 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
+#include "ptrace/session_memory.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
-#include "sidecar/profiles/profiles.h"
+#include "sidecar/profiles/named.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 

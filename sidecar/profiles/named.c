@@ -1,12 +1,14 @@
 /* Go's rules for the named profiles' seconds= and debug= (net/http/pprof's
  * serveDeltaProfile), shared by every named profile. */
+#include "sidecar/profiles/named.h"
+
 #include <stdio.h>
 
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
-#include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 
 int sc_named_seconds(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {

@@ -3,6 +3,8 @@
  * The addresses are parsed on the loop thread into an array the job owns
  * (with the names the sampler finds), the answer written on a work
  * thread. */
+#include "sidecar/profiles/symbol.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,11 +12,12 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
+#include "ptrace/session_symbols.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
-#include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/util.h"
 
 #define MAX_SYMBOL_ADDRS 100000

@@ -2,16 +2,20 @@
  * seen while attached, from the first request on), and the live threads
  * whose creation was not seen under their start routines, labelled
  * creation="not seen" (ptrace/session_threadcreate.c). */
+#include "sidecar/profiles/threadcreate.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "encoder/pprof.h"
+#include "ptrace/session_threadcreate.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
-#include "sidecar/profiles/profiles.h"
+#include "sidecar/profiles/named.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 

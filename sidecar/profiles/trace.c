@@ -4,20 +4,24 @@
  * speedscope and chrome://tracing. The request is read on the loop
  * thread; the trace is encoded on a work thread, from arrays of its own
  * that point into the job's timeline. */
+#include "sidecar/profiles/trace.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/mem.h"
 #include "encoder/trace.h"
+#include "encoder/trace_json.h"
 #include "ptrace/proc.h"
+#include "ptrace/session_trace.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/log.h"
-#include "sidecar/profiles/profiles.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/util.h"
 
 _Static_assert((int)ENC_TR_RUNNING == (int)PT_TL_RUNNING &&

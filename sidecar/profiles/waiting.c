@@ -5,6 +5,8 @@
  * --wait-seconds when none is given (said in the profile's comment).
  * Requests and the index's counts run on the loop thread, the encoding on
  * a work thread. */
+#include "sidecar/profiles/waiting.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,13 +16,15 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
+#include "ptrace/session_waiting.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/log.h"
-#include "sidecar/profiles/profiles.h"
+#include "sidecar/profiles/named.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
+#include "sidecar/server.h"
 #include "sidecar/stacks.h"
 #include "sidecar/util.h"
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "ptrace/sampler.h"
+#include "ptrace/session_threads.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/python.h"
+#include "ptrace/python_frames.h"
+#include "ptrace/python_interp.h"
+#include "ptrace/python_names.h"
 #include "ptrace/unwind.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

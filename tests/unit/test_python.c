@@ -28,6 +28,9 @@
 #include <unistd.h>
 
 #include "encoder/pprof.h"
+#include "ptrace/python_frames.h"
+#include "ptrace/python_interp.h"
+#include "ptrace/python_names.h"
 #include "ptrace/unwind.h"
 #include "ptrace/python.h"
 #include "tests/harness.h"

@@ -10,6 +10,9 @@
 #include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/session.h"
+#include "ptrace/session_cpu.h"
+#include "ptrace/session_threads.h"
+#include "ptrace/session_waiting.h"
 #include "ptrace/stacks.h"
 #include "tests/harness.h"
 #include "tests/unit/fake.h"
@@ -261,7 +264,7 @@ TEST(stacks_merge_with_sign_and_drop_zero)
 	pt_stacks_add(y, &b, two);
 	/* y - x: a cancels, b stays */
 	ASSERT_OK(pt_stacks_merge(y, x, -1));
-	ASSERT_OK(pt_stacks_build(y, F.t, &p));
+	ASSERT_OK(pt_profile_build(y, F.t, &p));
 	ASSERT_EQ(p->nsamples, 2);
 	pt_profile_drop_zero(p);
 	ASSERT_EQ(p->nsamples, 1);

@@ -1,8 +1,8 @@
 /* Helpers shared by the trace writers (encoder/ only, STYLE H1): varints
  * and JSON strings appended to a base_buf, a string table, and the events
  * of each thread in time order. Any thread; no locking. */
-#ifndef ENC_TRACE_INTERNAL_H
-#define ENC_TRACE_INTERNAL_H
+#ifndef ENC_TRACE_UTIL_H
+#define ENC_TRACE_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,125 @@
+/* The neutral profile: what a session hands back (maps, named locations,
+ * samples with values, and for a trace its timeline), built from a stack
+ * table against a tracee's maps and names, and read by the sidecar's
+ * encoders. Sampler thread, but for pt_profile_free and
+ * pt_profile_drop_zero (any thread: the sidecar frees a profile on the work
+ * thread that encoded it). */
+#ifndef PT_PROFILE_H
+#define PT_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_stacks;
+struct pt_tracee;
+
+/* A per-thread timeline (pt_kind_trace): what each thread was doing, as
+ * changes at tick times. */
+enum pt_tl_state {
+	PT_TL_RUNNING = 1,   /* on a core */
+	PT_TL_RUNNABLE,      /* runnable, waiting for a core (its run delay grew) */
+	PT_TL_SYNC,          /* blocked in futex */
+	PT_TL_NET,           /* blocked in epoll_wait, poll, select, accept, recv* ... */
+	PT_TL_SLEEP,         /* nanosleep, clock_nanosleep */
+	PT_TL_SYSCALL,       /* blocked in another system call, or in D state */
+	PT_TL_STOPPED,       /* group-stopped (T) */
+};
+enum pt_tl_kind {
+	PT_TL_EV_STATE = 1,  /* thread enters `state` (with `syscall`, `stack`) */
+	PT_TL_EV_SAMPLE,     /* a CPU sample of thread, `stack` */
+	PT_TL_EV_EXIT,       /* thread ended */
+	PT_TL_EV_RSS,        /* the process's resident memory is `value` bytes */
+};
+struct pt_tl_thread {
+	pid_t tid;
+	char name[16];
+	uint64_t start_ns;   /* first seen, since the trace began; 0: there at the start */
+	int created;         /* its creation was seen (a clone event) */
+};
+struct pt_tl_event {
+	uint64_t t_ns;       /* since the trace began */
+	uint64_t value;      /* RSS bytes */
+	uint32_t thread;     /* index into threads */
+	int32_t stack;       /* index into the profile's samples, or -1 */
+	int16_t syscall;     /* or -1 */
+	uint8_t kind;        /* enum pt_tl_kind */
+	uint8_t state;       /* enum pt_tl_state */
+};
+struct pt_timeline {
+	struct pt_tl_thread *threads;
+	size_t nthreads;
+	struct pt_tl_event *events;   /* in time order */
+	size_t nevents;
+	uint64_t duration_ns;
+	int truncated;       /* a cap was hit: the timeline ends early */
+};
+
+/* A finished profile in neutral form; indices are 0-based. */
+struct pt_profile_map {
+	uint64_t start, limit, offset;
+	char *path;
+	char build_id[81];
+};
+struct pt_profile_loc {
+	uint64_t addr;
+	int map;             /* index into maps, or -1 */
+	char *name;          /* function name, or "<module>+0x<vaddr>", never NULL */
+	/* Where the compiler inlined code (Go), `name` is the function whose
+	 * code is at addr and outer[0..nouter) are those it was inlined into,
+	 * innermost first, the function that holds the code last: Go's
+	 * profiles give such a location one Line per function, in that
+	 * order, and its tracebacks one frame per function at the same PC.
+	 * NULL and 0 elsewhere. */
+	char **outer;
+	uint32_t nouter;
+	/* Source positions, where known (Python's frames, which have no
+	 * mapping; Go's, from .gopclntab): for Line k (0: name, k > 0:
+	 * outer[k - 1]) file[k] ("?": unknown), line[k] (0: unknown) and the
+	 * function's first line start[k] (0: unknown). NULL elsewhere. */
+	char **file;
+	uint32_t *line, *start;
+};
+#define PT_MAX_VALUES 4
+struct pt_profile_sample {
+	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
+	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */
+	pid_t tid;           /* the thread (in our PID namespace) */
+	char thread[16];     /* its name (comm) */
+	char state;          /* R S D T ... when sampled */
+	int syscall;         /* system call it was in, or -1 */
+	unsigned int flags;  /* PT_SAMPLE_F_* */
+};
+#define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
+struct pt_profile {
+	uint64_t time_ns, duration_ns;
+	int hz;
+	struct pt_profile_map *maps;
+	size_t nmaps;
+	struct pt_profile_loc *locs;
+	size_t nlocs;
+	struct pt_profile_sample *samples;
+	size_t nsamples;
+	uint32_t *loc_ids;
+	uint64_t thread_samples, dropped_stacks, late_stops;
+	uint64_t threads_stopped;    /* threads: threads stopped (the rest were cached) */
+	uint64_t symbolize_ns;       /* naming every location (tables already read) */
+	struct pt_timeline *timeline;   /* trace only */
+	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
+	uint64_t cut_ns;     /* when, since the window began */
+};
+
+/* The profile of stack table st against t's current maps (read again
+ * unless the process is gone): one map per executable mapping, one named
+ * location per distinct address (the symbol, else an honest
+ * "<module>+0x<vaddr>", else the address), one sample per entry in id
+ * order. Times, hz and counters are left for the caller. Returns 0 or
+ * -ENOMEM; *out is NULL on failure. */
+int pt_profile_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile **out);
+/* Removes the samples whose values are all zero (a delta's unchanged
+ * stacks, as Go's delta profiles drop them). Never fails. */
+void pt_profile_drop_zero(struct pt_profile *p);
+/* NULL-safe. */
+void pt_profile_free(struct pt_profile *p);
+
+#endif

@@ -1,0 +1,20 @@
+/* The memory sessions, heap and allocs by mapping (see session_memory.c).
+ * Sampler thread. */
+#ifndef PT_SESSION_MEMORY_H
+#define PT_SESSION_MEMORY_H
+
+#include "ptrace/session.h"
+
+/* Memory by mapping, from /proc/<pid>/smaps (no attach). heap: values RSS,
+ * PSS, private dirty, swap, bytes; with duration_ns, the change over it.
+ * allocs: alloc_objects, alloc_space (growths of each mapping's RSS and
+ * their bytes, cumulative since podprof first looked), inuse_objects,
+ * inuse_space. Samples: [mapping, class], synthetic frames. Result: profile. */
+extern const struct pt_session_kind pt_kind_heap;
+extern const struct pt_session_kind pt_kind_allocs;
+
+/* A look at the target's memory for allocs (session_memory.c). Returns 0
+ * or a negative errno. */
+int pt__memory_look(struct pt_session *ss);
+
+#endif

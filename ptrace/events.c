@@ -21,6 +21,7 @@
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
 #include "ptrace/python_frames.h"
+#include "ptrace/threads.h"
 #include "ptrace/unwind.h"
 
 static void emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,

@@ -12,9 +12,10 @@
 #include <sys/types.h>
 
 #include "base/map.h"
-#include "ptrace/stop.h"
-#include "ptrace/threads.h"
-#include "ptrace/tracee.h"
+#include "ptrace/thread.h"
+#include "ptrace/types.h"
+
+struct pt_tracee;
 
 struct pt_capture;
 struct pt_mem;

@@ -16,8 +16,6 @@
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
-#include "ptrace/python_names.h"
-#include "ptrace/sample.h"
 #include "ptrace/stacks.h"
 #include "ptrace/symbolize.h"
 #include "ptrace/tracee.h"

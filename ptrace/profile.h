@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ptrace/types.h"
+
 struct pt_stacks;
 struct pt_tracee;
 
@@ -80,7 +82,6 @@ struct pt_profile_loc {
 	char **file;
 	uint32_t *line, *start;
 };
-#define PT_MAX_VALUES 4
 struct pt_profile_sample {
 	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
 	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */

@@ -119,4 +119,8 @@ struct pt_py_stats {
 	uint64_t unlinked;   /* captures that read the caller's chain (see pt_py_capture) */
 };
 
+/* Tests and fuzzing: a memory image instead of the target's. fn returns 0
+ * when [addr, addr + len) was read whole. */
+typedef int (*pt_py_read_fn)(void *arg, uint64_t addr, void *dst, size_t len);
+
 #endif

@@ -12,7 +12,7 @@
 #include <sys/uio.h>
 
 #include "ptrace/ptrace_internal.h"
-#include "ptrace/python_internal.h"
+#include "ptrace/python_state.h"
 #include "ptrace/python_names.h"
 #include "ptrace/unwind.h"
 

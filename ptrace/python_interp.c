@@ -14,7 +14,7 @@
 #include "ptrace/mem.h"
 #include "ptrace/module.h"
 #include "ptrace/proc.h"
-#include "ptrace/python_internal.h"
+#include "ptrace/python_state.h"
 #include "ptrace/python_names.h"
 
 /* The releases we know. Their offsets are checked against each release's

@@ -34,9 +34,8 @@ enum pt_py_state pt_py_detect(struct pt_py *py, const struct pt_maps *maps,
 			      struct pt_modules *mods, char *note, size_t len);
 enum pt_py_state pt_py_state(const struct pt_py *py);
 
-/* Tests and fuzzing: a memory image instead of the target's. fn returns 0
- * when [addr, addr + len) was read whole. */
-typedef int (*pt_py_read_fn)(void *arg, uint64_t addr, void *dst, size_t len);
+/* Tests and fuzzing: a memory image instead of the target's (python.h's
+ * pt_py_read_fn). */
 void pt_py_set_reader(struct pt_py *py, pt_py_read_fn fn, void *arg);
 /* Tests and fuzzing: active for release `version` with these addresses, as
  * pt_py_detect would find them. Returns 0 or -ENOENT (an unknown release). */

@@ -3,7 +3,7 @@
  * may be reused by another code object), their names and files interned in
  * one string pool, their location tables decoded for lines, and the groups
  * of resolved frames that tokens stand for. Owns those caches (in the
- * handle: python_internal.h); they live until pt_py_reset, bounded as the
+ * handle: python_state.h); they live until pt_py_reset, bounded as the
  * numbers below say. Sampler thread only, but for pt_py_addr2line (any
  * thread: a pure function). */
 #include "ptrace/python_names.h"
@@ -16,7 +16,7 @@
 #include "base/map.h"
 #include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
-#include "ptrace/python_internal.h"
+#include "ptrace/python_state.h"
 
 /* Code objects cached at once; past them the cache starts afresh. */
 #define MAX_CODES 3072

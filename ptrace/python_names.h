@@ -23,7 +23,7 @@ int pt_py_addr2line(const uint8_t *tab, size_t len, int firstlineno, int64_t las
  * (0: not a token of py's). */
 int pt_py_lines(const struct pt_py *py, uint64_t token, struct pt_py_line *out, int max);
 
-/* For the other parts of the reader (python_internal.h). */
+/* For the other parts of the reader (python_state.h). */
 struct pt_py_raw;
 struct pt__py_frame;
 

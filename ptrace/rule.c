@@ -16,6 +16,8 @@
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/rulestate.h"
 #include "ptrace/snapcache.h"
+#include "ptrace/states.h"
+#include "ptrace/stop.h"
 #include "ptrace/threads.h"
 #include "ptrace/tracee.h"
 

@@ -14,28 +14,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ptrace/sample.h"
-#include "ptrace/states.h"
+#include "ptrace/types.h"
 
 struct pt_rule;
 struct pt_tracee;
-
-/* Where a tick reports: each thread-sample, each pause, and, if `state` is
- * not NULL, every thread of the target (each tick then looks at all of
- * them, not only those whose CPU moved). */
-struct pt_tick_cbs {
-	pt_sample_cb sample;
-	pt_timing_cb timing;
-	pt_state_cb state;
-	void *arg;
-};
-
-/* Counters, cumulative since creation. */
-struct pt_rule_stats {
-	uint64_t preempted_stops;   /* a tick's, dropped: stopped where it waited for a core */
-	uint64_t snapshot_stops;    /* stacks cached at a snapshot's or a state report's stop */
-	uint64_t snapshot_reused;   /* stacks answered from the cache instead of a stop */
-};
 
 /* The rule of tracee t, which keeps its part of each of t's threads
  * (pt_threads_set_ops): before t's first attach. Returns 0, -ENOMEM

@@ -9,9 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptrace/rule.h"
-#include "ptrace/stop.h"
 #include "ptrace/thread.h"
+#include "ptrace/types.h"
+
+struct pt_tracee;
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
  * running then, whatever its CPU (so a thread living for less than a period,

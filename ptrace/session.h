@@ -18,9 +18,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ptrace/rule.h"
-#include "ptrace/sampler.h"
-#include "ptrace/tracee.h"
+#include "ptrace/types.h"
+
+struct pt_request;
+struct pt_rule;
+struct pt_sampler;
+struct pt_sampler_opts;
+struct pt_session_kind;
+struct pt_tracee;
 
 /* One request being served. A kind's own session structure embeds this one
  * as its first member and recovers itself with PT_SESSION_OF. */

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
+#include "ptrace/tracee.h"
 
 struct cpu_session {
 	struct pt_session base;

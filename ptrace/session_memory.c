@@ -24,7 +24,9 @@
 #include "base/map.h"
 #include "base/mem.h"
 #include "ptrace/proc.h"
+#include "ptrace/profile.h"
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 
 #define ARENA_ALIGN (64ull << 20)   /* glibc's malloc arenas: HEAP_MAX_SIZE aligned */

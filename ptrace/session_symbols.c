@@ -9,6 +9,7 @@
 
 #include "base/mem.h"
 #include "ptrace/gopclntab.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/symbolize.h"
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/snapshot.h"
 #include "ptrace/stacks.h"

@@ -21,6 +21,7 @@
 #include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
 #include "ptrace/mechanism.h"

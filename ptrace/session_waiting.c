@@ -17,6 +17,7 @@
 #include "base/map.h"
 #include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/stacks.h"
 

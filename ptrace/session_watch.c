@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/session_memory.h"
 #include "ptrace/session_threadcreate.h"

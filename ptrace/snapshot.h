@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "ptrace/sample.h"
+#include "ptrace/types.h"
 
 struct pt_rule;
 

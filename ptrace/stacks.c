@@ -12,12 +12,6 @@
 #include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
-#include "ptrace/gopclntab.h"
-#include "ptrace/module.h"
-#include "ptrace/proc.h"
-#include "ptrace/ptrace_internal.h"
-#include "ptrace/python.h"
-#include "ptrace/symbolize.h"
 
 /* One (thread, stack) of the table. */
 struct entry {

@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptrace/profile.h"
-#include "ptrace/sample.h"
+#include "ptrace/types.h"
 
 struct pt_stacks;
 

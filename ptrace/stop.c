@@ -25,6 +25,7 @@
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/threads.h"
 #include "ptrace/unwind.h"
 
 void pt__stop_drain_wake(int fd)

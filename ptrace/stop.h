@@ -8,27 +8,12 @@
 
 #include <stdint.h>
 
-#include "ptrace/sample.h"
+#include "ptrace/types.h"
 
 struct pt_thread;
 struct pt_tracee;
 struct pt_tracer;
 struct user_regs_struct;
-
-/* What a batch of stops reports to whoever chose the threads. */
-struct pt_stop_ops {
-	/* th, interrupted for a CPU sample (PT_TH_TICK), stopped at about
-	 * stop_ns with registers regs and is still stopped: 1 to take the
-	 * sample, 0 to resume it without one. NULL: every stop is taken. */
-	int (*keep)(void *arg, struct pt_thread *th, uint64_t stop_ns,
-		    const struct user_regs_struct *regs);
-	/* Each capture, unwound, once every thread of the batch runs again;
-	 * the caller may set smp's cpu_ns and state before passing it on. */
-	void (*sample)(void *arg, struct pt_thread *th, struct pt_sample *smp);
-	/* Each stop's pause and unwind time (may be NULL). */
-	pt_timing_cb timing;
-	void *arg;
-};
 
 /* Interrupts the threads sel[0..nsel) (an entry that could not be
  * interrupted is set to NULL), captures each as it stops and resumes it at

@@ -9,17 +9,9 @@
 #include <sys/types.h>
 
 #include "ptrace/thread.h"
+#include "ptrace/types.h"
 
 struct pt_tracee;
-
-/* What a tracee's owner keeps per thread: its size in bytes (the part of
- * struct pt_thread named `rule`), and `drop`, called before that part is
- * zeroed again (the thread exec'd) or freed (the thread is forgotten). */
-struct pt_thread_ops {
-	size_t size;
-	void (*drop)(void *arg, struct pt_thread *th);
-	void *arg;
-};
 
 /* Sets what the owner keeps per thread; only before the first attach.
  * Returns 0 or -EBUSY (threads are held). */

@@ -24,7 +24,9 @@
 #include "ptrace/python.h"
 #include "ptrace/mechanism.h"
 #include "ptrace/python_interp.h"
+#include "ptrace/stop.h"
 #include "ptrace/symbolize.h"
+#include "ptrace/threads.h"
 #include "ptrace/tracer.h"
 #include "ptrace/unwind.h"
 

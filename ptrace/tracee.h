@@ -24,36 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ptrace/sample.h"
+#include "ptrace/types.h"
 
 struct pt_tracee;
 struct pt_tracer;
-
-struct pt_tracee_opts {
-	size_t stack_bytes;     /* most stack copied per thread-sample */
-	int max_frames;
-	int max_threads;        /* threads tracked */
-	int max_per_tick;       /* threads stopped in one batch */
-	uint64_t spin_ns;       /* poll for a stop this long before sleeping (0: sleep) */
-	const char *debug_dir;  /* NULL: /usr/lib/debug/.build-id */
-	int python;             /* CPython frames replace the interpreter's eval frames */
-};
-
-/* Counters, cumulative since creation. */
-struct pt_tracee_stats {
-	uint64_t thread_samples, stops, pause_ns_total, unwind_ns_total, frames_total;
-	uint64_t late_stops;        /* stopped after their tick (a tick's: captured then) */
-	uint64_t incomplete_stacks;
-	uint64_t signals_reinjected, group_stops, clones, execs;
-	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
-	uint64_t maps_rereads;      /* maps read again because an unwind left them */
-	uint64_t short_copies;      /* unwinds that needed more stack than was copied */
-	uint64_t signal_copies;     /* Go stacks interrupted by a signal, copied too */
-	uint64_t symtab_load_ns, symtab_loads;   /* symbol tables read (cold symbolization) */
-	/* Python frame chains read during stops, and the time that took
-	 * (inside the pause) */
-	uint64_t py_captures, py_capture_ns;
-};
 
 /* A tracee of `tr` (not attached yet). Returns 0 or -ENOMEM. Any thread. */
 int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,

@@ -13,6 +13,8 @@
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/mechanism.h"
+#include "ptrace/stop.h"
+#include "ptrace/threads.h"
 
 int pt_tracer_new(struct pt_tracer **out, int wake_fd)
 {

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/rule.h"
+#include "ptrace/threads.h"
+#include "ptrace/tracee.h"
 #include "ptrace/tracer.h"
 #include "tests/harness.h"
 

@@ -11,7 +11,9 @@
 
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/rate.h"
+#include "ptrace/rule.h"
 #include "ptrace/snapshot.h"
+#include "ptrace/threads.h"
 #include "tests/harness.h"
 #include "tests/unit/fake.h"
 

@@ -9,6 +9,7 @@
 
 #include "base/mem.h"
 #include "ptrace/ptrace_internal.h"
+#include "ptrace/sampler.h"
 #include "ptrace/session.h"
 #include "ptrace/session_cpu.h"
 #include "ptrace/session_threads.h"

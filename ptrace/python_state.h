@@ -3,14 +3,14 @@
  * with the caches that the names of Python frames live in, and the one
  * read of target memory they all make. Types only. The parts, none of
  * which calls back into another:
- *   python_interp.c   the handle's life, detection, the per-release layouts;
+ *   python_interp.c   the handle's life, detection, the layout table;
  *   python_frames.c   the reads made during a stop, and the tokens that
  *                     replace eval frames after it;
  *   python_names.c    what a token names: code objects, strings, location
  *                     tables (read once, cached by address).
  * Sampler thread only. */
-#ifndef PT_PYTHON_INTERNAL_H
-#define PT_PYTHON_INTERNAL_H
+#ifndef PT_PYTHON_STATE_H
+#define PT_PYTHON_STATE_H
 
 #include <errno.h>
 #include <stddef.h>
@@ -39,7 +39,7 @@ struct pt_py {
 	const struct pt_py_layout *L;
 	uint32_t version;
 	uint64_t runtime, code_type, eval_lo, eval_hi;
-	/* python_names.c's caches, kept until pt_py_reset */
+	/* python_names.c's caches, kept until the handle is reset */
 	struct pt__py_code *codes;      /* in order of first read, MAX_CODES at most */
 	size_t ncodes, codes_cap;
 	struct base_map code_index;     /* a code object's address (never 0) -> its index */

@@ -18,6 +18,11 @@ LLHTTP_INC ?= /usr/share/include/llhttp
 ifeq ($(FLAVOUR),asan)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
+# make torture: ASan+UBSan, and the HTTP layer's X-Podprof-Fail-Alloc hook
+# (sidecar/http.c), which no other flavour has.
+ifeq ($(FLAVOUR),torture)
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DPODPROF_TORTURE
+endif
 # libFuzzer harnesses (make fuzz): clang, every object instrumented for coverage.
 ifeq ($(FLAVOUR),fuzz)
 CC := clang
@@ -42,7 +47,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint fixtures bench fuzz fuzzers soak e2e
+.PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture
 all: $(BUILD)/podprof build/podprof
 
 build/podprof: $(BUILD)/podprof
@@ -155,11 +160,25 @@ deps:
 demo: all fixtures
 	scripts/demo.sh
 
-lint:
-	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c ptrace/*.c encoder/*.c || \
+lint: structure
+	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c ptrace/*.c encoder/*.c base/*.c || \
 		{ echo "lint: banned function (STYLE H15)"; exit 1; }
 	@! grep -nE '^#include "(ptrace|sidecar)/' encoder/*.c encoder/*.h || \
 		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (DESIGN.md, Folders)"; exit 1; }
+
+# The structure's rules (scripts/structure.py): no .c over 900 lines, no
+# raw allocation outside base/, no loop of files, no include of a higher
+# layer, one header per module. Reads the objects' symbols: builds first.
+structure: all
+	python3 scripts/structure.py $(BUILD)
+
+# Every unit test again with each of its allocations failing in turn, then
+# HTTP scenarios against a running podprof with the Nth allocation of a
+# request failing (tests/torture/run.py), under ASan+UBSan.
+TORTURE_MAX ?= 300
+torture:
+	$(MAKE) FLAVOUR=torture all fixtures build/torture/unit-tests
+	tests/torture/run.sh build/torture $(TORTURE_MAX)
 
 clean:
 	rm -rf build

@@ -36,6 +36,20 @@ struct sc_http {
 	char slab[65536];           /* read buffer: consumed before the next read */
 };
 
+struct write_req {
+	uv_write_t w;
+	struct sc_conn *c;
+	char *head;
+	void *body;             /* freed with base_free */
+	int close_after;
+	int spare;              /* the connection's own (struct sc_conn spare) */
+};
+
+/* A short answer (an error's) needs no allocation: when memory runs out it
+ * is written from the connection's own room, so that a client learns why
+ * (a 500 and its one line) rather than see its connection close. */
+#define SPARE_BYTES 1024
+
 struct sc_conn {
 	uv_tcp_t tcp;
 	uv_timer_t timer;
@@ -65,14 +79,8 @@ struct sc_conn {
 	sc_abort_cb abort_cb;
 	void *abort_arg;
 	struct sc_conn *next, **pprev;
-};
-
-struct write_req {
-	uv_write_t w;
-	struct sc_conn *c;
-	char *head;
-	void *body;             /* freed with base_free */
-	int close_after;
+	struct write_req spare;     /* in use while spare.c is set */
+	char spare_buf[SPARE_BYTES];
 };
 
 static const char *status_text(int s)
@@ -190,11 +198,12 @@ static int on_message_begin(llhttp_t *p)
 static int on_url(llhttp_t *p, const char *at, size_t n)
 {
 	struct sc_conn *c = conn_of(p);
+	int err;
 
 	if (count_header(c, n))
 		return -1;
-	if (base_buf_put(&c->url, at, n)) {
-		c->status_on_error = 431;
+	if ((err = base_buf_put(&c->url, at, n))) {
+		c->status_on_error = err == -ENOMEM ? 503 : 431;   /* out of memory: come back */
 		return -1;
 	}
 	return 0;
@@ -273,9 +282,10 @@ static int on_headers_complete(llhttp_t *p)
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
 	struct sc_conn *c = conn_of(p);
+	int err;
 
-	if (base_buf_put(&c->body, at, n)) {
-		c->status_on_error = 413;
+	if ((err = base_buf_put(&c->body, at, n))) {
+		c->status_on_error = err == -ENOMEM ? 503 : 413;
 		return -1;
 	}
 	return 0;
@@ -380,8 +390,9 @@ static void drain(struct sc_conn *c)
 			c->in.len = 0;
 			c->flags &= ~CONN_F_KEEPALIVE;
 			c->flags |= CONN_F_BUSY;
-			sc_http_respond(c, status, "Content-Type: text/plain; charset=utf-8\r\n", body,
-					(size_t)len);
+			sc_http_respond(c, status, status == 503 ?
+					"Content-Type: text/plain; charset=utf-8\r\nRetry-After: 5\r\n" :
+					"Content-Type: text/plain; charset=utf-8\r\n", body, (size_t)len);
 		}
 	}
 	c->flags &= ~CONN_F_DRAINING;
@@ -421,6 +432,11 @@ static void on_written(uv_write_t *w, int status)
 	struct write_req *wr = SC_CONTAINER_OF(w, struct write_req, w);
 	struct sc_conn *c = wr->c;
 
+	if (wr->spare) {
+		wr->c = NULL;   /* free again */
+		conn_close(c);  /* memory ran out: this connection is done */
+		return;
+	}
 	base_free(wr->head);
 	base_free(wr->body);
 	if (status < 0 || wr->close_after) {
@@ -429,6 +445,38 @@ static void on_written(uv_write_t *w, int status)
 		return;
 	}
 	base_free(wr);
+}
+
+/* Writes a short answer from the connection's own room, with no
+ * allocation, and closes the connection after it (memory ran out).
+ * Returns 0, or -ENOMEM when it does not fit or the room is taken. */
+static int respond_spare(struct sc_conn *c, int status, const char *headers, const void *body,
+			 size_t len)
+{
+	struct write_req *wr = &c->spare;
+	uv_buf_t buf;
+	int n;
+
+	if (wr->c)
+		return -ENOMEM;   /* taken: a pipelined request's answer is on its way */
+	n = snprintf(c->spare_buf, sizeof(c->spare_buf), "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: "
+		     "nosniff\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
+		     status_text(status), headers ? headers : "", len);
+	if (n < 0 || (size_t)n + len > sizeof(c->spare_buf))
+		return -ENOMEM;
+	if (c->parser.method == HTTP_HEAD)
+		len = 0;   /* its Content-Length is the body's all the same */
+	if (len)
+		memcpy(c->spare_buf + n, body, len);
+	*wr = (struct write_req){ .c = c, .close_after = 1, .spare = 1 };
+	buf = uv_buf_init(c->spare_buf, (unsigned int)((size_t)n + len));
+	c->flags &= ~(CONN_F_BUSY | CONN_F_KEEPALIVE);
+	c->abort_cb = NULL;
+	if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &buf, 1, on_written)) {
+		wr->c = NULL;
+		return -EIO;
+	}
+	return 0;
 }
 
 int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, void *body,
@@ -444,23 +492,27 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 		base_free(body);
 		return -ECONNRESET;
 	}
+#ifdef PODPROF_TORTURE
+	/* The request's count ends here: the answer's own allocations are
+	 * not the request's. */
+	unsigned long long counted = (unsigned long long)base_mem_counted();
+	int failed = base_mem_failed();
+
+	base_mem_fail_off();
+#endif
 	keep = (c->flags & CONN_F_KEEPALIVE) && !c->srv->closing;
 	base_buf_init(&head, 65536);
-#ifdef PODPROF_TORTURE
-	{
-		/* Read first: the head's own allocations are not the request's. */
-		unsigned long long counted = (unsigned long long)base_mem_counted();
-		int failed = base_mem_failed();
-
-		base_mem_fail_off();
-		base_buf_printf(&head, "X-Podprof-Allocs: %llu%s\r\n", counted,
-				failed ? " (one failed)" : "");
-	}
-#endif
 	err = base_buf_printf(&head, "HTTP/1.1 %d %s\r\n%sX-Content-Type-Options: nosniff\r\n"
-			      "Content-Length: %zu\r\nConnection: %s\r\n\r\n",
+			      "Content-Length: %zu\r\nConnection: %s\r\n",
 			      status, status_text(status), headers ? headers : "", len,
 			      keep ? "keep-alive" : "close");
+#ifdef PODPROF_TORTURE
+	if (!err)
+		err = base_buf_printf(&head, "X-Podprof-Allocs: %llu%s\r\n", counted,
+				      failed ? " (one failed)" : "");
+#endif
+	if (!err)
+		err = base_buf_str(&head, "\r\n");
 	wr = base_calloc(1, sizeof(*wr));
 	if (!err && !wr)
 		err = -ENOMEM;
@@ -468,9 +520,12 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 		err = base_buf_take(&head, &wr->head, &hlen);
 	if (err) {
 		base_free(wr);
-		base_free(body);
 		base_buf_free(&head);
-		conn_close(c);
+		/* Out of memory for the head: a short answer still goes out
+		 * whole, from the connection's own room. */
+		if (err != -ENOMEM || respond_spare(c, status, headers, body, len))
+			conn_close(c);
+		base_free(body);
 		return err;
 	}
 	wr->c = c;
@@ -506,7 +561,8 @@ int sc_http_respond(struct sc_conn *c, int status, const char *headers, const vo
 	void *copy = base_memdup(body, len);
 
 	if (!copy) {
-		conn_close(c);
+		if (respond_spare(c, status, headers, body, len))
+			conn_close(c);
 		return -ENOMEM;
 	}
 	return sc_http_respond_owned(c, status, headers, copy, len);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/mem.h"
 #include "sidecar/http.h"
@@ -119,6 +120,9 @@ static void on_work_done(uv_work_t *w, int status)
 		log_debug("http: an encoding was cancelled before it started");
 	} else if (!j->conn) {
 		log_debug("http: client gone while its answer was encoded: dropped");
+	} else if (!j->reply.body && j->reply.text[0]) {
+		sc_http_respond(j->conn, j->reply.status, j->reply.headers, j->reply.text,
+				strlen(j->reply.text));
 	} else {
 		sc_http_respond_owned(j->conn, j->reply.status, j->reply.headers, j->reply.body,
 				      j->reply.len);

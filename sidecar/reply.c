@@ -53,6 +53,9 @@ void sc_reply_error(struct sc_reply *r, int status, const char *msg)
 	go_error_body(status, msg, &headers, body, sizeof(body), &n);
 	copy = base_memdup(body, (size_t)n + 1);
 	sc_reply_body(r, status, headers, copy, (size_t)n);
+	r->text[0] = '\0';
+	if (!copy)   /* out of memory: the words go out all the same */
+		snprintf(r->text, sizeof(r->text), "%.*s\n", (int)sizeof(r->text) - 2, msg);
 }
 
 void sc_reply_pprof(struct sc_reply *r, struct enc_pprof *e, int err, const char *filename)

@@ -23,6 +23,9 @@ struct sc_reply {
 	char headers[256];      /* "Name: value\r\n"... */
 	void *body;             /* base_malloc'd; owned by the reply until sent */
 	size_t len;
+	/* An error's text when no memory was left to copy it into body (sent
+	 * as the body then), else "". */
+	char text[160];
 };
 
 /* Each fills r, freeing what r held; never fails (on OOM the body is left

@@ -21,6 +21,7 @@
 #define CONN_F_KEEPALIVE 0x04u
 #define CONN_F_DRAINING  0x10u   /* drain() is on the stack */
 #define CONN_F_PARTIAL   0x20u   /* some of a request has arrived, not all */
+#define CONN_F_OOM       0x40u   /* the server's reserve, taken when memory ran out */
 
 struct sc_http {
 	uv_loop_t *loop;
@@ -33,6 +34,12 @@ struct sc_http {
 	int nconns;
 	int closing;
 	int port;
+	/* A connection kept for when memory runs out as a client connects:
+	 * libuv accepts nothing more until the pending client is taken, so it
+	 * is taken into this one and answered 503 (see on_connection). */
+	struct sc_conn *reserve;
+	int live;                   /* connections not yet freed */
+	int tcp_closed;             /* the listener's handle is closed */
 	char slab[65536];           /* read buffer: consumed before the next read */
 };
 
@@ -73,6 +80,7 @@ struct sc_conn {
 	 * says how many were counted (X-Podprof-Allocs). */
 	int in_fail;
 	long long fail_at;          /* -1: not asked */
+	int armed;                  /* this request armed it: its answer disarms */
 	char fail_val[24];
 	size_t fail_len;
 #endif
@@ -104,9 +112,20 @@ static const char *status_text(int s)
 static void conn_close(struct sc_conn *c);
 static void on_server_closed(uv_handle_t *h);
 
+/* The server goes once its listener and every connection are closed (in
+ * whatever order libuv runs their close callbacks). */
+static void server_maybe_free(struct sc_http *srv)
+{
+	if (!srv->tcp_closed || srv->live)
+		return;
+	base_free(srv->reserve);
+	base_free(srv);
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct sc_conn *c = h->data;
+	struct sc_http *srv = c->srv;
 
 	if (--c->open_handles > 0)
 		return;
@@ -114,6 +133,11 @@ static void on_handle_closed(uv_handle_t *h)
 	base_buf_free(&c->body);
 	base_buf_free(&c->in);
 	base_free(c);
+	srv->live--;
+	/* The reserve used up: make another, now that memory may be back. */
+	if (!srv->reserve && !srv->closing)
+		srv->reserve = base_calloc(1, sizeof(*srv->reserve));
+	server_maybe_free(srv);
 }
 
 static void conn_close(struct sc_conn *c)
@@ -345,8 +369,10 @@ static void dispatch(struct sc_conn *c)
 	c->auth[c->auth_len < sizeof(c->auth) ? c->auth_len : sizeof(c->auth) - 1] = '\0';
 	req.authorization = c->auth_len < sizeof(c->auth) ? c->auth : "\x01too-long";
 #ifdef PODPROF_TORTURE
-	if (c->fail_at >= 0)
+	if (c->fail_at >= 0) {
 		base_mem_fail_at((uint64_t)c->fail_at);
+		c->armed = 1;
+	}
 	c->fail_at = -1;
 #endif
 	if (url[0] != '/' || decode_path(url)) {
@@ -419,7 +445,19 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	if (n > 0) {
 		/* Bytes wait here while a request is being answered (pipelining). */
-		if (base_buf_put(&c->in, buf->base, (size_t)n)) {
+		int err = base_buf_put(&c->in, buf->base, (size_t)n);
+
+		if (err == -ENOMEM && !(c->flags & CONN_F_BUSY)) {
+			/* No memory to hold the request: say so (no allocation
+			 * needed: see respond_spare), then close. */
+			c->flags |= CONN_F_BUSY;
+			c->flags &= ~CONN_F_KEEPALIVE;
+			uv_read_stop(s);
+			sc_http_respond(c, 503, "Retry-After: 5\r\nContent-Type: text/plain; charset=utf-8\r\n",
+					"503 Service Unavailable\n", 24);
+			return;
+		}
+		if (err) {
 			conn_close(c);
 			return;
 		}
@@ -496,9 +534,11 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 	/* The request's count ends here: the answer's own allocations are
 	 * not the request's. */
 	unsigned long long counted = (unsigned long long)base_mem_counted();
-	int failed = base_mem_failed();
+	int failed = base_mem_failed(), armed = c->armed;
 
-	base_mem_fail_off();
+	if (armed)
+		base_mem_fail_off();
+	c->armed = 0;
 #endif
 	keep = (c->flags & CONN_F_KEEPALIVE) && !c->srv->closing;
 	base_buf_init(&head, 65536);
@@ -507,7 +547,7 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 			      status, status_text(status), headers ? headers : "", len,
 			      keep ? "keep-alive" : "close");
 #ifdef PODPROF_TORTURE
-	if (!err)
+	if (!err && armed)
 		err = base_buf_printf(&head, "X-Podprof-Allocs: %llu%s\r\n", counted,
 				      failed ? " (one failed)" : "");
 #endif
@@ -583,9 +623,18 @@ static void on_connection(uv_stream_t *server, int status)
 	if (status < 0)
 		return;
 	c = base_calloc(1, sizeof(*c));
-	if (!c)
+	if (!c && (c = srv->reserve)) {
+		/* Out of memory: the client is taken and told (503), so that
+		 * the listener goes on accepting. */
+		srv->reserve = NULL;
+		c->flags |= CONN_F_OOM;
+	}
+	if (!c) {
+		log_error("http: out of memory for a new connection: not accepting until memory is back");
 		return;
+	}
 	c->srv = srv;
+	srv->live++;
 	uv_tcp_init(srv->loop, &c->tcp);
 	uv_timer_init(srv->loop, &c->timer);
 	c->tcp.data = c->timer.data = c;
@@ -605,11 +654,16 @@ static void on_connection(uv_stream_t *server, int status)
 		conn_close(c);
 		return;
 	}
-	if (srv->nconns > srv->cfg->max_conns) {
-		log_warn("http: connection limit %d reached, refusing a client", srv->cfg->max_conns);
+	if (srv->nconns > srv->cfg->max_conns || (c->flags & CONN_F_OOM)) {
+		int oom = c->flags & CONN_F_OOM;
+
+		if (oom)
+			log_warn("http: out of memory for a new connection: answered 503");
+		else
+			log_warn("http: connection limit %d reached, refusing a client", srv->cfg->max_conns);
 		c->flags |= CONN_F_BUSY;
 		sc_http_respond(c, 503, "Retry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\n",
-				"too many connections\n", 21);
+				oom ? "out of memory\n" : "too many connections\n", oom ? 14 : 21);
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
@@ -647,6 +701,7 @@ int sc_http_init(uv_loop_t *loop, struct sc_http **out, const struct sc_cfg *cfg
 	srv->settings.on_headers_complete = on_headers_complete;
 	srv->settings.on_body = on_body;
 	srv->settings.on_message_complete = on_message_complete;
+	srv->reserve = base_calloc(1, sizeof(*srv->reserve));
 	uv_tcp_init(loop, &srv->tcp);
 	srv->tcp.data = srv;
 	if ((err = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&ss, 0)) ||
@@ -669,7 +724,10 @@ int sc_http_port(const struct sc_http *srv)
 
 static void on_server_closed(uv_handle_t *h)
 {
-	base_free(h->data);
+	struct sc_http *srv = h->data;
+
+	srv->tcp_closed = 1;
+	server_maybe_free(srv);
 }
 
 void sc_http_close(struct sc_http *srv)

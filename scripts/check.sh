@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, then builds and runs every
-# test twice, plain and under ASan+UBSan, the fuzz smoke and the pod
-# end-to-end test. The last line is "N passed, N failed, N skipped".
+# test twice, plain and under ASan+UBSan, the structure's rules, a short
+# torture (allocations failing), the fuzz smoke and the pod end-to-end
+# test. The last line is "N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
@@ -22,6 +23,18 @@ for flavour in release asan; do
 	total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 	rm -f "$out"
 done
+# make torture, short: every unit test with each allocation failing in turn
+# (at most 300 runs a test), and the HTTP scenarios with at most 30 of each
+# request's allocations failing (make torture runs 300).
+if make -j"$(nproc)" FLAVOUR=torture all fixtures build/torture/unit-tests >&2; then
+	out=$(mktemp)
+	tests/torture/run.sh build/torture 300 "${TORTURE_HTTP_MAX:-30}" | tee "$out" | grep -E '^(FAIL|[0-9]+ passed)'
+	total_p=$((total_p + $(grep -c '^PASS ' "$out"))); total_f=$((total_f + $(grep -c '^FAIL ' "$out")))
+	rm -f "$out"
+else
+	echo "FAIL build/torture"
+	total_f=$((total_f + 1))
+fi
 # A short fuzz smoke: every committed seed replayed, then FUZZ_SECONDS of
 # fuzzing per harness under ASan+UBSan (make fuzz runs longer).
 out=$(mktemp)

@@ -8,6 +8,14 @@ build=build/$flavour
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 {
+	# The structure's rules (scripts/structure.py), read from this build's objects.
+	if python3 scripts/structure.py "$build" > /tmp/podprof-structure-$$.txt; then
+		echo "PASS structure/rules"
+	else
+		echo "FAIL structure/rules:"
+		sed 's/^/  /' /tmp/podprof-structure-$$.txt
+	fi
+	rm -f /tmp/podprof-structure-$$.txt
 	"$build/unit-tests"
 	python3 tests/integration/run.py "$build"
 } 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 $flavour/#" | tee /tmp/podprof-tests-$$.log | grep -vE '^[0-9]+ passed'

@@ -1,5 +1,6 @@
 /* Growing arrays by doubling. The caller's typed pointer is read and
- * written through memcpy: the array code never needs to know its type. */
+ * written through memcpy: the array code never needs to know its type.
+ * Owns nothing (the caller owns its array). Any thread. */
 #include "base/array.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
-/* The capped byte buffer. */
+/* The capped byte buffer (see buf.h): owns its bytes until they are
+ * taken. Any thread; a buffer has one owner at a time. */
 #include "base/buf.h"
 
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* The hash map: open addressing, linear probing, at most half full. A
  * slot's home is taken from the high bits of key * 2^64/phi (Fibonacci
  * hashing), so that keys in a row (tids, addresses) spread over the table;
- * with at most half the slots used a probe run stays short. */
+ * with at most half the slots used a probe run stays short. Owns its
+ * table. Any thread; a map has one owner at a time. */
 #include "base/map.h"
 
 #include <errno.h>

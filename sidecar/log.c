@@ -1,3 +1,8 @@
+/* The logger (see log.h): a line per event, formatted into a buffer of
+ * the caller's stack and written with one write(2), so that lines of the
+ * loop, sampler and work threads never interleave; stderr made
+ * non-blocking when it is a pipe nobody may read, the lines dropped then
+ * counted. Any thread; sc_log_init at start-up. */
 #include "sidecar/log.h"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+/* Go's net/http/pprof parameter rules (see query.h): pure functions of the
+ * query text, but for sc_query_pid, which also reads /proc. Owns nothing.
+ * Any thread. */
 #include "sidecar/query.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
-/* /debug/pprof/cmdline: the target's command line as Go's Cmdline. */
+/* /debug/pprof/cmdline: the target's command line as Go's Cmdline, read
+ * from /proc and answered at once. Loop thread. */
 #include "sidecar/profiles/cmdline.h"
 
 #include <errno.h>

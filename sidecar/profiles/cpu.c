@@ -1,4 +1,6 @@
-/* /debug/pprof/profile: on-CPU stacks, Go's CPU profile. */
+/* /debug/pprof/profile: on-CPU stacks, Go's CPU profile: its parameters
+ * on the loop thread, a CPU session on the sampler thread, the pprof
+ * encoding on a work thread (its job owns the profile until then). */
 #include "sidecar/profiles/cpu.h"
 
 #include <inttypes.h>

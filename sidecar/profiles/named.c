@@ -1,5 +1,5 @@
 /* Go's rules for the named profiles' seconds= and debug= (net/http/pprof's
- * serveDeltaProfile), shared by every named profile. */
+ * serveDeltaProfile), shared by every named profile. Loop thread. */
 #include "sidecar/profiles/named.h"
 
 #include <stdio.h>

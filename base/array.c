@@ -8,7 +8,7 @@
 
 #include "base/mem.h"
 
-int base_array_reserve(void *itemsp, size_t *cap, size_t need, size_t size)
+static int grow(void *itemsp, size_t *cap, size_t need, size_t size, int zero)
 {
 	size_t ncap = *cap ? *cap : 8, bytes;
 	void *items, *v;
@@ -26,8 +26,19 @@ int base_array_reserve(void *itemsp, size_t *cap, size_t need, size_t size)
 	memcpy(&items, itemsp, sizeof(items));
 	if (!(v = base_realloc(items, bytes)))
 		return -ENOMEM;
-	memset((char *)v + *cap * size, 0, (ncap - *cap) * size);
+	if (zero)
+		memset((char *)v + *cap * size, 0, (ncap - *cap) * size);
 	memcpy(itemsp, &v, sizeof(v));
 	*cap = ncap;
 	return 0;
+}
+
+int base_array_reserve(void *itemsp, size_t *cap, size_t need, size_t size)
+{
+	return grow(itemsp, cap, need, size, 1);
+}
+
+int base_array_grow(void *itemsp, size_t *cap, size_t need, size_t size)
+{
+	return grow(itemsp, cap, need, size, 0);
 }

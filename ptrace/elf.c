@@ -191,7 +191,7 @@ static int add_name(struct pt_symtab *st, const char *s, size_t n, uint32_t *off
 
 	if (st->names_len + n + 1 > PT_ELF_MAX_NAMES)
 		return -E2BIG;
-	if ((err = BASE_ARRAY_RESERVE(st->names, st->names_cap, st->names_len + n + 1)))
+	if ((err = BASE_ARRAY_GROW(st->names, st->names_cap, st->names_len + n + 1)))
 		return err;
 	memcpy(st->names + st->names_len, s, n);
 	st->names[st->names_len + n] = '\0';
@@ -208,7 +208,7 @@ static int add_sym(struct pt_symtab *st, uint64_t addr, uint64_t size, const cha
 
 	if (st->n == PT_ELF_MAX_SYMS)
 		return -E2BIG;
-	if ((err = BASE_ARRAY_RESERVE(st->v, st->cap, st->n + 1)))
+	if ((err = BASE_ARRAY_GROW(st->v, st->cap, st->n + 1)))
 		return err;
 	s = &st->v[st->n];
 	if ((err = add_name(st, name, namelen, &s->name)))

@@ -179,7 +179,7 @@ static uint32_t intern(struct pt_py *py, const char *s)
 	if ((at = base_map_find(&py->strs, h, str_eq, &k)))
 		return (uint32_t)*at;
 	if (py->pool_len + n > STR_POOL_MAX ||
-	    BASE_ARRAY_RESERVE(py->pool, py->pool_cap, py->pool_len + n) ||
+	    BASE_ARRAY_GROW(py->pool, py->pool_cap, py->pool_len + n) ||
 	    base_map_add(&py->strs, h, off))
 		return UINT32_MAX;
 	memcpy(py->pool + off, s, n);

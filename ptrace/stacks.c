@@ -103,7 +103,7 @@ int pt_stacks_add(struct pt_stacks *st, const struct pt_sample *smp, const int64
 	/* A new stack: refused past max_stacks (or past what an array or a
 	 * map holds, 2^31), and counted as dropped. */
 	err = st->n >= st->max ? -E2BIG :
-	      BASE_ARRAY_RESERVE(st->frames, st->frames_cap, st->nframes + (size_t)n);
+	      BASE_ARRAY_GROW(st->frames, st->frames_cap, st->nframes + (size_t)n);
 	if (!err)
 		err = BASE_ARRAY_RESERVE(st->v, st->cap, st->n + 1);
 	if (!err)

@@ -80,6 +80,20 @@ TEST(base_array_grows_by_doubling_and_zeroes)
 	base_free(v);
 }
 
+TEST(base_array_grow_keeps_what_is_there)
+{
+	char *v = NULL;
+	size_t cap = 0;
+
+	ASSERT_OK(BASE_ARRAY_GROW(v, cap, 5));
+	memcpy(v, "abcd", 5);
+	ASSERT_OK(BASE_ARRAY_GROW(v, cap, 100));
+	ASSERT_EQ(cap, 128);
+	ASSERT_STR_EQ(v, "abcd");
+	ASSERT_EQ(BASE_ARRAY_GROW(v, cap, BASE_ARRAY_MAX + 1), -E2BIG);
+	base_free(v);
+}
+
 TEST(base_array_refuses_growth_past_2_31_elements)
 {
 	char *v = NULL;

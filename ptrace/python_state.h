@@ -1,13 +1,9 @@
 /* What the parts of the CPython reader share, inside ptrace/ only (STYLE
  * H1; python.h and each part's header are the public side): the handle,
  * with the caches that the names of Python frames live in, and the one
- * read of target memory they all make. Types only. The parts, none of
- * which calls back into another:
- *   python_interp.c   the handle's life, detection, the layout table;
- *   python_frames.c   the reads made during a stop, and the tokens that
- *                     replace eval frames after it;
- *   python_names.c    what a token names: code objects, strings, location
- *                     tables (read once, cached by address).
+ * read of target memory they all make. Types only. The parts (python.h
+ * names them: the handle's life and detection, the reads of a stop, what a
+ * token names) share it; none of them calls back into another.
  * Sampler thread only. */
 #ifndef PT_PYTHON_STATE_H
 #define PT_PYTHON_STATE_H
@@ -20,7 +16,6 @@
 
 #include "base/map.h"
 #include "ptrace/python.h"
-#include "ptrace/python_interp.h"
 
 /* One resolved Python frame of a token: the string pool offsets of its
  * function and file, its line and its function's first line. */

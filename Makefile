@@ -11,7 +11,7 @@ WARN   := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototyp
           -Wmissing-prototypes -Wold-style-definition -Wvla -Wundef -Wpointer-arith
 PKGS   := libuv libunwind-ptrace libprotobuf-c zlib liblzma
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunwind-x86_64
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lunwind-x86_64 -lm
 LLHTTP_SRC ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 

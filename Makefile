@@ -48,7 +48,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
 .PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture
-all: $(BUILD)/podprof build/podprof
+all: $(BUILD)/podprof build/podprof $(BUILD)/libpodprof-alloc.so build/libpodprof-alloc.so
 
 build/podprof: $(BUILD)/podprof
 	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
@@ -56,6 +56,24 @@ build/podprof: $(BUILD)/podprof
 $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# The allocation agent (agent/): its own flags, never sanitized (it runs
+# inside the application), libc and libm only, GCC's unwinder linked in and
+# hidden (exports.map).
+AGENT_SRC := $(wildcard agent/*.c)
+AGENT_CFLAGS := -O2 -g -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(WARN) -MMD -MP \
+                -D_GNU_SOURCE -I.
+$(BUILD)/agent/%.o: agent/%.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) $(AGENT_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/exports.map
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -static-libgcc -o $@ $(filter %.o,$^) -Wl,--version-script=agent/exports.map \
+		-Wl,-z,relro,-z,now -lm -Wl,-Bstatic -lgcc_eh -Wl,-Bdynamic
+
+build/libpodprof-alloc.so: $(BUILD)/libpodprof-alloc.so
+	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: encoder/profile.proto
 	@echo "  PROTOC  $<"

@@ -203,3 +203,44 @@ int enc_text_contention_encode(const struct enc_text_profile *p, const char *kin
 	base_free(g);
 	return base_buf_take(&o, out, len);
 }
+
+static int cmp_inuse(const void *a, const void *b)
+{
+	const struct enc_text_stack *x = *(const struct enc_text_stack *const *)a;
+	const struct enc_text_stack *y = *(const struct enc_text_stack *const *)b;
+
+	if (x->heap[1] != y->heap[1])
+		return x->heap[1] > y->heap[1] ? -1 : 1;
+	return (x->heap[3] < y->heap[3]) - (x->heap[3] > y->heap[3]);
+}
+
+int enc_text_heap_encode(const struct enc_text_profile *p, uint64_t rate, size_t max, char **out,
+			 size_t *len)
+{
+	const struct enc_text_stack **order;
+	int64_t tot[4] = { 0 };
+	struct base_buf o;
+
+	*out = NULL;
+	base_buf_init(&o, max);
+	if (!(order = base_calloc(p->nstacks + 1, sizeof(*order))))
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		order[i] = &p->stacks[i];
+		for (int k = 0; k < 4; k++)
+			tot[k] += p->stacks[i].heap[k];
+	}
+	qsort(order, p->nstacks, sizeof(*order), cmp_inuse);
+	base_buf_printf(&o, "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64
+			"] @ heap/%" PRIu64 "\n", tot[0], tot[1], tot[2], tot[3],
+			rate > 1 ? 2 * rate : (uint64_t)1);
+	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
+		const struct enc_text_stack *s = order[i];
+
+		base_buf_printf(&o, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "]", s->heap[0],
+				s->heap[1], s->heap[2], s->heap[3]);
+		put_stack(&o, p, s);
+	}
+	base_free(order);
+	return base_buf_take(&o, out, len);
+}

@@ -28,6 +28,8 @@ struct enc_text_stack {
 	const char *state;      /* "running", "sleeping", ... */
 	const char *syscall;    /* system call it is in ("?" if unnamed), or NULL */
 	int64_t weight;         /* contention: the delay (ns) */
+	/* heap: inuse_objects, inuse_bytes, alloc_objects, alloc_bytes, as sampled */
+	int64_t heap[4];
 };
 
 struct enc_text_profile {
@@ -58,5 +60,14 @@ int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **ou
  * enc_text_count_encode. */
 int enc_text_contention_encode(const struct enc_text_profile *p, const char *kind, size_t max,
 			       char **out, size_t *len);
+
+/* heap and allocs with allocation stacks, debug=1: Go's heap text,
+ * "heap profile: I: IB [A: AB] @ heap/<2*rate>" (the totals; Go writes
+ * twice its rate there, which pprof's reader expects), then per stack
+ * "i: ib [a: ab] @ pc pc ...", most bytes in use first, and a "#" line per
+ * frame. Values as sampled, as Go prints them (pprof scales them when it
+ * reads the text). Returns and owns as enc_text_count_encode. */
+int enc_text_heap_encode(const struct enc_text_profile *p, uint64_t rate, size_t max, char **out,
+			 size_t *len);
 
 #endif

@@ -92,6 +92,17 @@ struct pt_profile_sample {
 	unsigned int flags;  /* PT_SAMPLE_F_* */
 };
 #define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
+/* heap and allocs: what the target's allocation records said. */
+struct pt_profile_allocs {
+	const char *source;  /* "agent" or "go": samples are allocation stacks, values
+	                      * alloc_objects, alloc_space, inuse_objects, inuse_space as
+	                      * sampled (not scaled); NULL: memory by mapping */
+	const char *why;     /* by mapping: why there are no stacks (a static sentence) */
+	int err;             /* by mapping: the error reading the records gave, or 0 */
+	uint64_t rate;       /* mean bytes per sample (<= 1: every allocation) */
+	uint64_t samples, dropped, lost_frees;
+	int full, forked;
+};
 struct pt_profile {
 	uint64_t time_ns, duration_ns;
 	int hz;
@@ -106,6 +117,7 @@ struct pt_profile {
 	uint64_t threads_stopped;    /* threads: threads stopped (the rest were cached) */
 	uint64_t symbolize_ns;       /* naming every location (tables already read) */
 	struct pt_timeline *timeline;   /* trace only */
+	struct pt_profile_allocs alloc;   /* heap and allocs only */
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
 };

@@ -23,11 +23,13 @@
 #include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
+#include "ptrace/allocsrc.h"
 #include "ptrace/proc.h"
 #include "ptrace/profile.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/sampler.h"
 #include "ptrace/session.h"
+#include "ptrace/stacks.h"
 
 #define ARENA_ALIGN (64ull << 20)   /* glibc's malloc arenas: HEAP_MAX_SIZE aligned */
 #define MAX_KEYS 100000             /* mappings tracked per target for allocs */
@@ -65,6 +67,9 @@ struct memory_session {
 	struct pt_session base;
 	struct rows before;      /* heap?seconds=N: the first reading */
 	int delta;
+	int stacks;              /* allocation stacks (the target keeps records) */
+	struct pt_stacks *before_st;   /* with stacks and a window: the first reading */
+	struct pt_profile_allocs info;
 };
 
 static int is_anon(const struct pt_map *m)
@@ -377,7 +382,7 @@ static int current(struct pt_session *ss, struct rows *out)
 	void **slot;
 	int err = look(ss, &now);
 
-	if (err || ss->kind == &pt_kind_heap) {
+	if (err || ss->kind == &pt_kind_heap || ss->kind == &pt_kind_heap_mappings) {
 		*out = now;
 		return err;
 	}
@@ -392,11 +397,85 @@ static int current(struct pt_session *ss, struct rows *out)
 	return 0;
 }
 
+/* ---- allocation stacks ------------------------------------------------ */
+
+static int by_mapping(const struct pt_session *ss)
+{
+	return ss->kind == &pt_kind_heap_mappings || ss->kind == &pt_kind_allocs_mappings;
+}
+
+/* Reads the target's allocation records into *st (made here). On failure
+ * info says why there are no stacks. Returns 0, -ENOENT (no records: the
+ * mapping view answers), -ESRCH or -ENOMEM (the request fails). */
+static int records(struct pt_session *ss, struct pt_stacks **st, struct pt_profile_allocs *info)
+{
+	struct pt_allocs a;
+	const char *why;
+	int err = pt_allocsrc_read(ss->t, &a, &why);
+
+	memset(info, 0, sizeof(*info));
+	if (err) {
+		pt_allocs_clear(&a);
+		if (err == -ENOMEM || err == -ESRCH)
+			return err;
+		info->err = err == -ENOENT ? 0 : err;
+		info->why = why ? why : "the target's allocation records could not be read";
+		return -ENOENT;
+	}
+	*info = (struct pt_profile_allocs){ .source = a.source, .rate = a.rate,
+					    .samples = a.samples, .dropped = a.dropped,
+					    .lost_frees = a.lost_frees, .full = a.full,
+					    .forked = a.forked };
+	err = pt_allocsrc_stacks(&a, st, (size_t)ss->o->max_stacks);
+	pt_allocs_clear(&a);
+	return err;
+}
+
+static int stacks_finish(struct pt_session *ss)
+{
+	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
+	struct pt_profile_allocs *info = &ms->info;
+	struct pt_stacks *now = NULL;
+	struct pt_profile *p;
+	int err = records(ss, &now, info);
+
+	if (!err && ms->delta)
+		err = pt_stacks_merge(now, ms->before_st, -1);
+	if (!err && !(err = pt_profile_build(now, ss->t, &ss->req->profile))) {
+		p = ss->req->profile;
+		if (ms->delta)
+			pt_profile_drop_zero(p);
+		p->alloc = *info;
+		p->dropped_stacks = pt_stacks_dropped(now);
+		p->time_ns = ss->start_wall;
+		p->duration_ns = ms->delta ? pt__now_ns() - ss->start_ns : 0;
+		pt__sampler_log(ss->s, 0, "%s: pid=%d %zu allocation stacks from the %s (rate %llu)%s",
+				ss->kind->name, (int)ss->req->pid, p->nsamples, info->source,
+				(unsigned long long)info->rate, ms->delta ? " (delta)" : "");
+	}
+	pt_stacks_free(now);
+	return err;
+}
+
+/* ---- the sessions ------------------------------------------------------ */
+
 static int memory_start(struct pt_session *ss)
 {
 	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
+	int err;
 
 	ms->delta = ss->req->duration_ns > 0;
+	if (!by_mapping(ss)) {
+		if (!ms->delta) {
+			ms->stacks = 1;   /* decided at the end */
+			return 0;
+		}
+		err = records(ss, &ms->before_st, &ms->info);
+		if (err != -ENOENT) {
+			ms->stacks = !err;
+			return err;
+		}
+	}
 	return ms->delta ? current(ss, &ms->before) : 0;
 }
 
@@ -404,13 +483,20 @@ static int memory_finish(struct pt_session *ss)
 {
 	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
 	struct rows now;
-	int err = current(ss, &now);
+	int err;
 
+	if (ms->stacks) {
+		/* Records gone since the window began (an exec): an error. */
+		if ((err = stacks_finish(ss)) != -ENOENT || ms->delta)
+			return err == -ENOENT ? -EPROTO : err;
+	}
+	err = current(ss, &now);
 	if (!err && ms->delta)
 		err = subtract(&now, &ms->before);
 	if (!err && !(err = rows_profile(&now, &ss->req->profile))) {
 		ss->req->profile->time_ns = ss->start_wall;
 		ss->req->profile->duration_ns = ms->delta ? pt__now_ns() - ss->start_ns : 0;
+		ss->req->profile->alloc = ms->info;
 	}
 	pt__sampler_log(ss->s, 0, "%s: pid=%d rows=%zu%s in %.1f ms", ss->kind->name,
 			(int)ss->req->pid, now.n, ms->delta ? " (delta)" : "",
@@ -422,23 +508,23 @@ static int memory_finish(struct pt_session *ss)
 
 static void memory_free(struct pt_session *ss)
 {
-	base_free(PT_SESSION_OF(ss, struct memory_session)->before.v);
+	struct memory_session *ms = PT_SESSION_OF(ss, struct memory_session);
+
+	base_free(ms->before.v);
+	pt_stacks_free(ms->before_st);
 }
 
-const struct pt_session_kind pt_kind_heap = {
-	.name = "heap",
-	.size = sizeof(struct memory_session),
-	.flags = PT_KIND_F_WINDOW,
-	.start = memory_start,
-	.finish = memory_finish,
-	.free = memory_free,
-};
+#define MEMORY_KIND(kname)                         \
+	{                                          \
+		.name = kname,                     \
+		.size = sizeof(struct memory_session), \
+		.flags = PT_KIND_F_WINDOW,         \
+		.start = memory_start,             \
+		.finish = memory_finish,           \
+		.free = memory_free,               \
+	}
 
-const struct pt_session_kind pt_kind_allocs = {
-	.name = "allocs",
-	.size = sizeof(struct memory_session),
-	.flags = PT_KIND_F_WINDOW,
-	.start = memory_start,
-	.finish = memory_finish,
-	.free = memory_free,
-};
+const struct pt_session_kind pt_kind_heap = MEMORY_KIND("heap");
+const struct pt_session_kind pt_kind_allocs = MEMORY_KIND("allocs");
+const struct pt_session_kind pt_kind_heap_mappings = MEMORY_KIND("heap by mapping");
+const struct pt_session_kind pt_kind_allocs_mappings = MEMORY_KIND("allocs by mapping");

@@ -141,3 +141,16 @@ const char *pt_symbolize_build_id(struct pt_tracee *t, uint64_t addr)
 
 	return mod ? mod->build_id : "";
 }
+
+int pt_symbolize_lookup(struct pt_tracee *t, uint64_t addr, const char *const *names,
+			uint64_t *addrs, uint64_t *sizes, int n)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod ? pt_module_lookup(t->mods, mod, names, addrs, sizes, n) : -ENOENT;
+}
+
+int pt_symbolize_read(struct pt_tracee *t, uint64_t addr, void *buf, size_t len)
+{
+	return pt_mem_read(t->mem, addr, buf, len);
+}

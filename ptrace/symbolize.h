@@ -5,6 +5,7 @@
 #ifndef PT_SYMBOLIZE_H
 #define PT_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,6 +42,16 @@ int pt_symbolize_python(struct pt_tracee *t, uint64_t addr, struct pt_py_line *o
 const char *pt_symbolize_python_note(struct pt_tracee *t);
 /* Build-id of the module holding addr ("" if unknown). */
 const char *pt_symbolize_build_id(struct pt_tracee *t, uint64_t addr);
+
+/* Looks up names[0..n) (functions or data) in the file of the module
+ * holding runtime address addr (pt_module_lookup): addrs[i] gets each
+ * one's runtime address (0 if absent), sizes[i] its size. Returns how many
+ * were found, -ENOENT when no module holds addr, or another negative errno. */
+int pt_symbolize_lookup(struct pt_tracee *t, uint64_t addr, const char *const *names,
+			uint64_t *addrs, uint64_t *sizes, int n);
+/* Reads len bytes of the target's memory at addr (uncached where it may
+ * change). Returns 0, -EFAULT or -ESRCH. */
+int pt_symbolize_read(struct pt_tracee *t, uint64_t addr, void *buf, size_t len);
 
 /* The target's PID as the target sees it (NSpid in /proc/<pid>/status), read
  * once; the pid itself when that cannot be read. */

@@ -10,6 +10,7 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "encoder/text.h"
+#include "ptrace/allocs.h"
 #include "ptrace/proc.h"
 #include "ptrace/sampler.h"
 
@@ -53,6 +54,17 @@ void sc_stacks_info(const struct pt_profile *pr, struct sc_stacks_info *out)
 	out->thread_samples = pr->thread_samples;
 	out->dropped_stacks = pr->dropped_stacks;
 	out->threads_stopped = pr->threads_stopped;
+	out->alloc = pr->alloc;
+}
+
+void sc_stacks_scale_allocs(struct pt_profile *pr)
+{
+	for (size_t i = 0; pr->alloc.source && i < pr->nsamples; i++) {
+		int64_t *v = pr->samples[i].value;
+
+		pt_allocs_scale(v[0], v[1], pr->alloc.rate, &v[0], &v[1]);
+		pt_allocs_scale(v[2], v[3], pr->alloc.rate, &v[2], &v[3]);
+	}
 }
 
 int sc_stacks_types(struct enc_pprof *e, const struct sc_stack_spec *spec)
@@ -322,6 +334,27 @@ int sc_stacks_contention_text(const struct pt_profile *pr, const char *kind,
 		v.stacks[i].weight = column(&pr->samples[i], delay);
 	}
 	err = enc_text_contention_encode(&v.tp, kind, max, out, len);
+	text_view_free(&v);
+	return err;
+}
+
+int sc_stacks_heap_text(const struct pt_profile *pr, size_t max, char **out, size_t *len)
+{
+	struct text_view v;
+	int err;
+
+	*out = NULL;
+	if ((err = text_view_new(pr, "heap", &v)))
+		return err;
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const int64_t *x = pr->samples[i].value;
+
+		v.stacks[i].heap[0] = x[2];
+		v.stacks[i].heap[1] = x[3];
+		v.stacks[i].heap[2] = x[0];
+		v.stacks[i].heap[3] = x[1];
+	}
+	err = enc_text_heap_encode(&v.tp, pr->alloc.rate, max, out, len);
 	text_view_free(&v);
 	return err;
 }

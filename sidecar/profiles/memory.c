@@ -1,8 +1,10 @@
-/* /debug/pprof/heap and /debug/pprof/allocs: where the process's memory
- * lives, by mapping, from /proc/<pid>/smaps (ptrace/session_memory.c).
- * Allocation stacks would need code inside the target; the profiles say so.
- * Requests and the index's count run on the loop thread, the encoding (the
- * profile, or debug=1's table) on a work thread. */
+/* /debug/pprof/heap and /debug/pprof/allocs: who allocated the memory the
+ * process holds, from its allocation records (the allocation agent's, or a
+ * Go runtime's own), as Go's heap profile says it; without records, or with
+ * view=mappings, where the memory lives, by mapping, from /proc/<pid>/smaps
+ * (ptrace/session_memory.c). Requests and the index's count run on the
+ * loop thread, the encoding (the profile, or debug=1's text) on a work
+ * thread. */
 #include "sidecar/profiles/memory.h"
 
 #include <errno.h>
@@ -30,6 +32,7 @@ struct memory_job {
 	int allocs;
 	int debug;
 	int delta;
+	int mappings;   /* view=mappings: asked for the mapping view */
 };
 
 static const struct sc_stack_value heap_values[] = {
@@ -57,7 +60,92 @@ static const char ALLOCS_NOTE[] =
 	"podprof: allocs: per mapping, the bytes that became resident (each growth of its RSS "
 	"seen, summed: alloc_space) and how many growths (alloc_objects), since podprof first "
 	"looked at the target (every heap and allocs request looks); never decreasing. "
-	"inuse_* is what each holds now. Allocation stacks would need code inside the target.";
+	"inuse_* is what each holds now.";
+
+static const char HOW_TO_STACKS[] =
+	"For allocation stacks, start the program with LD_PRELOAD=<dir>/libpodprof-alloc.so "
+	"(the podprof image holds it; the chart's agent.enabled copies it into the pod); Go "
+	"programs need only link runtime/pprof (net/http/pprof does) and keep their symbols.";
+
+/* The comments of a profile with allocation stacks. */
+static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
+			const struct sc_stacks_info *in)
+{
+	char note[512];
+	int err;
+
+	snprintf(note, sizeof(note),
+		 "podprof: %s: allocation stacks from %s, one sample per %llu bytes allocated on "
+		 "average; values estimated from the samples as Go's heap profile does; "
+		 "inuse = allocated and not yet freed, alloc = since %s. "
+		 "%s?view=mappings shows the memory by mapping.",
+		 m->allocs ? "allocs" : "heap",
+		 !strcmp(in->alloc.source, "go") ? "the Go runtime's own records (runtime.MemProfile)" :
+						   "podprof's allocation agent in the process",
+		 (unsigned long long)in->alloc.rate,
+		 !strcmp(in->alloc.source, "go") ? "the program started" :
+						   "the agent started in the process",
+		 m->allocs ? "allocs" : "heap");
+	if ((err = enc_pprof_comment(e, note)))
+		return err;
+	if (in->alloc.dropped || in->alloc.lost_frees || in->alloc.full) {
+		snprintf(note, sizeof(note),
+			 "podprof: the agent's fixed record area %s: %llu samples not recorded, %llu "
+			 "frees of sampled blocks not seen (of %llu samples)",
+			 in->alloc.full ? "is full" : "was busy at times",
+			 (unsigned long long)in->alloc.dropped,
+			 (unsigned long long)in->alloc.lost_frees,
+			 (unsigned long long)in->alloc.samples);
+		if ((err = enc_pprof_comment(e, note)))
+			return err;
+	}
+	if (in->alloc.forked &&
+	    (err = enc_pprof_comment(e, "podprof: this process is a fork child: its records began "
+					"as its parent's at the fork")))
+		return err;
+	if (!in->nsamples && !strcmp(in->alloc.source, "agent") &&
+	    (err = enc_pprof_comment(e, "podprof: the agent saw no sampled allocation: a static "
+					"binary, or an allocator linked in (jemalloc, tcmalloc) "
+					"is not seen by it")))
+		return err;
+	if (m->delta && (err = enc_pprof_comment(e, "podprof: the change over the window "
+						    "(seconds=): negative where memory was freed")))
+		return err;
+	return 0;
+}
+
+/* The mapping view says why it has no stacks, and how to get them. */
+static int mapping_why(struct enc_pprof *e, const struct memory_job *m,
+		       const struct sc_stacks_info *in)
+{
+	char note[640];
+
+	if (m->mappings)
+		return 0;
+	snprintf(note, sizeof(note), "podprof: no allocation stacks: %s%s%s%s. %s",
+		 in->alloc.why ? in->alloc.why : "the target keeps no allocation records",
+		 in->alloc.err ? " (" : "", in->alloc.err ? strerror(-in->alloc.err) : "",
+		 in->alloc.err ? ")" : "", HOW_TO_STACKS);
+	return enc_pprof_comment(e, note);
+}
+
+static int build_stacks(struct enc_pprof *e, const struct memory_job *m,
+			const struct sc_stacks_info *in)
+{
+	struct pt_profile *pr = m->job.req.profile;
+	int err;
+
+	sc_stacks_scale_allocs(pr);
+	if ((err = sc_stacks_types(e, &allocs_spec)) ||
+	    (err = enc_pprof_period(e, "space", "bytes",
+				    in->alloc.rate > 1 ? (int64_t)in->alloc.rate : 1)) ||
+	    (err = enc_pprof_default_type(e, m->allocs ? "alloc_space" : "inuse_space")))
+		return err;
+	enc_pprof_time(e, (int64_t)in->time_ns, (int64_t)in->duration_ns);
+	if ((err = stacks_notes(e, m, in)) || (err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, &allocs_spec);
+}
 
 static int build(struct enc_pprof *e, const struct memory_job *m)
 {
@@ -67,11 +155,14 @@ static int build(struct enc_pprof *e, const struct memory_job *m)
 	int err;
 
 	sc_stacks_info(pr, &in);
+	if (in.alloc.source)
+		return build_stacks(e, m, &in);
 	if ((err = sc_stacks_types(e, spec)) || (err = enc_pprof_period(e, "space", "bytes", 1)) ||
 	    (err = enc_pprof_default_type(e, m->allocs ? "alloc_space" : "inuse_space")))
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
 	if ((err = enc_pprof_comment(e, m->allocs ? ALLOCS_NOTE : HEAP_NOTE)) ||
+	    (err = mapping_why(e, m, &in)) ||
 	    (m->delta && (err = enc_pprof_comment(e, "podprof: the change over the window "
 							"(seconds=): negative where memory was returned"))))
 		return err;
@@ -135,12 +226,18 @@ static void memory_encode(struct sc_job *j, struct sc_reply *r)
 	const char *name = m->allocs ? (m->delta ? "allocs-delta" : "allocs") :
 				       (m->delta ? "heap-delta" : "heap");
 	struct enc_pprof *e = NULL;
+	struct sc_stacks_info in;
 	char *text;
 	size_t len;
 	int err;
 
 	if (m->debug) {
-		if ((err = table(j->req.profile, m->allocs, &text, &len)))
+		sc_stacks_info(j->req.profile, &in);
+		if (in.alloc.source)
+			err = sc_stacks_heap_text(j->req.profile, SC_MAX_PROFILE_BYTES, &text, &len);
+		else
+			err = table(j->req.profile, m->allocs, &text, &len);
+		if (err)
 			sc_reply_error(r, 500, err == -E2BIG ? "profile too large" : "out of memory");
 		else
 			sc_reply_body(r, 200, SC_TEXT_PLAIN, text, len);
@@ -160,9 +257,21 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	int seconds = sc_named_seconds(srv, c, req);
 	struct memory_job *m;
 	struct sc_job *j;
+	char view[16];
+	int mappings = 0;
 	pid_t pid;
 
-	if (seconds < 0 || !(pid = sc_request_pid(srv, c, req->query)))
+	if (seconds < 0)
+		return;
+	if (sc_query_get(req->query, "view", view, sizeof(view)) != 0) {
+		if (sc_query_get(req->query, "view", view, sizeof(view)) < 0 ||
+		    (strcmp(view, "mappings") && strcmp(view, "stacks"))) {
+			sc_go_error(c, 400, "invalid value for \"view\" - must be stacks or mappings");
+			return;
+		}
+		mappings = !strcmp(view, "mappings");
+	}
+	if (!(pid = sc_request_pid(srv, c, req->query)))
 		return;
 	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m))))
 		return;
@@ -170,7 +279,9 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	m->allocs = allocs;
 	m->debug = sc_query_debug(req->query) != 0;
 	m->delta = seconds > 0;
-	j->req.kind = allocs ? &pt_kind_allocs : &pt_kind_heap;
+	m->mappings = mappings;
+	j->req.kind = mappings ? (allocs ? &pt_kind_allocs_mappings : &pt_kind_heap_mappings) :
+				 (allocs ? &pt_kind_allocs : &pt_kind_heap);
 	j->req.pid = pid;
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	j->req.hz = 1;   /* a window has ticks; memory needs none but its ends */

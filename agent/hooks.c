@@ -1,0 +1,240 @@
+/* libpodprof-alloc.so: the allocation agent, loaded into an application
+ * with LD_PRELOAD. It takes the place of the malloc family, passes every
+ * call to glibc's own allocator (its __libc_* entry points: no dlsym, so it
+ * works from the first allocation the loader makes, before any
+ * constructor), and samples like Go's runtime.MemProfileRate: each thread
+ * counts down the bytes it allocates from an exponential draw of mean RATE
+ * (PODPROF_ALLOC_RATE, default 512 KiB; 0 turns sampling off); the
+ * allocation that crosses zero is recorded with its stack (agent/records.c)
+ * and the next countdown drawn. The fast path is a subtraction, and a free
+ * one load. The blocks stay glibc's own, so malloc_usable_size and every
+ * other libc call work on any of them.
+ *
+ * The agent never harms its host: it never blocks on podprof (podprof reads
+ * its records from outside), never aborts, never calls the hooked functions
+ * itself (a thread inside the agent passes through), keeps a fixed area,
+ * and leaves errno as the allocator leaves it. */
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/records.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* glibc's allocator itself (GLIBC_2.2.5 on x86-64). */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void *__libc_valloc(size_t n);
+extern void *__libc_pvalloc(size_t n);
+
+/* Per thread, initial-exec (a preloaded library's TLS is static: no
+ * allocation on first use). Zero: not seeded yet. */
+struct tl {
+	int64_t left;           /* bytes until the next sample */
+	uint64_t rng;
+	uint8_t busy;           /* inside the agent: pass through */
+	uint8_t seeded;
+};
+static __thread struct tl tl __attribute__((tls_model("initial-exec")));
+
+static uint64_t next_random(void)
+{
+	uint64_t x = tl.rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	tl.rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* An exponential draw of mean rate, in [1, 64 * rate]. */
+static int64_t draw(uint64_t rate)
+{
+	double u, x;
+
+	if (rate <= 1)
+		return 0;   /* every allocation */
+	u = (double)((next_random() >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
+	x = -log(u) * (double)rate;
+	if (x < 1)
+		x = 1;
+	if (x > 64.0 * (double)rate)
+		x = 64.0 * (double)rate;
+	return (int64_t)x;
+}
+
+static void seed(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tl.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+		 (uint64_t)(uintptr_t)&tl ^ ((uint64_t)syscall(SYS_gettid) << 40);
+	if (!tl.rng)
+		tl.rng = 0x9e3779b97f4a7c15ull;
+	tl.seeded = 1;
+}
+
+/* The countdown crossed zero at the allocation of n bytes at p. */
+static __attribute__((noinline)) void slow(void *p, size_t n)
+{
+	int e = errno, r;
+
+	if (tl.busy)
+		return;   /* an allocation of the agent's own: the next one samples */
+	tl.busy = 1;
+	r = ppa_records_ready();
+	if (r < 0) {
+		tl.left = INT64_MAX;   /* sampling off: never come back */
+	} else if (r == 0) {
+		tl.left = 64 << 10;    /* being set up by another thread */
+	} else if (!tl.seeded) {
+		seed();
+		tl.left = draw(ppa_records_rate());   /* the first countdown starts here */
+	} else {
+		ppa_records_alloc(p, n);
+		tl.left = draw(ppa_records_rate());
+	}
+	tl.busy = 0;
+	errno = e;
+}
+
+static inline void note(void *p, size_t n)
+{
+	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) >= 0, 1))
+		return;
+	slow(p, n);
+}
+
+/* Counts p's free if it was sampled. Returns 1 with *b set if it was. */
+static inline int forget(void *p, struct ppa_block *b)
+{
+	int e, r;
+
+	if (__builtin_expect(!ppa_records_maybe(p), 1) || tl.busy)
+		return 0;
+	e = errno;
+	tl.busy = 1;
+	r = ppa_records_free(p, b);
+	tl.busy = 0;
+	errno = e;
+	return r;
+}
+
+EXPORT void *malloc(size_t n)
+{
+	void *p = __libc_malloc(n);
+
+	if (p)
+		note(p, n);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	struct ppa_block b;
+
+	if (p)
+		forget(p, &b);
+	__libc_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	void *p = __libc_calloc(n, size);   /* overflow: ENOMEM, as libc's */
+
+	if (p && !__builtin_mul_overflow(n, size, &total))
+		note(p, total);
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+	struct ppa_block b;
+	int was = old ? forget(old, &b) : 0;
+	void *p = __libc_realloc(old, n);
+
+	if (p) {
+		note(p, n);
+	} else if (was && n) {
+		int e = errno;
+
+		tl.busy = 1;
+		ppa_records_unfree(old, &b);   /* failed: the old block lives on */
+		tl.busy = 0;
+		errno = e;
+	}
+	return p;
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(old, total);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	void *p = __libc_memalign(align, n);
+
+	if (p)
+		note(p, n);
+	return p;
+}
+
+/* glibc 2.36's aligned_alloc is its memalign. */
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	return memalign(align, n);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	int e = errno;
+	void *p;
+
+	if (!align || align % sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	if (!(p = __libc_memalign(align, n))) {
+		errno = e;
+		return ENOMEM;
+	}
+	note(p, n);
+	*out = p;
+	return 0;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	void *p = __libc_valloc(n);
+
+	if (p)
+		note(p, n);
+	return p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	void *p = __libc_pvalloc(n);
+
+	if (p)
+		note(p, n);
+	return p;
+}

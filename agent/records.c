@@ -1,0 +1,422 @@
+/* The agent's records (see records.h and area.h). One anonymous private
+ * mapping, set up on the first sampled allocation:
+ *
+ *   [struct ppa_area][stack records ...][stack index][live table][filter]
+ *
+ * The first two are what podprof reads. The index finds a stack's record
+ * by its hash; the live table holds each sampled block still allocated
+ * (address, stack, size; open addressing, at most half full, removal by
+ * backward shift); the filter counts live sampled blocks per hash of the
+ * address (a byte each, stuck at 255), so that a free of any other block
+ * costs one load. A spin lock, taken only for sampled events and frees the
+ * filter lets through, guards the tables; a thread that cannot take it
+ * soon drops the event and counts it, so nothing ever waits long, not even
+ * a fork child that inherited the lock held (vfork, _Fork). Stacks are
+ * captured before the lock, by GCC's unwinder (linked in: CFI, so no frame
+ * pointers needed; it finds objects through _dl_find_object, no loader
+ * lock). */
+#include "agent/records.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "agent/area.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+#define MAX_STACKS 16384u
+#define INDEX_SLOTS (2u * MAX_STACKS)
+#define LIVE_SLOTS (1u << 17)           /* at most LIVE_SLOTS / 2 live sampled blocks */
+#define FILTER_BITS 16
+#define STACK_SIZE (sizeof(struct ppa_stack) + PPA_MAX_FRAMES * sizeof(uint64_t))
+#define PAGE 4096u
+#define ROUND(x) (((x) + PAGE - 1) / PAGE * PAGE)
+
+struct live {
+	uint64_t addr;                  /* 0: empty */
+	uint32_t stack;
+	uint32_t reserved;
+	uint64_t size;
+};
+
+enum { ST_NONE, ST_SETTING, ST_READY, ST_OFF };
+
+/* The one symbol podprof looks for. */
+__attribute__((visibility("default"))) struct ppa_header podprof_alloc_header = {
+	{ 'P', 'O', 'D', 'P', 'R', 'O', 'F', 'A' }, PPA_VERSION, sizeof(struct ppa_header), 0, 0,
+};
+
+/* The agent's own code (this library's text), whose frames stacks skip. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
+
+static struct {
+	int state;                      /* ST_*, atomic */
+	uint64_t rate;
+	struct ppa_area *area;
+	unsigned char *stacks;
+	uint32_t *index;                /* stack number + 1, 0: empty */
+	struct live *live;
+	uint32_t nlive;
+	uint8_t *filter;                /* atomic loads and stores */
+	int lock;                       /* atomic */
+	int fork_locked;
+} R;
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+static size_t filter_at(const void *p)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - FILTER_BITS));
+}
+
+/* ---- the lock: short and bounded --------------------------------------- */
+
+static int lock_take(void)
+{
+	for (int i = 0; i < 256; i++) {
+		if (!__atomic_exchange_n(&R.lock, 1, __ATOMIC_ACQUIRE))
+			return 1;
+		if (i >= 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+	}
+	return 0;
+}
+
+static void lock_give(void)
+{
+	__atomic_store_n(&R.lock, 0, __ATOMIC_RELEASE);
+}
+
+static void count(uint64_t *c)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static uint64_t read_rate(void)
+{
+	const char *s = getenv(PPA_RATE_ENV);
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return PPA_DEFAULT_RATE;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return PPA_DEFAULT_RATE;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	return *s ? PPA_DEFAULT_RATE : v;   /* not a number: the default */
+}
+
+static void setup(void)
+{
+	size_t off_stacks = ROUND(sizeof(struct ppa_area));
+	size_t off_index = off_stacks + ROUND((size_t)MAX_STACKS * STACK_SIZE);
+	size_t off_live = off_index + ROUND(INDEX_SLOTS * sizeof(uint32_t));
+	size_t off_filter = off_live + ROUND(LIVE_SLOTS * sizeof(struct live));
+	size_t len = off_filter + ROUND((size_t)1 << FILTER_BITS);
+	struct timespec ts;
+	unsigned char *m;
+
+	R.rate = read_rate();
+	if (!R.rate) {
+		__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);
+		return;
+	}
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);
+		return;
+	}
+	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)m, len, "podprof-alloc");
+	R.area = (struct ppa_area *)(void *)m;
+	R.stacks = m + off_stacks;
+	R.index = (uint32_t *)(void *)(m + off_index);
+	R.live = (struct live *)(void *)(m + off_live);
+	memcpy(R.area->magic, PPA_AREA_MAGIC, 8);
+	R.area->version = PPA_VERSION;
+	R.area->area_header_size = sizeof(struct ppa_area);
+	R.area->rate = R.rate;
+	R.area->stacks_off = off_stacks;
+	R.area->stack_size = (uint32_t)STACK_SIZE;
+	R.area->max_frames = PPA_MAX_FRAMES;
+	R.area->max_stacks = MAX_STACKS;
+	R.area->pid = (uint64_t)getpid();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	R.area->start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	pthread_atfork(ppa_records_fork_prepare, ppa_records_fork_parent, ppa_records_fork_child);
+	__atomic_store_n(&R.filter, m + off_filter, __ATOMIC_RELEASE);
+	podprof_alloc_header.area_size = (uint64_t)off_index;   /* what podprof may read */
+	__atomic_store_n(&podprof_alloc_header.area, (uint64_t)(uintptr_t)m, __ATOMIC_RELEASE);
+	__atomic_store_n(&R.state, ST_READY, __ATOMIC_RELEASE);
+}
+
+int ppa_records_ready(void)
+{
+	int st = __atomic_load_n(&R.state, __ATOMIC_ACQUIRE);
+
+	if (st == ST_READY)
+		return 1;
+	if (st == ST_OFF)
+		return -1;
+	if (st == ST_NONE && __atomic_compare_exchange_n(&R.state, &st, ST_SETTING, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		setup();
+		return __atomic_load_n(&R.state, __ATOMIC_ACQUIRE) == ST_READY ? 1 : -1;
+	}
+	return 0;   /* another thread is setting up */
+}
+
+uint64_t ppa_records_rate(void)
+{
+	return R.rate;
+}
+
+/* ---- stacks ------------------------------------------------------------- */
+
+struct walk {
+	uint64_t *f;
+	uint32_t n;
+};
+
+static _Unwind_Reason_Code step(struct _Unwind_Context *c, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t ip = _Unwind_GetIP(c);
+
+	if (!ip)
+		return _URC_END_OF_STACK;
+	if (!w->n && ip >= (uintptr_t)__ehdr_start && ip < (uintptr_t)__etext)
+		return _URC_NO_REASON;   /* the agent's own frames, at the top */
+	if (w->n >= PPA_MAX_FRAMES)
+		return _URC_END_OF_STACK;
+	w->f[w->n++] = ip;
+	return _URC_NO_REASON;
+}
+
+static struct ppa_stack *stack_at(uint32_t i)
+{
+	return (struct ppa_stack *)(void *)(R.stacks + (size_t)i * STACK_SIZE);
+}
+
+/* The record of stack f[0..n) with hash h, added if new. Returns its number,
+ * or -1 when the records are full. Under the lock. */
+static int64_t stack_find(uint64_t h, const uint64_t *f, uint32_t n)
+{
+	uint32_t mask = INDEX_SLOTS - 1, i = (uint32_t)h & mask;
+	uint64_t nst = R.area->nstacks;
+	struct ppa_stack *s;
+
+	for (;; i = (i + 1) & mask) {
+		uint32_t k = R.index[i];
+
+		if (!k)
+			break;
+		s = stack_at(k - 1);
+		if (s->hash == h && s->nframes == n && !memcmp(s->frames, f, n * sizeof(*f)))
+			return k - 1;
+	}
+	if (nst >= MAX_STACKS) {
+		R.area->flags |= PPA_F_STACKS_FULL;
+		return -1;
+	}
+	s = stack_at((uint32_t)nst);
+	s->hash = h;
+	s->nframes = n;
+	memcpy(s->frames, f, n * sizeof(*f));
+	R.index[i] = (uint32_t)nst + 1;
+	__atomic_store_n(&R.area->nstacks, nst + 1, __ATOMIC_RELEASE);
+	return (int64_t)nst;
+}
+
+/* ---- live sampled blocks ------------------------------------------------ */
+
+static uint32_t live_home(uint64_t addr)
+{
+	return (uint32_t)mix(addr) & (LIVE_SLOTS - 1);
+}
+
+static struct live *live_find(uint64_t addr)
+{
+	for (uint32_t i = live_home(addr);; i = (i + 1) & (LIVE_SLOTS - 1)) {
+		if (!R.live[i].addr)
+			return NULL;
+		if (R.live[i].addr == addr)
+			return &R.live[i];
+	}
+}
+
+static void filter_add(const void *p, int d)
+{
+	uint8_t *c = &R.filter[filter_at(p)];
+	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	if (v == 255)
+		return;   /* stuck: too many to count */
+	__atomic_store_n(c, (uint8_t)(v + d), __ATOMIC_RELAXED);
+}
+
+/* Removes slot e by shifting back the entries after it that it displaced. */
+static void live_remove(struct live *e)
+{
+	uint32_t mask = LIVE_SLOTS - 1, i = (uint32_t)(e - R.live), j = i;
+
+	filter_add((const void *)(uintptr_t)e->addr, -1);
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!R.live[j].addr)
+			break;
+		uint32_t h = live_home(R.live[j].addr);
+		/* j's entry may move to i when its home is not in (i, j]. */
+		if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
+			R.live[i] = R.live[j];
+			i = j;
+		}
+	}
+	R.live[i].addr = 0;
+	R.nlive--;
+}
+
+static void live_put(uint64_t addr, uint32_t stack, uint64_t size)
+{
+	struct live *e = live_find(addr);
+	uint32_t i;
+
+	if (e) {
+		/* Still here: its free was not seen (lost while busy). */
+		struct ppa_stack *old = stack_at(e->stack);
+
+		old->free_objects++;
+		old->free_bytes += e->size;
+		e->stack = stack;
+		e->size = size;
+		return;
+	}
+	if (R.nlive >= LIVE_SLOTS / 2) {
+		R.area->flags |= PPA_F_LIVE_FULL;
+		return;
+	}
+	for (i = live_home(addr); R.live[i].addr; i = (i + 1) & (LIVE_SLOTS - 1)) {
+	}
+	R.live[i] = (struct live){ addr, stack, 0, size };
+	R.nlive++;
+	filter_add((const void *)(uintptr_t)addr, 1);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+void ppa_records_alloc(void *p, size_t size)
+{
+	uint64_t f[PPA_MAX_FRAMES], h = 0x9e3779b97f4a7c15ull;
+	struct walk w = { f, 0 };
+	struct ppa_stack *s;
+	int64_t k;
+
+	_Unwind_Backtrace(step, &w);
+	for (uint32_t i = 0; i < w.n; i++)
+		h = mix(h ^ f[i]);
+	if (!lock_take()) {
+		count(&R.area->dropped_samples);
+		return;
+	}
+	R.area->samples++;
+	if ((k = stack_find(h, f, w.n)) < 0) {
+		R.area->dropped_samples++;
+		lock_give();
+		return;
+	}
+	s = stack_at((uint32_t)k);
+	s->alloc_objects++;
+	s->alloc_bytes += size;
+	live_put((uint64_t)(uintptr_t)p, (uint32_t)k, size);
+	lock_give();
+}
+
+int ppa_records_maybe(const void *p)
+{
+	uint8_t *f = __atomic_load_n(&R.filter, __ATOMIC_ACQUIRE);
+
+	return f && __atomic_load_n(&f[filter_at(p)], __ATOMIC_RELAXED);
+}
+
+int ppa_records_free(const void *p, struct ppa_block *b)
+{
+	struct live *e;
+	struct ppa_stack *s;
+
+	if (!lock_take()) {
+		count(&R.area->lost_frees);
+		return 0;
+	}
+	if (!(e = live_find((uint64_t)(uintptr_t)p))) {
+		lock_give();
+		return 0;
+	}
+	b->stack = e->stack;
+	b->size = e->size;
+	s = stack_at(e->stack);
+	s->free_objects++;
+	s->free_bytes += e->size;
+	live_remove(e);
+	lock_give();
+	return 1;
+}
+
+void ppa_records_unfree(const void *p, const struct ppa_block *b)
+{
+	struct ppa_stack *s;
+
+	if (!lock_take()) {
+		count(&R.area->lost_frees);
+		return;
+	}
+	s = stack_at(b->stack);
+	s->free_objects--;
+	s->free_bytes -= b->size;
+	live_put((uint64_t)(uintptr_t)p, b->stack, b->size);
+	lock_give();
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+void ppa_records_fork_prepare(void)
+{
+	R.fork_locked = lock_take();
+}
+
+void ppa_records_fork_parent(void)
+{
+	if (R.fork_locked)
+		lock_give();
+}
+
+void ppa_records_fork_child(void)
+{
+	R.area->pid = (uint64_t)getpid();
+	R.area->flags |= PPA_F_FORKED;
+	if (R.fork_locked)
+		lock_give();
+	else
+		__atomic_store_n(&R.lock, 0, __ATOMIC_RELEASE);   /* only this thread is left */
+}

@@ -1,0 +1,43 @@
+/* The agent's records (agent/area.h is their published layout): one fixed
+ * area mapped at set-up, holding the distinct stacks that allocated
+ * sampled blocks with their counters, the table of sampled blocks still
+ * live, and a filter that lets a free learn in one load that its block was
+ * not sampled. Internal to the agent; every function may run on any thread,
+ * before or after the agent's constructor, inside a signal handler, and
+ * never blocks for long (a busy table drops the event and counts it). */
+#ifndef PPA_RECORDS_H
+#define PPA_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sets the area up once (later calls return at once). Returns 1 when the
+ * records are usable, 0 when they are not (being set up by another thread,
+ * or no memory: the agent then only passes calls through). */
+int ppa_records_ready(void);
+/* The sampling rate read at set-up (PODPROF_ALLOC_RATE; 0: off). */
+uint64_t ppa_records_rate(void);
+/* Records a sampled allocation of size bytes at p, with the caller's stack. */
+void ppa_records_alloc(void *p, size_t size);
+/* 1 when p may be a sampled block (then call ppa_records_free), 0 when it
+ * surely is not. One load. */
+int ppa_records_maybe(const void *p);
+/* A live sampled block, as ppa_records_free found it. */
+struct ppa_block {
+	uint32_t stack;
+	uint64_t size;
+};
+/* Counts the free of p if it is a live sampled block; returns 1 if it was
+ * (*b then says which), 0 if not. Call before the block goes back to the
+ * allocator. */
+int ppa_records_free(const void *p, struct ppa_block *b);
+/* Undoes a ppa_records_free that returned 1 (a realloc that failed keeps
+ * its block): the block is live again under its stack. */
+void ppa_records_unfree(const void *p, const struct ppa_block *b);
+/* fork: the parent takes the records' lock before fork and each side
+ * releases it after; the child marks its records as inherited. */
+void ppa_records_fork_prepare(void);
+void ppa_records_fork_parent(void);
+void ppa_records_fork_child(void);
+
+#endif

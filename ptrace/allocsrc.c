@@ -1,0 +1,130 @@
+/* Finding and reading a target's allocation records (see allocsrc.h). */
+#include "ptrace/allocsrc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/area.h"
+#include "ptrace/agentrec.h"
+#include "ptrace/gomem.h"
+#include "ptrace/proc.h"
+#include "ptrace/stacks.h"
+#include "ptrace/symbolize.h"
+#include "ptrace/tracee.h"
+
+static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	return pt_symbolize_read(arg, addr, buf, len);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !strcmp(s + n - k, tail) && (n == k || s[n - k - 1] == '/');
+}
+
+/* The first mapping whose path is the agent's library, or NULL. */
+static const struct pt_map *agent_map(const struct pt_maps *m)
+{
+	for (size_t i = 0; m && i < m->n; i++)
+		if (ends_with(m->v[i].path, PT_AGENTREC_LIBRARY))
+			return &m->v[i];
+	return NULL;
+}
+
+/* The first mapping of the executable (as /proc/<pid>/exe names it), or NULL. */
+static const struct pt_map *exe_map(pid_t pid, const struct pt_maps *m)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	if ((n = readlink(link, path, sizeof(path) - 1)) <= 0)
+		return NULL;
+	path[n] = 0;
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		path[n - 10] = 0;
+	for (size_t i = 0; m && i < m->n; i++)
+		if (!strcmp(m->v[i].path, path))
+			return &m->v[i];
+	return NULL;
+}
+
+static int from_agent(struct pt_tracee *t, const struct pt_map *lib, struct pt_allocs *out,
+		      const char **why)
+{
+	const char *name = PPA_HEADER_SYMBOL;
+	uint64_t addr = 0, size = 0;
+	int n = pt_symbolize_lookup(t, lib->start, &name, &addr, &size, 1);
+
+	if (n < 0)
+		return n;
+	if (!n || !addr) {
+		*why = "a library named libpodprof-alloc.so is loaded but holds no podprof record "
+		       "header (another build?)";
+		return -ENOENT;
+	}
+	return pt_agentrec_read(read_target, t, addr, out, why);
+}
+
+static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allocs *out,
+		   const char **why)
+{
+	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
+	struct pt_gomem_syms syms;
+	int n = pt_symbolize_lookup(t, exe->start, pt_gomem_symbol_names, addrs, sizes,
+				    PT_GOMEM_NSYMS);
+
+	if (n < 0 || !addrs[0]) {
+		*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
+		       "libpodprof-alloc.so) and no Go runtime records (no runtime.mbuckets symbol)";
+		return -ENOENT;
+	}
+	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
+	return pt_gomem_read(read_target, t, &syms, out, why);
+}
+
+int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **why)
+{
+	const struct pt_maps *m;
+	const struct pt_map *lib, *exe;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	*why = NULL;
+	if ((err = pt_symbolize_refresh_maps(t)))
+		return err;
+	m = pt_symbolize_maps(t);
+	if ((lib = agent_map(m)))
+		return from_agent(t, lib, out, why);
+	if ((exe = exe_map(pt_tracee_pid(t), m)))
+		return from_go(t, exe, out, why);
+	*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
+	       "libpodprof-alloc.so) and its executable is not among its mappings";
+	return -ENOENT;
+}
+
+int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t max)
+{
+	int err;
+
+	if (!*st && (err = pt_stacks_new(st, max)))
+		return err;
+	for (size_t i = 0; i < a->nstacks; i++) {
+		const struct pt_alloc_stack *s = &a->stacks[i];
+		struct pt_sample smp = { .comm = "", .state = '?', .syscall = -1,
+					 .frames = a->frames + s->first, .n = (int)s->n };
+		int64_t v[PT_MAX_VALUES] = {
+			(int64_t)s->alloc_objects, (int64_t)s->alloc_bytes,
+			s->alloc_objects > s->free_objects ? (int64_t)(s->alloc_objects - s->free_objects) : 0,
+			s->alloc_bytes > s->free_bytes ? (int64_t)(s->alloc_bytes - s->free_bytes) : 0,
+		};
+
+		if ((err = pt_stacks_add(*st, &smp, v)) == -ENOMEM)
+			return err;
+	}
+	return 0;
+}

@@ -30,7 +30,8 @@ static int check_area(const struct ppa_area *a, uint64_t area_size, const char *
 		return bad(why, "the agent's stack records have an impossible size");
 	if (a->nstacks > a->max_stacks)
 		return bad(why, "the agent publishes more stacks than it has room for");
-	if (a->nstacks > (area_size - a->stacks_off) / a->stack_size)
+	if (a->stacks_off > area_size ||
+	    a->nstacks > (area_size - a->stacks_off) / a->stack_size)
 		return bad(why, "the agent's stacks lie past its record area");
 	return 0;
 }

@@ -14,10 +14,10 @@ static const struct enc_text_loc locs[] = {
 static const uint32_t reader[] = { 0, 1 };
 static const uint32_t runner[] = { 2, 1 };
 static const struct enc_text_stack stacks[] = {
-	{ reader, 2, 1, 12, "blocked", "sleeping", "read", 0 },
-	{ runner, 2, 1, 10, "main", "running", NULL, 0 },
-	{ reader, 2, 1, 11, "", "sleeping", "?", 0 },
-	{ NULL, 0, 1, 13, "late", "running", NULL, 0 },
+	{ reader, 2, 1, 12, "blocked", "sleeping", "read", 0, { 0 } },
+	{ runner, 2, 1, 10, "main", "running", NULL, 0, { 0 } },
+	{ reader, 2, 1, 11, "", "sleeping", "?", 0, { 0 } },
+	{ NULL, 0, 1, 13, "late", "running", NULL, 0, { 0 } },
 };
 static const struct enc_text_profile prof = { "goroutine", locs, 3, stacks, 4 };
 
@@ -100,7 +100,7 @@ TEST(text_source_lines)
 		{ 0x70000000000001, "<module>", "/app/hot.py", 0, 74 },
 	};
 	static const uint32_t ids[] = { 0, 1 };
-	static const struct enc_text_stack st[] = { { ids, 2, 1, 7, "python3", "running", NULL, 0 } };
+	static const struct enc_text_stack st[] = { { ids, 2, 1, 7, "python3", "running", NULL, 0, { 0 } } };
 	static const struct enc_text_profile p = { "goroutine", py, 2, st, 1 };
 	static const char want[] =
 		"goroutine 7 [running, thread \"python3\"]:\n"

@@ -15,7 +15,10 @@ in the same repetition; podprof's CPU and peak RSS.
 Then: the one-shot thread dump (the sampler's snapshot API, bench-snapshot)
 against `eu-stack -p` for 1, 8, 64 and 512 threads; podprof's RSS through a
 long profile; HTTP latency under load (wrk); CPython frames: pause per
-sample with --python 1 and 0 side by side on the same pyhot.py process.
+sample with --python 1 and 0 side by side on the same pyhot.py process;
+the allocation agent (bench_allocs.py: a malloc-bound microbenchmark, nginx
+under wrk, accuracy on the allocs fixture, the agent's memory and podprof's
+cost to read its records).
 """
 import argparse
 import os
@@ -28,13 +31,15 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import lib as run_it  # noqa: E402  (the integration suite's go tool pprof helpers)
+import bench_allocs  # noqa: E402  (the allocation agent's figures)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("build", nargs="?", default="build/release")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
-ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,python")
+ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
+                "python,allocs (or one of its parts: allocs-micro,allocs-server,allocs-accuracy,allocs-memory)")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
                 "these ';'-separated strings, e.g. '1 busy, 1000;8 busy, 100 Hz'")
 ap.add_argument("--versus", default="", help="cpu: also profile with this other build (a build "
@@ -478,7 +483,7 @@ def python_rows(python):
 
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python"}
+                                                        "continuous", "python", "allocs"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -495,6 +500,10 @@ def main():
         section_views()
     if "python" in only:
         section_python()
+    parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
+    if parts:
+        bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),
+                         parts)
     if "cpu" in only:
         section_cpu()
 

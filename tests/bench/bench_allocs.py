@@ -205,7 +205,7 @@ def micro_once(b, threads, batch, mode):
 
 
 def part_micro(b):
-    reps = max(b.reps, 5)
+    reps = max(b.reps, 7)
     modes = ("alone", "agent", "off")
     rows = []
     for threads, batch in MICRO_CONFIGS:
@@ -364,6 +364,7 @@ def part_server(b):
                 for agent in ((False, True) if i % 2 == 0 else (True, False)):
                     res[(path, agent)].append(servers[agent].load(path, secs))
             print("  done: allocs server %s" % path, file=sys.stderr, flush=True)
+        share = {path: agent_share(b, servers[True], path, secs) for path, _ in NGINX_PATHS}
     finally:
         for n in servers.values():
             n.stop()
@@ -373,20 +374,56 @@ def part_server(b):
           % (ver, rounds, secs))
     print("*change* is the median of the per-pair changes (each run with the agent against the run "
           "without beside it; min..max); *worker CPU* is the nginx worker's CPU time over the requests "
-          "served, which the machine's other load disturbs less than requests/s. Goal: at most %.0f %% "
-          "lower throughput.\n" % SERVER_GOAL)
+          "served, which the machine's other load disturbs less than requests/s; *agent's share* is the "
+          "part of the worker's CPU samples (perf record -F 4999, one more run with the agent) in the agent's "
+          "code and what it calls for a sample (ld.so's _dl_find_object, libm's log): what the agent costs "
+          "a CPU-bound worker, whatever its neighbours do. Goal: at most %.0f %% lower throughput.\n" % SERVER_GOAL)
     print("| endpoint | requests/s without | with the agent | change % (min..max) | goal | worker CPU us/request "
-          "without | with | added us/request (%) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "without | with | added us/request (%) | agent's share of the worker's CPU % (of it, the unwinder) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path, label in NGINX_PATHS:
         w, a = res[(path, False)], res[(path, True)]
         per = [100 * (y[0] / x[0] - 1) for x, y in zip(w, a)]
         cw, ca = med([x[1] for x in w]), med([x[1] for x in a])
-        print("| %s (%s) | %.0f | %.0f | %+.1f (%s) | %s | %.1f | %.1f | %+.2f (%+.1f %%) |" % (
+        sh = share[path]
+        print("| %s (%s) | %.0f | %.0f | %+.1f (%s) | %s | %.1f | %.1f | %+.2f (%+.1f %%) | %s |" % (
             path, label, med([x[0] for x in w]), med([x[0] for x in a]), med(per), span(per, "%+.1f"),
-            "met" if med(per) >= -SERVER_GOAL else "**missed**", cw, ca, ca - cw, 100 * (ca / cw - 1)))
+            "met" if med(per) >= -SERVER_GOAL else "**missed**", cw, ca, ca - cw, 100 * (ca / cw - 1),
+            "%.2f (%.2f)" % sh if sh else "no perf"))
     print()
     nginx_profile(b)
+
+
+UNWINDER = {"_Unwind_Backtrace", "_Unwind_Find_FDE", "_Unwind_GetIP", "execute_cfa_program", "uw_frame_state_for",
+            "uw_update_context_1", "uw_update_context", "uw_init_context_1", "read_encoded_value_with_base",
+            "get_cie_encoding", "search_object", "_dl_find_object", "strlen"}
+
+
+def agent_share(b, server, path, secs):
+    """perf's samples of the worker under wrk: (% in the agent and what it
+    calls for a sample, % of those in the unwinder), or None without perf."""
+    import threading
+    if not shutil.which("perf"):
+        return None
+    out = os.path.join(b.tmp, "worker.perf")
+    t = threading.Thread(target=server.load, args=(path, secs + 2))
+    t.start()
+    time.sleep(1)
+    subprocess.run(["perf", "record", "-q", "-F", "4999", "-p", str(server.worker), "-o", out, "--", "sleep",
+                    str(secs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t.join()
+    rep = subprocess.run(["perf", "report", "-i", out, "--sort", "dso,sym", "--stdio"], capture_output=True,
+                         text=True).stdout
+    agent = unwind = 0.0
+    for m in re.finditer(r"^\s+([\d.]+)%\s+(\S+)\s+\[\.\] (\S+)", rep, re.M):
+        pct, dso, sym = float(m.group(1)), m.group(2), m.group(3)
+        mine = (dso == "libpodprof-alloc.so" or (dso.startswith("ld-linux") and sym == "_dl_find_object")
+                or (dso.startswith("libm.so") and "log" in sym))
+        if mine:
+            agent += pct
+            if sym in UNWINDER or sym.startswith("_Unwind") or sym.startswith("uw_"):
+                unwind += pct
+    return agent, unwind
 
 
 def nginx_profile(b):
@@ -412,6 +449,9 @@ def nginx_profile(b):
         frames = [f for v, fr in samples if v[k] for f in fr]
         unnamed = [f for f in frames if re.match(r"^(0x[0-9a-f]+|\S+\+0x[0-9a-f]+)$", f)]
         total = sum(v[k] for v, _ in samples)
+        if not frames:
+            print("%s: no sampled block\n" % index)
+            continue
         print("%s: %d stacks, %.1f MB; %d of %d frames named (%.0f %%); the top stacks (leaf first):\n"
               % (index, sum(1 for v, _ in samples if v[k]), total / 1e6, len(frames) - len(unnamed), len(frames),
                  100.0 * (len(frames) - len(unnamed)) / max(len(frames), 1)))

@@ -462,11 +462,19 @@ def nginx_profile(b):
 
 # ---- 3. accuracy ------------------------------------------------------------------
 
-def fixture_truth(threads, alpha_mib=48, beta_mib=16):
+def fixture_truth(threads, alpha_mib=48, beta_mib=16, rate=524288):
     """What tests/fixtures/allocs.c keeps, replayed from its generator:
     per function (allocated bytes, live bytes), the pointer arrays each
-    keeps (realloc'd in the same function) counted as live."""
+    keeps (realloc'd in the same function) counted as live; and the
+    standard deviation of the profile's inuse estimate that sampling alone
+    gives (Go's unsampling: a block of s bytes is sampled with probability
+    p = 1 - exp(-s/rate) and counts s/p, so its variance is s^2 (1-p)/p)."""
+    import math
     M = 2**64 - 1
+
+    def var(s):
+        p = -math.expm1(-s / rate)
+        return s * s * (1 - p) / p
 
     def rnd(s):
         s ^= (s << 13) & M
@@ -480,16 +488,19 @@ def fixture_truth(threads, alpha_mib=48, beta_mib=16):
             cap = 2 * cap if cap else 256
         return 8 * cap
 
-    t = dict(alpha=0, alpha_live=0, beta=0, beta_live=0)
+    t = dict(alpha=0, alpha_live=0, alpha_var=0.0, beta=0, beta_live=0, beta_var=0.0)
     for i in range(threads):
         s = 0x9e3779b97f4a7c15 ^ (i + 1)
         got = n = 0
         while got < alpha_mib << 20:
             s = rnd(s)
-            got += 4096 + s % (60 * 1024)
+            sz = 4096 + s % (60 * 1024)
+            got += sz
+            t["alpha_var"] += var(sz)
             n += 1
         t["alpha"] += got
         t["alpha_live"] += got + array(n)
+        t["alpha_var"] += var(array(n))
         got = live = n = 0
         while got < beta_mib << 20:
             s = rnd(s)
@@ -499,9 +510,13 @@ def fixture_truth(threads, alpha_mib=48, beta_mib=16):
                 got += sz // 2
             got += sz
             live += sz
+            t["beta_var"] += var(sz)
             n += 1
         t["beta"] += got
         t["beta_live"] += live + array(n)
+        t["beta_var"] += var(array(n))
+    t["alpha_sd"] = 100 * math.sqrt(t["alpha_var"]) / t["alpha_live"]
+    t["beta_sd"] = 100 * math.sqrt(t["beta_var"]) / t["beta_live"]
     return t
 
 
@@ -552,9 +567,10 @@ def accuracy_once(b, threads, secs):
 def part_accuracy(b):
     reps = max(b.reps, 5)
     secs = b.seconds
-    rows = []
+    rows, sd = [], {}
     for threads in (1, 8):
         model = fixture_truth(threads)
+        sd[threads] = (model["alpha_sd"], model["beta_sd"])
         for rep in range(reps):
             truth, inuse, alloc, period, drops = accuracy_once(b, threads, secs)
             replayed = truth["alpha"] == model["alpha"] and truth["beta"] == model["beta"]
@@ -593,9 +609,12 @@ def part_accuracy(b):
             r["tb"] / 2**20, r["eb"], r["gamma"] / 1e9, r["tg0"] / 1e9, r["tg"] / 1e9, r["eg0"], r["eg"],
             r["drop"], r["lost"]))
     print()
+    print("*sampling sd* is the standard deviation of the inuse estimate that sampling at this rate gives "
+          "by itself (from the fixture's block sizes, Go's unsampling): the error a perfect agent would show.\n")
     print("| threads | keep_alpha: median abs error %, max, runs within goal | keep_beta: likewise | "
-          "churn_gamma (vs the truth before the stop; within goal against both readings) |")
-    print("|---|---|---|---|")
+          "churn_gamma (vs the truth before the stop; within goal against both readings) | sampling sd %: "
+          "keep_alpha, keep_beta |")
+    print("|---|---|---|---|---|")
     for threads in (1, 8):
         rs = [r for r in rows if r["threads"] == threads]
         cells = []
@@ -603,7 +622,7 @@ def part_accuracy(b):
             e = [abs(r[k]) for r in rs]
             ok = [max(abs(r[k]), abs(r["eg"]) if k == "eg0" else 0) <= goal for r in rs]
             cells.append("%.1f, %.1f, %d of %d" % (med(e), max(e), sum(ok), len(e)))
-        print("| %d | %s |" % (threads, " | ".join(cells)))
+        print("| %d | %s | %.1f, %.1f |" % (threads, " | ".join(cells), sd[threads][0], sd[threads][1]))
     print()
 
 

@@ -1,0 +1,195 @@
+"""Allocation stacks (issue 21): the allocation agent (libpodprof-alloc.so)
+in a fixture that keeps known amounts from known functions, read by
+podprof and judged by go tool pprof; the agent leaves its host as it was."""
+import os
+import re
+import select
+import signal
+import subprocess
+
+from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test)
+from test_views import NamedInBackground, total
+
+AGENT = os.path.join(BUILD, "libpodprof-alloc.so")
+ALLOCS = os.path.join(BUILD, "fixtures", "allocs")
+AGENTCHECK = os.path.join(BUILD, "fixtures", "agentcheck")
+BUSY = os.path.join(BUILD, "fixtures", "busy")
+
+
+class Allocs:
+    """The allocs fixture under the agent; ready when it prints 'ready'."""
+
+    def __init__(self, *args, rate=None, agent=True):
+        env = dict(os.environ)
+        if agent:
+            env["LD_PRELOAD"] = AGENT
+        if rate is not None:
+            env["PODPROF_ALLOC_RATE"] = str(rate)
+        # Unbuffered: select() must see every line not yet read.
+        self.proc = subprocess.Popen([ALLOCS] + list(args), stdout=subprocess.PIPE, env=env, bufsize=0)
+        PROCS.append(self.proc)
+        self.pid = self.proc.pid
+        self.child = None
+        line = self.line()
+        if line.startswith("child "):
+            self.child = int(line.split()[1])
+            line = self.line()
+        check(line == "ready", "allocs fixture: %r" % line)
+
+    def line(self, timeout=20):
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        check(r, "the allocs fixture said nothing for %d s" % timeout)
+        return self.proc.stdout.readline().decode().strip()
+
+    def truth(self):
+        """Bytes allocated by each function so far (keep_beta's live ones too)."""
+        os.kill(self.pid, signal.SIGUSR1)
+        w = self.line().split()
+        return dict(zip(w[0::2], (int(x) for x in w[1::2])))
+
+    def stop(self):
+        self.proc.terminate()
+        check(self.proc.wait(10) == 0, "allocs fixture exit %s" % self.proc.returncode)
+
+
+def per_function(path, index):
+    """{function: bytes} from go tool pprof -top (flat, in bytes)."""
+    out = pprof("-top", "-nodecount=100", "-unit=B", "-sample_index=" + index, path)
+    res = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(-?\d+)B\s+[\d.]+%\s+[\d.]+%\s+-?\d+B\s+[\d.]+%\s+(\S+)", line)
+        if m:
+            res[m.group(2)] = int(m.group(1))
+    return res
+
+
+def near(got, want, tol):
+    return want and abs(got - want) <= tol * want
+
+
+@test
+def heap_names_who_allocated_with_the_agent():
+    # Rate 64 KiB: about 1000 samples of keep_alpha, so 10 % bounds hold;
+    # the default rate's accuracy is make bench's.
+    f = Allocs("-t", "2", rate=65536)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "", name="heap"), "heap-agent.pb.gz")
+    t = f.truth()
+    top = pprof("-top", path)
+    check("Type: inuse_space" in top, top[:400])
+    check("allocation stacks from podprof's allocation agent" in top, top[:600])
+    raw = pprof("-raw", path)
+    for st in ("alloc_objects/count", "alloc_space/bytes", "inuse_objects/count",
+               "inuse_space/bytes"):
+        check(st in raw, "sample type %s missing" % st)
+    check("PeriodType: space bytes" in raw and "Period: 65536" in raw, raw[:300])
+    inuse = per_function(path, "inuse_space")
+    print("  info: inuse keep_alpha %.1f MiB (truth %.1f), keep_beta %.1f MiB (truth %.1f)" % (
+        inuse.get("keep_alpha", 0) / 2**20, t["alpha"] / 2**20, inuse.get("keep_beta", 0) / 2**20,
+        t["beta_live"] / 2**20))
+    check(near(inuse.get("keep_alpha", 0), t["alpha"], 0.10), "keep_alpha inuse %s, truth %d" % (
+        inuse.get("keep_alpha"), t["alpha"]))
+    check(near(inuse.get("keep_beta", 0), t["beta_live"], 0.15), "keep_beta inuse %s, truth %d" % (
+        inuse.get("keep_beta"), t["beta_live"]))
+    check(inuse.get("churn_gamma", 0) < 2**20, "churn_gamma holds %s B in use" % inuse.get("churn_gamma"))
+    # The stack runs on to the thread's start: keep_alpha <- worker <- start_thread.
+    traces = pprof("-traces", "-sample_index=inuse_space", path)
+    check(re.search(r"keep_alpha\n\s+worker\n\s+start_thread", traces), traces[:800])
+
+    # allocs: the same records, alloc_space by default; -sample_index works.
+    before = f.truth()
+    apath = save(get_profile(pp, "", name="allocs"), "allocs-agent.pb.gz")
+    after = f.truth()
+    check("Type: alloc_space" in pprof("-top", apath), "allocs' default type")
+    alloc = per_function(apath, "alloc_space")
+    g = alloc.get("churn_gamma", 0)
+    print("  info: alloc_space churn_gamma %.2f GiB, truth %.2f-%.2f GiB" % (
+        g / 2**30, before["gamma"] / 2**30, after["gamma"] / 2**30))
+    check(0.9 * before["gamma"] <= g <= 1.1 * after["gamma"], "churn_gamma alloc_space %d, truth %d..%d"
+          % (g, before["gamma"], after["gamma"]))
+    objs = pprof("-top", "-sample_index=alloc_objects", apath)
+    check("Type: alloc_objects" in objs and "churn_gamma" in objs, objs[:500])
+
+    # debug=1: Go's heap text, which go tool pprof reads (and symbolizes
+    # through podprof's /symbol).
+    st, h, text = http(pp.port, "/debug/pprof/heap?debug=1")
+    first = text.decode().splitlines()[0]
+    check(st == 200 and re.match(r"heap profile: \d+: \d+ \[\d+: \d+\] @ heap/131072$", first), first)
+    check("keep_alpha" in text.decode(), "debug=1 names no keep_alpha")
+    url = "http://127.0.0.1:%d/debug/pprof/heap?debug=1" % pp.port
+    legacy = pprof("-top", "-sample_index=inuse_space", url)
+    check("keep_alpha" in legacy, legacy[:600])
+    f.stop()
+
+
+@test
+def heap_delta_with_the_agent_is_the_window():
+    f = Allocs(rate=65536)
+    pp = Podprof("--pid", str(f.pid))
+    t0 = f.truth()
+    bg = NamedInBackground(pp, "allocs", "seconds=2", "allocs-delta")
+    body = bg.result()
+    t1 = f.truth()
+    path = save(body, "allocs-delta.pb.gz")
+    alloc = per_function(path, "alloc_space")
+    window = t1["gamma"] - t0["gamma"]
+    g = alloc.get("churn_gamma", 0)
+    print("  info: delta churn_gamma %.2f GiB over the window, truth at most %.2f GiB" % (
+        g / 2**30, window / 2**30))
+    check(0.5 * window <= g <= 1.1 * window, "churn_gamma delta %d, fixture %d" % (g, window))
+    check(abs(alloc.get("keep_alpha", 0)) < 2**20, "keep_alpha allocated nothing in the window: %s"
+          % alloc.get("keep_alpha"))
+    f.stop()
+
+
+@test
+def heap_mapping_view_and_without_agent():
+    f = Allocs(rate=65536)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "view=mappings", name="heap"), "heap-view.pb.gz")
+    raw = pprof("-raw", path)
+    check("pss/bytes" in raw and "thread stacks" in raw, raw[:300])
+    st, h, body = http(pp.port, "/debug/pprof/heap?view=bogus")
+    check(st == 400 and b"view" in body, "%d %r" % (st, body))
+    f.stop()
+    g = Allocs(agent=False)
+    pp2 = Podprof("--pid", str(g.pid))
+    top = pprof("-top", save(get_profile(pp2, "", name="heap"), "heap-none.pb.gz"))
+    check("no allocation stacks" in top and "LD_PRELOAD" in top and "pss" not in top.split("Type")[0],
+          top[:800])
+    g.stop()
+
+
+@test
+def agent_leaves_the_app_as_it_was():
+    """The same lines and exit code alone and under the agent (at the
+    default rate and sampling every allocation): the malloc family's
+    contracts, threads, fork, dlopen, signals."""
+    runs = {}
+    for name, env in (("alone", {}), ("agent", {"LD_PRELOAD": AGENT}),
+                      ("every", {"LD_PRELOAD": AGENT, "PODPROF_ALLOC_RATE": "1"})):
+        r = subprocess.run([AGENTCHECK, "-n", "20000"], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **env))
+        runs[name] = (r.returncode, r.stdout)
+        check(r.returncode == 7 and "FAIL" not in r.stdout, "%s: exit %d\n%s%s" % (
+            name, r.returncode, r.stdout, r.stderr))
+    check(runs["alone"] == runs["agent"] == runs["every"], "outputs differ: %r" % runs)
+    # A program without podprof: its output is unchanged (busy prints nothing).
+    r = subprocess.run(["/bin/echo", "hello"], capture_output=True, text=True,
+                       env=dict(os.environ, LD_PRELOAD=AGENT))
+    check(r.returncode == 0 and r.stdout == "hello\n" and not r.stderr, repr(r))
+
+
+@test
+def fork_child_keeps_its_own_records():
+    f = Allocs("-f", rate=65536)
+    check(f.child, "no fork child")
+    pp = Podprof("--pid", str(f.pid))
+    child = save(get_profile(pp, "pid=%d" % f.child, name="heap"), "heap-child.pb.gz")
+    top = pprof("-top", child)
+    check("fork child" in top, top[:800])
+    inuse = per_function(child, "inuse_space")
+    check(near(inuse.get("child_delta", 0), 8 << 20, 0.25), "child_delta %s" % inuse.get("child_delta"))
+    parent = per_function(save(get_profile(pp, "", name="heap"), "heap-parent.pb.gz"), "inuse_space")
+    check("child_delta" not in parent and "keep_alpha" in parent, "parent: %r" % parent)
+    f.stop()

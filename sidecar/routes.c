@@ -28,8 +28,10 @@ static const struct sc_route routes[] = {
 	  "The index of the profiles below (HTML), with the target process and the other "
 	  "processes of the pod, each with a link.", sc_index_handle, NULL, NULL },
 	{ "/debug/pprof/allocs", SC_ROUTE_GET | SC_ROUTE_LISTED,
-	  "Memory by mapping, cumulative: the bytes that became resident in each since podprof "
-	  "first looked (Go: a sampling of all past memory allocations)", sc_profile_allocs, sc_count_mappings, NULL },
+	  "A sampling of all past memory allocations with their stacks, where the target keeps "
+	  "allocation records (see heap); otherwise, and with ?view=mappings, memory by mapping, "
+	  "cumulative: the bytes that became resident in each since podprof first looked.",
+	  sc_profile_allocs, sc_count_mappings, "view=mappings" },
 	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED,
 	  "Stack traces where threads waited (blocked in a system call or D state), with the "
 	  "time they waited, over ?seconds=N (default --wait-seconds)", sc_profile_block, sc_count_blocked,
@@ -41,9 +43,13 @@ static const struct sc_route routes[] = {
 	  "Use debug=2 as a query parameter to export in the same format as an "
 	  "unrecovered panic.", sc_profile_goroutine, sc_count_threads, NULL },
 	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED,
-	  "Where the process's memory lives, by mapping (heap, thread stacks, anonymous, code "
-	  "and data of each file, shared memory): resident, PSS, dirty and swapped bytes. "
-	  "?seconds=N gives the change over N seconds.", sc_profile_heap, sc_count_mappings, NULL },
+	  "A sampling of memory allocations of live objects, with their stacks, where the target "
+	  "keeps allocation records: started with podprof's allocation agent "
+	  "(LD_PRELOAD=libpodprof-alloc.so), or a Go program that links runtime/pprof. "
+	  "Otherwise, and with ?view=mappings, where its memory lives by mapping (heap, thread "
+	  "stacks, anonymous, code and data of each file, shared memory): resident, PSS, dirty "
+	  "and swapped bytes. ?seconds=N gives the change over N seconds.", sc_profile_heap,
+	  sc_count_mappings, "view=mappings" },
 	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED,
 	  "Stack traces of threads waiting on locks and conditions (futex), with the time they "
 	  "waited, over ?seconds=N (default --wait-seconds)", sc_profile_mutex, sc_count_futex, NULL },

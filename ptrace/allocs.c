@@ -24,7 +24,10 @@ int pt_allocs_add(struct pt_allocs *a, const uint64_t *frames, uint32_t n,
 	*s = *counts;
 	s->first = (uint32_t)a->nframes;
 	s->n = n;
-	memcpy(a->frames + a->nframes, frames, n * sizeof(*frames));
+	/* No frames (a Go bucket's stack can be empty): frames may be NULL
+	 * while nothing was added yet, and memcpy is not given it. */
+	if (n)
+		memcpy(a->frames + a->nframes, frames, n * sizeof(*frames));
 	a->nframes += n;
 	return 0;
 }

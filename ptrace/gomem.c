@@ -224,7 +224,8 @@ static void use_published(struct walk *w)
 
 		if (cycle_empty(&w->alt[i]))
 			continue;
-		memmove(a->frames + nf, a->frames + first, n * sizeof(*a->frames));
+		if (n)   /* (frames is NULL while no stack has any) */
+			memmove(a->frames + nf, a->frames + first, n * sizeof(*a->frames));
 		to_counts(&a->stacks[ns], &w->alt[i]);
 		a->stacks[ns].first = (uint32_t)nf;
 		a->stacks[ns].n = n;

@@ -546,6 +546,31 @@ TEST(gomem_counts_kept_raw)
 	img_free(&im);
 }
 
+/* A bucket with no stack (nstk 0, or only zero PCs) is kept, with no
+ * frames, as MemProfile keeps it; first into an empty out. */
+TEST(gomem_empty_stacks)
+{
+	struct pt_gomem_syms s = syms119();
+	struct pt_allocs out = { 0 };
+	uint64_t zeros[3] = { 0 };
+	const char *why;
+	struct image im;
+	struct rec r;
+
+	img_init(&im, 0);
+	memset(&r, 0, sizeof(r));
+	r.active = (struct cyc){ 4, 1, 256, 64 };
+	add_bucket(&im, 1, zeros, 0, &r);
+	add_bucket(&im, 1, zeros, 3, &r);
+	ASSERT_OK(pt_gomem_read(img_read, &im, &s, &out, &why));
+	ASSERT_EQ(out.nstacks, 2);
+	ASSERT_EQ(out.nframes, 0);
+	expect_stack(&out, 0, &r.active, NULL, 0);
+	expect_stack(&out, 1, &r.active, NULL, 0);
+	pt_allocs_clear(&out);
+	img_free(&im);
+}
+
 TEST(gomem_symbol_names)
 {
 	ASSERT_STR_EQ(pt_gomem_symbol_names[0], "runtime.mbuckets");

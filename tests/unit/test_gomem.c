@@ -7,6 +7,7 @@
  * nstk, an unreadable bucket, an endless list, profiling turned off. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -578,4 +579,80 @@ TEST(gomem_symbol_names)
 	ASSERT_STR_EQ(pt_gomem_symbol_names[2], "runtime.mProf");
 	ASSERT_STR_EQ(pt_gomem_symbol_names[3], "runtime.MemProfileRate");
 	ASSERT_STR_EQ(pt_gomem_symbol_names[4], "runtime.disableMemoryProfiling");
+}
+
+/* The fuzzer's seeds (tests/fuzz/make_gomem_seeds.py) read as they were
+ * made to: the harness's input format, and seeds that reach the reader's
+ * paths. */
+struct seed {
+	uint8_t bytes[4096];
+	size_t len;
+};
+
+static int seed_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct seed *sd = arg;
+	size_t n = sd->len - PT_GOMEM_NSYMS * 4;
+
+	if (addr < 0x10000 || addr - 0x10000 > n || len > n - (addr - 0x10000))
+		return -EFAULT;
+	memcpy(buf, sd->bytes + PT_GOMEM_NSYMS * 4 + (addr - 0x10000), len);
+	return 0;
+}
+
+static int read_seed(const char *name, struct pt_allocs *out)
+{
+	uint64_t a[PT_GOMEM_NSYMS];
+	struct pt_gomem_syms s;
+	struct seed sd;
+	const char *why;
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "tests/fuzz/corpus/gomem/%s", name);
+	if (!(f = fopen(path, "rb")))
+		SKIP("%s missing (run from the source tree)", path);
+	sd.len = fread(sd.bytes, 1, sizeof(sd.bytes), f);
+	fclose(f);
+	ASSERT(sd.len > PT_GOMEM_NSYMS * 4);
+	for (int i = 0; i < PT_GOMEM_NSYMS; i++) {
+		uint32_t off;
+
+		memcpy(&off, sd.bytes + 4 * i, 4);
+		a[i] = off == UINT32_MAX ? 0 : 0x10000 + (uint64_t)off;
+	}
+	s = (struct pt_gomem_syms){ a[0], a[1], a[2], a[3], a[4] };
+	return pt_gomem_read(seed_read, &sd, &s, out, &why);
+}
+
+TEST(gomem_fuzz_seeds)
+{
+	const uint64_t f3[] = { PC0 + 0x4f, PC0 + 0x5f }, f1[] = { PC0 + 0xf, PC0 + 0x11f, PC0 + 0x22f };
+	struct pt_allocs out = { 0 };
+	struct cyc want;
+
+	/* cycle word 9: 1.19 reads cycle 4 (future 1), 1.18 cycle 9 (future 0) */
+	ASSERT_OK(read_seed("go119", &out));
+	ASSERT_EQ(out.nstacks, 2);
+	want = (struct cyc){ 7 + 9, 1 + 9, 16 * 64, 10 * 64 };
+	expect_stack(&out, 0, &want, f3, 2);
+	want = (struct cyc){ 30 + 2, 12 + 1, 32 * 64, 13 * 64 };
+	expect_stack(&out, 1, &want, f1, 3);
+	pt_allocs_clear(&out);
+	ASSERT_OK(read_seed("go118", &out));
+	ASSERT_EQ(out.nstacks, 2);
+	want = (struct cyc){ 7 + 4, 1 + 4, 11 * 64, 5 * 64 };
+	expect_stack(&out, 0, &want, f3, 2);
+	pt_allocs_clear(&out);
+	ASSERT_OK(read_seed("before-gc", &out));
+	ASSERT_EQ(out.nstacks, 2);
+	ASSERT_U64_EQ(out.stacks[0].alloc_objects, 6);
+	ASSERT_U64_EQ(out.stacks[1].alloc_objects, 6);
+	ASSERT_U64_EQ(out.stacks[1].free_objects, 1);
+	pt_allocs_clear(&out);
+	ASSERT_EQ(read_seed("loop", &out), -EPROTO);
+	ASSERT_EQ(read_seed("nstk-huge", &out), -EPROTO);
+	ASSERT_EQ(read_seed("disabled", &out), -ENOENT);
+	ASSERT_EQ(out.nstacks, 0);
+	pt_allocs_clear(&out);
 }

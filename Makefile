@@ -139,11 +139,18 @@ GO ?= go
 GO_ENV := GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath GOCACHE=$(abspath $(BUILD))/gocache
 GO_BUILD := $(GO_ENV) $(GO) build -trimpath -buildvcs=false
 GO_FIXTURES := $(if $(shell command -v $(GO) 2>/dev/null),\
-	$(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo)
+	$(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo \
+	$(BUILD)/fixtures/goalloc)
 
 $(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
 	@echo "  GO      $@"
 	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/gohot
+
+# goalloc: known heap and allocation profiles, kept in Go's own records
+# (net/http/pprof imported, so the linker leaves memory profiling on).
+$(BUILD)/fixtures/goalloc: tests/fixtures/goalloc/main.go
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
 
 $(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
 	@echo "  STRIP   $@"

@@ -6,12 +6,14 @@ import re
 import select
 import subprocess
 import threading
+import time
 
 import lib
 from lib import *  # noqa: F401,F403  (Podprof, http, pprof, check, test, traces, ...)
 
 GOHOT = os.path.join(BUILD, "fixtures", "gohot")
 GOCGO = os.path.join(BUILD, "fixtures", "gocgo")
+GOALLOC = os.path.join(BUILD, "fixtures", "goalloc")
 
 # main.work's two callers, as Go's profiles show them: the main goroutine,
 # and the one main starts (through a generated wrapper, main.main.func2,
@@ -22,7 +24,8 @@ CRUNCH = {"main.crunchAlpha": "main.leafAlpha", "main.crunchBeta": "main.leafBet
 
 
 class GoFixture:
-    """A Go fixture that prints "ready <pid> [port]" on stdout.
+    """A Go fixture that prints "ready <pid> [port]" (or "listening <port>":
+    the pid is then the process's own) on stdout.
 
     Async preemption is off: with it, Go 1.19's own profile of a busy
     goroutine puts 15-30% of the samples on runtime.asyncPreempt (the
@@ -31,19 +34,23 @@ class GoFixture:
     preemption hit rather than to where the time went. The loops call
     functions, so they are still preempted at their prologues."""
 
-    def __init__(self, exe):
+    def __init__(self, exe, args=()):
         if not os.path.exists(exe):
             raise Skip("%s not built (make fixtures needs Debian's golang-go)" % exe)
         env = dict(os.environ, GODEBUG="asyncpreemptoff=1")
-        self.proc = subprocess.Popen([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=env)
+        self.proc = subprocess.Popen([exe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
         PROCS.append(self.proc)
         ready, _, _ = select.select([self.proc.stdout], [], [], 10)
         line = self.proc.stdout.readline() if ready else ""
         m = re.match(r"ready (\d+)(?: (\d+))?", line)
-        check(m, "Go fixture %s did not get ready: %r" % (exe, line))
-        self.pid = int(m.group(1))
-        self.port = int(m.group(2)) if m.group(2) else None
+        listening = re.match(r"listening (\d+)", line)
+        check(m or listening, "Go fixture %s did not get ready: %r" % (exe, line))
+        if m:
+            self.pid = int(m.group(1))
+            self.port = int(m.group(2)) if m.group(2) else None
+        else:
+            self.pid, self.port = self.proc.pid, int(listening.group(1))
 
     def stop(self):
         if self.proc.poll() is None:
@@ -266,3 +273,111 @@ def cgo_stacks_cross_between_go_and_c():
     for k in ("spin", "syscall", "callback"):
         check(seen[k] > 0, "no %s stack in %s" % (k, seen))
     check(seen.get("callback_short", 0) <= 0.2 * seen["callback"], "too many short callback stacks: %s" % seen)
+
+
+# ---- Go's own allocation records ----------------------------------------------
+
+HEAP_TYPES = ("alloc_objects/count", "alloc_space/bytes", "inuse_objects/count", "inuse_space/bytes")
+
+
+def raw_samples(path):
+    """`go tool pprof -raw`: ([sample type], [(values, [location id])],
+    {location id: [function, ...]} (inlined functions first))."""
+    out = pprof("-raw", path)
+    samples = out.split("Samples:\n", 1)[1].split("Locations\n", 1)[0]
+    lines = samples.splitlines()
+    types = lines[0].split()
+    rows = []
+    for line in lines[1:]:
+        m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$", line)
+        if m:
+            rows.append(([int(v) for v in m.group(1).split()], [int(i) for i in m.group(2).split()]))
+    locs, last = {}, None
+    for line in out.split("Locations\n", 1)[1].split("Mappings\n", 1)[0].splitlines():
+        m = re.match(r"^\s*(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (\S+))?", line)
+        if m:
+            last = int(m.group(1))
+            locs[last] = [m.group(2)] if m.group(2) else []
+        elif last is not None and line.strip():
+            locs[last].append(line.split()[0])
+    return types, rows, locs
+
+
+def by_function(path, index):
+    """{function: cumulative value of the sample type index}: each sample
+    counted once for every function on its stack (whether or not runtime
+    frames were hidden at the leaf, as Go's own profile hides them)."""
+    types, rows, locs = raw_samples(path)
+    col = [i for i, t in enumerate(types) if t.split("/")[0] == index]
+    check(col, "no sample type %s in %s: %s" % (index, path, types))
+    out = {}
+    for values, ids in rows:
+        for fn in {fn for i in ids for fn in locs.get(i, [])}:
+            out[fn] = out.get(fn, 0) + values[col[0]]
+    return out
+
+
+def fetch_both(pp, pid, go_port, name):
+    """podprof's /debug/pprof/<name>?pid= and the Go program's own, taken at
+    once (each GC publishes new records: every 200 ms in goalloc)."""
+    bodies = {}
+
+    def own():
+        st, _, body = http(go_port, "/debug/pprof/" + name)
+        bodies["go"] = body if st == 200 else None
+
+    t = threading.Thread(target=own)
+    t.start()
+    bodies["pp"] = get_profile(pp, "pid=%d" % pid, name=name)
+    t.join(60)
+    check(bodies.get("go"), "Go's own %s profile failed" % name)
+    return save(bodies["pp"], "goalloc-pp-%s.pb.gz" % name), save(bodies["go"], "goalloc-go-%s.pb.gz" % name)
+
+
+@test
+def go_heap_matches_gos_own_records():
+    """goalloc (48 MiB kept by main.keepAlpha, 16 MiB by main.keepBeta, 8
+    MiB/s dropped by main.churnGamma) read by podprof from the runtime's
+    memory-profile buckets and by the program's own net/http/pprof at the
+    same moment: heap and allocs carry Go's four sample types, and per
+    function the inuse_space (keepAlpha, keepBeta) and alloc_space
+    (keepAlpha, keepBeta, churnGamma) agree within 15 %. Both read the same
+    records, so they differ only by a GC publishing between the two reads
+    (churnGamma's 1.6 MiB a cycle) and by the unsampling's rounding."""
+    f = GoFixture(GOALLOC, ["0"])
+    # Records reach MemProfile two GC cycles after their allocation: wait
+    # until Go's own profile has churnGamma at 16 MiB (some 2 s).
+    deadline = time.monotonic() + 20
+    while True:
+        st, _, body = http(f.port, "/debug/pprof/allocs")
+        check(st == 200, "Go's own allocs profile: %d" % st)
+        got = by_function(save(body, "goalloc-warmup.pb.gz"), "alloc_space").get("main.churnGamma", 0)
+        if got >= 16 * 2**20:
+            break
+        check(time.monotonic() < deadline, "churnGamma at %d B after 20 s" % got)
+        time.sleep(0.2)
+    pp = Podprof("--pid", str(f.pid))
+    heap = fetch_both(pp, f.pid, f.port, "heap")
+    allocs = fetch_both(pp, f.pid, f.port, "allocs")
+    pp.stop(), f.stop()
+    for path in heap + allocs:
+        types = [t.split("[")[0] for t in raw_samples(path)[0]]   # less a [dflt] mark
+        check(tuple(types) == HEAP_TYPES, "%s: sample types %s" % (os.path.basename(path), types))
+    checks = (("inuse_space", heap, ("main.keepAlpha", "main.keepBeta")),
+              ("alloc_space", allocs, ("main.keepAlpha", "main.keepBeta", "main.churnGamma")),
+              ("inuse_objects", heap, ("main.keepAlpha", "main.keepBeta")))
+    for index, (ppath, gpath), fns in checks:
+        mine, theirs = by_function(ppath, index), by_function(gpath, index)
+        for fn in fns:
+            a, b = mine.get(fn, 0), theirs.get(fn, 0)
+            unit = 2.0**20 if index.endswith("space") else 1.0
+            print("  info: %-13s %-16s podprof %9.2f  Go %9.2f%s" %
+                  (index, fn, a / unit, b / unit, " MiB" if unit > 1 else ""))
+            check(b > 0, "%s: no %s in Go's own profile" % (index, fn))
+            check(abs(a - b) <= 0.15 * b, "%s of %s: podprof %d, Go's own %d" % (index, fn, a, b))
+    # The fixture as designed (Go's sampling at 512 KiB leaves some 100
+    # samples of keepAlpha's 48 MiB: about 10 % of noise).
+    theirs = by_function(heap[1], "inuse_space")
+    check(25 * 2**20 <= theirs["main.keepAlpha"] <= 75 * 2**20,
+          "Go's own inuse_space of main.keepAlpha %.1f MiB, kept 48" % (theirs["main.keepAlpha"] / 2**20))
+    check(theirs.get("main.churnGamma", 0) <= 4 * 2**20, "churnGamma keeps %d B" % theirs.get("main.churnGamma", 0))

@@ -375,16 +375,17 @@ def agree(checks, tol=0.15):
 @test
 def go_heap_matches_gos_own_records():
     """goalloc (48 MiB kept by main.keepAlpha, 16 MiB by main.keepBeta, 8
-    MiB/s dropped by main.churnGamma) read by podprof from the runtime's
-    memory-profile buckets and by the program's own net/http/pprof at the
-    same moment: heap and allocs carry Go's four sample types, and per
-    function the inuse_space (keepAlpha, keepBeta) and alloc_space
-    (keepAlpha, keepBeta, churnGamma) agree within 15 %. Both read the same
+    MiB by main.keepDelta, 8 MiB/s dropped by main.churnGamma) read by
+    podprof from the runtime's memory-profile buckets and by the program's
+    own net/http/pprof at the same moment: heap and allocs carry Go's four
+    sample types, and per function the inuse_space (the keepers) and
+    alloc_space (all four) agree within 15 %. Both read the same
     records, so they differ only by a GC publishing between the two reads
     (churnGamma's 1.6 MiB a cycle) and by the unsampling's rounding."""
     heap, allocs = goalloc_profiles()
-    agree((("inuse_space", heap, ("main.keepAlpha", "main.keepBeta")),
-           ("alloc_space", allocs, ("main.keepAlpha", "main.keepBeta", "main.churnGamma"))))
+    agree((("inuse_space", heap, ("main.keepAlpha", "main.keepBeta", "main.keepDelta")),
+           ("alloc_space", allocs, ("main.keepAlpha", "main.keepBeta", "main.churnGamma",
+                                    "main.keepDelta"))))
     # The fixture as designed (Go's sampling at 512 KiB leaves some 100
     # samples of keepAlpha's 48 MiB: about 10 % of noise).
     theirs = by_function(heap[1], "inuse_space")
@@ -404,3 +405,35 @@ def go_heap_objects_match_gos_own_records():
     heap, allocs = goalloc_profiles()
     agree((("inuse_objects", heap, ("main.keepAlpha", "main.keepBeta")),
            ("alloc_objects", allocs, ("main.keepAlpha", "main.keepBeta", "main.churnGamma"))))
+
+
+def main_stacks(path):
+    """The distinct stacks (function names leaf first, a location's inlined
+    functions before the one holding them) of samples through main.keep*
+    or main.churn*."""
+    _, rows, locs = raw_samples(path)
+    out = set()
+    for _, ids in rows:
+        names = tuple(fn for i in ids for fn in locs.get(i, []))
+        if any(fn.startswith(("main.keep", "main.churn")) for fn in names):
+            out.add(names)
+    return out
+
+
+@test
+def go_heap_stacks_match_gos_own_records():
+    """goalloc's allocation stacks as podprof and Go's own net/http/pprof
+    give them are the same: main.grabDelta inlined into main.keepDelta is
+    one location of two lines (Go's record holds a PC for each: the
+    inlined function's, then a mark in its caller, which Go's profile
+    folds into that location), and no stack ends in runtime.goexit (Go
+    leaves it out)."""
+    heap, allocs = goalloc_profiles()
+    for index, (ppath, gpath) in (("heap", heap), ("allocs", allocs)):
+        mine, theirs = main_stacks(ppath), main_stacks(gpath)
+        for st in sorted(theirs):
+            print("  info: %s Go's own: %s" % (index, " <- ".join(st)))
+        check(any(st[:2] == ("main.grabDelta", "main.keepDelta") for st in theirs),
+              "Go's own %s has no main.grabDelta inlined in main.keepDelta: %s" % (index, theirs))
+        check(mine == theirs, "%s stacks: podprof's not Go's: %s; Go's not podprof's: %s" %
+              (index, sorted(mine - theirs), sorted(theirs - mine)))

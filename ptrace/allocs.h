@@ -20,6 +20,7 @@ struct pt_alloc_stack {
 	uint32_t first, n;               /* frames[first .. first + n), leaf first */
 	uint64_t alloc_objects, alloc_bytes;
 	uint64_t free_objects, free_bytes;
+	uint64_t size;                   /* of each allocation counted (Go's buckets); 0: mixed */
 };
 
 struct pt_allocs {

@@ -9,6 +9,7 @@
 #include "agent/area.h"
 #include "ptrace/agentrec.h"
 #include "ptrace/gomem.h"
+#include "ptrace/gopclntab.h"
 #include "ptrace/proc.h"
 #include "ptrace/stacks.h"
 #include "ptrace/symbolize.h"
@@ -70,13 +71,57 @@ static int from_agent(struct pt_tracee *t, const struct pt_map *lib, struct pt_a
 	return pt_agentrec_read(read_target, t, addr, out, why);
 }
 
+/* The functions Go's traceback gives at pc, innermost first; returns how
+ * many (0: not Go code). */
+static int go_frames(struct pt_tracee *t, uint64_t pc, struct pt_goline *gl)
+{
+	return pt_symbolize_go(t, pc, gl, PT_GOTAB_MAX_INLINE + 1);
+}
+
+/* Go's records hold a PC per function of an inlined call: the call site,
+ * then a mark in each function it was inlined into. podprof names every
+ * function inlined at a PC from that PC alone, so the marks after it that
+ * stand for those functions are dropped (runtime/pprof folds them into one
+ * location the same way), and so is runtime.goexit at the root, which Go's
+ * profiles leave out. Frames move down in place. */
+static void go_fold(struct pt_tracee *t, struct pt_allocs *a)
+{
+	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1], next[PT_GOTAB_MAX_INLINE + 1];
+	size_t w = 0;
+
+	for (size_t i = 0; i < a->nstacks; i++) {
+		struct pt_alloc_stack *s = &a->stacks[i];
+		size_t first = w;
+
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint64_t pc = a->frames[s->first + k];
+			int nf = go_frames(t, pc, gl);
+
+			if (nf > 0 && k + 1 == s->n && !strcmp(gl[nf - 1].name, "runtime.goexit"))
+				break;
+			a->frames[w++] = pc;
+			/* Skip the marks of the outer functions, each checked. */
+			for (int j = 1; j < nf && k + 1 < s->n; j++) {
+				int m = go_frames(t, a->frames[s->first + k + 1], next);
+
+				if (m <= 0 || strcmp(next[0].name, gl[j].name))
+					break;
+				k++;
+			}
+		}
+		s->first = (uint32_t)first;
+		s->n = (uint32_t)(w - first);
+	}
+	a->nframes = w;
+}
+
 static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allocs *out,
 		   const char **why)
 {
 	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
 	struct pt_gomem_syms syms;
-	int n = pt_symbolize_lookup(t, exe->start, pt_gomem_symbol_names, addrs, sizes,
-				    PT_GOMEM_NSYMS);
+	int err, n = pt_symbolize_lookup(t, exe->start, pt_gomem_symbol_names, addrs, sizes,
+					 PT_GOMEM_NSYMS);
 
 	if (n < 0 || !addrs[0]) {
 		*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
@@ -84,7 +129,9 @@ static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allo
 		return -ENOENT;
 	}
 	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
-	return pt_gomem_read(read_target, t, &syms, out, why);
+	if (!(err = pt_gomem_read(read_target, t, &syms, out, why)))
+		go_fold(t, out);
+	return err;
 }
 
 int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **why)
@@ -115,7 +162,10 @@ int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t 
 		return err;
 	for (size_t i = 0; i < a->nstacks; i++) {
 		const struct pt_alloc_stack *s = &a->stacks[i];
+		/* Go's buckets are per stack and size, and unsampled each on its own
+		 * (the sizes kept apart by the sample's tid, which no label shows). */
 		struct pt_sample smp = { .comm = "", .state = '?', .syscall = -1,
+					 .tid = s->size > INT32_MAX ? INT32_MAX : (pid_t)s->size,
 					 .frames = a->frames + s->first, .n = (int)s->n };
 		int64_t v[PT_MAX_VALUES] = {
 			(int64_t)s->alloc_objects, (int64_t)s->alloc_bytes,

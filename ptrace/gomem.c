@@ -197,6 +197,7 @@ static int take_bucket(struct walk *w, pt_allocs_read_fn rd, void *arg, uint64_t
 			w->frames[n++] = pc - 1;
 	}
 	to_counts(&counts, &all);
+	counts.size = h->size;
 	err = pt_allocs_add(w->out, w->frames, n, &counts);
 	if (err == -E2BIG) {
 		w->out->full = 1;
@@ -221,12 +222,14 @@ static void use_published(struct walk *w)
 	for (size_t i = 0; i < w->nalt; i++) {
 		struct pt_alloc_stack *s = &a->stacks[w->base_stacks + i];
 		uint32_t first = s->first, n = s->n;
+		uint64_t size = s->size;
 
 		if (cycle_empty(&w->alt[i]))
 			continue;
 		if (n)   /* (frames is NULL while no stack has any) */
 			memmove(a->frames + nf, a->frames + first, n * sizeof(*a->frames));
 		to_counts(&a->stacks[ns], &w->alt[i]);
+		a->stacks[ns].size = size;
 		a->stacks[ns].first = (uint32_t)nf;
 		a->stacks[ns].n = n;
 		nf += n;

@@ -200,6 +200,9 @@ static void check_published(struct pt_gomem_syms s, uint32_t cycle_word, int idx
 	expect_stack(&out, 0, &want, want_b, 1);
 	want = sum(&ra, f[0], f[1], f[2]);
 	expect_stack(&out, 1, &want, want_a, 3);
+	/* Each bucket's size kept (Go unsamples each size on its own). */
+	ASSERT_EQ(out.stacks[0].size, 64);
+	ASSERT_EQ(out.stacks[1].size, 64);
 	ASSERT_EQ(out.nframes, 4);
 	ASSERT_EQ(out.full, 0);
 	/* Two reads a memory bucket (header; stack and record), one for the

@@ -55,7 +55,7 @@ static const char HEAP_NOTE[] =
 	"podprof: heap: the target's memory by mapping from /proc/<pid>/smaps, under its class "
 	"(heap = brk and malloc arenas, thread stacks, anonymous, code and data of each file, "
 	"shared memory, [anon:name], other); inuse_space is resident memory (RSS), then PSS, "
-	"private dirty and swap. Allocation stacks would need code inside the target.";
+	"private dirty and swap.";
 static const char ALLOCS_NOTE[] =
 	"podprof: allocs: per mapping, the bytes that became resident (each growth of its RSS "
 	"seen, summed: alloc_space) and how many growths (alloc_objects), since podprof first "

@@ -74,15 +74,18 @@ static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 	char note[512];
 	int err;
 
+	char every[64];
+
+	snprintf(every, sizeof(every), in->alloc.rate > 1 ? "one sample per %llu bytes allocated on "
+			 "average" : "every allocation recorded", (unsigned long long)in->alloc.rate);
 	snprintf(note, sizeof(note),
-		 "podprof: %s: allocation stacks from %s, one sample per %llu bytes allocated on "
-		 "average; values estimated from the samples as Go's heap profile does; "
-		 "inuse = allocated and not yet freed, alloc = since %s. "
+		 "podprof: %s: allocation stacks from %s, %s; values estimated from the samples as "
+		 "Go's heap profile does; inuse = allocated and not yet freed, alloc = since %s. "
 		 "%s?view=mappings shows the memory by mapping.",
 		 m->allocs ? "allocs" : "heap",
 		 !strcmp(in->alloc.source, "go") ? "the Go runtime's own records (runtime.MemProfile)" :
 						   "podprof's allocation agent in the process",
-		 (unsigned long long)in->alloc.rate,
+		 every,
 		 !strcmp(in->alloc.source, "go") ? "the program started" :
 						   "the agent started in the process",
 		 m->allocs ? "allocs" : "heap");

@@ -193,3 +193,19 @@ def fork_child_keeps_its_own_records():
     parent = per_function(save(get_profile(pp, "", name="heap"), "heap-parent.pb.gz"), "inuse_space")
     check("child_delta" not in parent and "keep_alpha" in parent, "parent: %r" % parent)
     f.stop()
+
+
+@test
+def agent_record_area_full_is_said():
+    """Past its fixed area (16384 distinct stacks) the agent stops recording
+    new stacks, the app runs on, and the profile says how much was lost."""
+    f = Allocs("-d", "15", "-a", "1", "-b", "1", rate=1)
+    pp = Podprof("--pid", str(f.pid))
+    raw = pprof("-raw", save(get_profile(pp, "", name="heap"), "heap-full.pb.gz"))
+    m = re.search(r"record area is full: (\d+) samples not recorded", raw)
+    check(m and int(m.group(1)) > 0, raw[:800])
+    check("every allocation recorded" in raw, raw[:500])
+    n = len(re.findall(r"^\s+\d+\s+\d+\s+\d+\s+\d+: ", raw, re.M))
+    check(16000 <= n <= 16384 + 64, "%d stacks in the profile" % n)
+    check(f.truth()["alpha"] > 0, "the fixture stopped answering")
+    f.stop()

@@ -47,6 +47,11 @@ SCENARIOS = [
     ("unknown-profile", "GET", "/debug/pprof/nosuch", b""),
     # two CPU profiles at once: the first one's allocations fail
     ("concurrent", "GET", "/debug/pprof/profile?seconds=1", b"concurrent"),
+    # allocation stacks: the fixture under the allocation agent, recording
+    # every allocation (it makes a few: its threads' set-up)
+    ("heap-agent", "GET", "/debug/pprof/heap", b"agent"),
+    ("heap-agent-debug1", "GET", "/debug/pprof/heap?debug=1", b"agent"),
+    ("allocs-agent-delta", "GET", "/debug/pprof/allocs?seconds=1", b"agent"),
 ]
 TIMEOUT = 60
 
@@ -132,8 +137,16 @@ class Background:
         return True
 
 
+def with_agent(lib):
+    agent = os.path.join(lib.BUILD, "libpodprof-alloc.so")
+    return lambda argv: ["env", "LD_PRELOAD=" + agent, "PODPROF_ALLOC_RATE=1"] + argv
+
+
 def run_scenario(lib, name, method, path, body, max_runs, rng):
-    fx = lib.Fixture(threads=3, sleepers=2)
+    agent = body == b"agent"
+    if agent:
+        body = b""
+    fx = lib.Fixture(threads=3, sleepers=2, wrap=with_agent(lib) if agent else None)
     pp = lib.Podprof("--pid", str(fx.pid), "--max-sessions", "8")
     problems, outcomes = [], {"ok": 0, "error": 0}
     concurrent = body == b"concurrent"

@@ -156,6 +156,8 @@ static size_t labels_of(const struct pt_profile_sample *s, unsigned want, struct
 		lab[n++] = (struct enc_label){ .key = "syscall", .str = sc };
 	if ((want & SC_LABEL_CREATION) && (s->flags & PT_SAMPLE_F_UNSEEN))
 		lab[n++] = (struct enc_label){ .key = "creation", .str = "not seen" };
+	if ((want & SC_LABEL_BYTES) && s->value[0] > 0)
+		lab[n++] = (struct enc_label){ .key = "bytes", .num = s->value[1] / s->value[0] };
 	return n;
 }
 
@@ -198,7 +200,7 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 		goto out;
 	for (size_t i = 0; i < pr->nsamples && !err; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
-		struct enc_label lab[5];
+		struct enc_label lab[6];
 		size_t nl = labels_of(s, spec->labels, lab), n = 0;
 
 		for (size_t k = 0; k < spec->nvalues; k++)

@@ -36,6 +36,8 @@ struct sc_stack_value {
 #define SC_LABEL_STATE   0x4u   /* "running", "sleeping", ... */
 #define SC_LABEL_SYSCALL 0x8u   /* only on samples taken inside a system call */
 #define SC_LABEL_CREATION 0x10u  /* "creation": "not seen" on threads whose creation was not seen */
+#define SC_LABEL_BYTES   0x20u   /* heap with stacks: "bytes", column 1 / column 0 (Go's
+                                  * alloc_space / alloc_objects: the block size) */
 /* Not a label: a leaf frame "syscall <name>" under samples taken inside a
  * system call (a stable synthetic address per system call, no mapping). */
 #define SC_LEAF_SYSCALL  0x100u

@@ -50,6 +50,8 @@ static const struct sc_stack_value allocs_values[] = {
 	{ "inuse_space", "bytes", SC_COL_3 },
 };
 static const struct sc_stack_spec allocs_spec = { allocs_values, 4, 0 };
+/* With allocation stacks, Go's label: the size of the blocks a sample counts. */
+static const struct sc_stack_spec stacks_spec = { allocs_values, 4, SC_LABEL_BYTES };
 
 static const char HEAP_NOTE[] =
 	"podprof: heap: the target's memory by mapping from /proc/<pid>/smaps, under its class "
@@ -139,7 +141,7 @@ static int build_stacks(struct enc_pprof *e, const struct memory_job *m,
 	int err;
 
 	sc_stacks_scale_allocs(pr);
-	if ((err = sc_stacks_types(e, &allocs_spec)) ||
+	if ((err = sc_stacks_types(e, &stacks_spec)) ||
 	    (err = enc_pprof_period(e, "space", "bytes",
 				    in->alloc.rate > 1 ? (int64_t)in->alloc.rate : 1)) ||
 	    (err = enc_pprof_default_type(e, m->allocs ? "alloc_space" : "inuse_space")))
@@ -147,7 +149,7 @@ static int build_stacks(struct enc_pprof *e, const struct memory_job *m,
 	enc_pprof_time(e, (int64_t)in->time_ns, (int64_t)in->duration_ns);
 	if ((err = stacks_notes(e, m, in)) || (err = sc_stacks_note_cut(e, pr)))
 		return err;
-	return sc_stacks_pprof(e, pr, &allocs_spec);
+	return sc_stacks_pprof(e, pr, &stacks_spec);
 }
 
 static int build(struct enc_pprof *e, const struct memory_job *m)

@@ -83,6 +83,9 @@ def heap_names_who_allocated_with_the_agent():
                "inuse_space/bytes"):
         check(st in raw, "sample type %s missing" % st)
     check("PeriodType: space bytes" in raw and "Period: 65536" in raw, raw[:300])
+    # Go's label: the blocks' size (keep_beta's are under 2 KiB, keep_alpha's 4-64 KiB).
+    small = pprof("-top", "-tagfocus=bytes=:2kb", "-sample_index=inuse_space", path)
+    check("keep_beta" in small and "keep_alpha" not in small, small[:800])
     inuse = per_function(path, "inuse_space")
     print("  info: inuse keep_alpha %.1f MiB (truth %.1f), keep_beta %.1f MiB (truth %.1f)" % (
         inuse.get("keep_alpha", 0) / 2**20, t["alpha"] / 2**20, inuse.get("keep_beta", 0) / 2**20,

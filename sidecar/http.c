@@ -517,6 +517,21 @@ static int respond_spare(struct sc_conn *c, int status, const char *headers, con
 	return 0;
 }
 
+/* Memory ran out sending an answer: it goes out whole from the
+ * connection's own room if it is short, else a 500 saying so (a profile
+ * already made is lost, but the client learns why). Returns 0, or an error
+ * when even that cannot be written (the caller closes). */
+static int respond_oom(struct sc_conn *c, int status, const char *headers, const void *body,
+		       size_t len)
+{
+	static const char msg[] = "out of memory sending the answer\n";
+
+	if (!respond_spare(c, status, headers, body, len))
+		return 0;
+	return respond_spare(c, 500, "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n",
+			     msg, sizeof(msg) - 1);
+}
+
 int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, void *body,
 			  size_t len)
 {
@@ -562,8 +577,8 @@ int sc_http_respond_owned(struct sc_conn *c, int status, const char *headers, vo
 		base_free(wr);
 		base_buf_free(&head);
 		/* Out of memory for the head: a short answer still goes out
-		 * whole, from the connection's own room. */
-		if (err != -ENOMEM || respond_spare(c, status, headers, body, len))
+		 * whole, from the connection's own room; a long one as a 500. */
+		if (err != -ENOMEM || respond_oom(c, status, headers, body, len))
 			conn_close(c);
 		base_free(body);
 		return err;
@@ -601,7 +616,7 @@ int sc_http_respond(struct sc_conn *c, int status, const char *headers, const vo
 	void *copy = base_memdup(body, len);
 
 	if (!copy) {
-		if (respond_spare(c, status, headers, body, len))
+		if (respond_oom(c, status, headers, body, len))
 			conn_close(c);
 		return -ENOMEM;
 	}

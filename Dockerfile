@@ -1,6 +1,7 @@
 # podprof's image: a build stage with the build dependencies, a runtime stage
-# with the runtime libraries, libc6-dbg and the binary (no compiler, no extra
-# tools). Both stages install from scripts/packages.txt, the one list.
+# with the runtime libraries, libc6-dbg, the binary and the allocation agent
+# (no compiler, no extra tools). Both stages install from scripts/packages.txt,
+# the one list.
 #   podman build --network=host -t podprof .
 #   (no registry here: tests/e2e/run.sh builds on a local debootstrap image
 #    with --build-arg BASE=localhost/debian:bookworm-slim)
@@ -25,6 +26,7 @@ COPY . .
 # into its effective set itself. COPY keeps the security.capability xattr.
 RUN make -j"$(nproc)" GIT_REV="$GIT_REV" all \
 	&& install -D -m 0755 build/release/podprof /out/podprof \
+	&& install -D -m 0644 build/release/libpodprof-alloc.so /out/libpodprof-alloc.so \
 	&& setcap cap_sys_ptrace,cap_sys_nice+p /out/podprof \
 	&& getcap /out/podprof | grep -q 'cap_sys_ptrace,cap_sys_nice=p'
 
@@ -42,6 +44,11 @@ RUN pkgs=$(sed -n '/^# \[runtime\]/,/^# \[/{/^[^#]/p}' /tmp/packages.txt | cut -
 # No setuid binaries (the chart's nonRoot model allows privilege escalation
 # for the file capabilities); the only file capabilities are podprof's.
 COPY --from=build /out/podprof /usr/local/bin/podprof
+# The allocation agent, for the application container, not for podprof: the
+# chart's agent.enabled copies it into an emptyDir the application preloads
+# (LD_PRELOAD=/podprof-agent/libpodprof-alloc.so). Root's, mode 0644: any uid
+# reads it, none writes it. It needs glibc >= 2.35 in the application.
+COPY --from=build /out/libpodprof-alloc.so /usr/lib/podprof/libpodprof-alloc.so
 USER 65532:65532
 EXPOSE 8008
 # The default listen address stays 127.0.0.1:8008 (kubectl port-forward

@@ -167,13 +167,18 @@ volumes when auth.existingSecret is set.
 
 {{/*
 The sidecar's volumes, list items for a pod spec's volumes (nothing when no
-token is configured):
+token, switch or agent is configured):
   volumes:
     {{- include "podprof.volumes" . | nindent 4 }}
 optional: false is Kubernetes' default, spelled out because podman 4.3's
-kube play crashes on a secret volume without it.
+kube play crashes on a secret volume without it. With agent.enabled, the
+emptyDir the init container fills with the allocation agent.
 */}}
 {{- define "podprof.volumes" -}}
+{{- include "podprof.volumeItems" . | trim -}}
+{{- end -}}
+
+{{- define "podprof.volumeItems" -}}
 {{- if .Values.auth.existingSecret }}
 - name: podprof-auth
   secret:
@@ -189,4 +194,91 @@ kube play crashes on a secret volume without it.
     name: {{ .Values.switch.configMap }}
     optional: true
 {{- end }}
+{{- if include "podprof.agentEnabled" . }}
+- name: podprof-agent
+  emptyDir: {}
+{{- end }}
+{{- end -}}
+
+{{/*
+The allocation agent (agent.enabled; each template below renders nothing
+without it). An init container copies libpodprof-alloc.so from podprof's
+image into the emptyDir "podprof-agent" (in "podprof.volumes"); the
+application container mounts it read-only and preloads the agent:
+  initContainers:
+    {{- include "podprof.agentInitContainer" . | nindent 4 }}
+  containers:
+    - name: app
+      image: myapp:1.2
+      env:
+        {{- include "podprof.agentEnv" . | nindent 8 }}
+      volumeMounts:
+        {{- include "podprof.agentVolumeMount" . | nindent 8 }}
+    {{- include "podprof.container" . | nindent 4 }}
+  volumes:
+    {{- include "podprof.volumes" . | nindent 4 }}
+Which container is the application is yours to say: the one whose env and
+volumeMounts include these (each container that should be seen, when there
+are several). podprof itself needs neither: it finds the agent's records in
+the application's memory.
+*/}}
+{{- define "podprof.agentEnabled" -}}
+{{- if and .Values.agent .Values.agent.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "podprof.agentMountPath" -}}
+{{- trimSuffix "/" (.Values.agent.mountPath | default "/podprof-agent") -}}
+{{- end -}}
+
+{{/* The init container, a list item for a pod spec's initContainers. */}}
+{{- define "podprof.agentInitContainer" -}}
+{{- if include "podprof.agentEnabled" . -}}
+{{- $v := .Values -}}
+{{- $dir := include "podprof.agentMountPath" . -}}
+- name: {{ $v.agent.initContainerName | default "podprof-agent" }}
+  image: {{ printf "%s:%s" (required "podprof: image.repository is required" $v.image.repository) (required "podprof: image.tag is required" $v.image.tag) | quote }}
+  imagePullPolicy: {{ $v.image.pullPolicy | default "IfNotPresent" }}
+  # The agent from podprof's image into the shared emptyDir, readable by any uid.
+  command: [/usr/bin/install, -m, "0644", /usr/lib/podprof/libpodprof-alloc.so, {{ printf "%s/libpodprof-alloc.so" $dir | quote }}]
+  {{- with $v.agent.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: {{ int $v.security.runAsUser }}
+    runAsGroup: {{ int $v.security.runAsUser }}
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+    {{- with $v.security.seccompProfile }}
+    seccompProfile:
+      type: {{ . }}
+    {{- end }}
+  volumeMounts:
+    - name: podprof-agent
+      mountPath: {{ $dir }}
+{{- end -}}
+{{- end -}}
+
+{{/* The application container's environment, list items for its env. */}}
+{{- define "podprof.agentEnv" -}}
+{{- if include "podprof.agentEnabled" . -}}
+- name: LD_PRELOAD
+  value: {{ printf "%s/libpodprof-alloc.so" (include "podprof.agentMountPath" .) | quote }}
+{{- if hasKey .Values.agent "rate" }}
+- name: PODPROF_ALLOC_RATE
+  value: {{ int64 .Values.agent.rate | toString | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The application container's mount, a list item for its volumeMounts. */}}
+{{- define "podprof.agentVolumeMount" -}}
+{{- if include "podprof.agentEnabled" . -}}
+- name: podprof-agent
+  mountPath: {{ include "podprof.agentMountPath" . }}
+  readOnly: true
+{{- end -}}
 {{- end -}}

@@ -14,10 +14,11 @@
 //
 // Usage:
 //
-//	render [-f values.yaml]... [--set a.b=c]... [--name RELEASE] [--namespace NS] [--notes] CHART_DIR
+//	render [-f values.yaml]... [--set a.b=c]... [--name RELEASE] [--namespace NS] [--notes] [--json] CHART_DIR
 //
 // Prints the manifests ("---\n# Source: CHART/templates/FILE\n..." as helm
-// template does), or with --notes the rendered NOTES.txt. Exits 1 with helm's
+// template does), or with --notes the rendered NOTES.txt, or with --json each
+// manifest as one line of JSON (for the tests' checks of its structure). Exits 1 with helm's
 // messages on a schema violation, a required value, fail, or a template error.
 package main
 
@@ -65,14 +66,18 @@ func main() {
 	name := flag.String("name", "release-name", "release name (.Release.Name)")
 	namespace := flag.String("namespace", "default", "release namespace (.Release.Namespace)")
 	notes := flag.Bool("notes", false, "print the rendered NOTES.txt instead of the manifests")
+	asJSON := flag.Bool("json", false, "print each manifest as one line of JSON")
 	flag.Var(&valueFiles, "f", "values file (repeatable; later ones win)")
 	flag.Var(&sets, "set", "KEY=VALUE with dotted keys (repeatable; after -f files)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: render [-f values.yaml]... [--set k=v]... [--name N] [--namespace NS] [--notes] CHART_DIR")
+		fmt.Fprintln(os.Stderr, "usage: render [-f values.yaml]... [--set k=v]... [--name N] [--namespace NS] [--notes] [--json] CHART_DIR")
 		os.Exit(2)
 	}
 	out, err := run(flag.Arg(0), valueFiles, sets, *name, *namespace, *notes)
+	if err == nil && *asJSON && !*notes {
+		out, err = jsonLines(out)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
@@ -124,6 +129,22 @@ func run(dir string, valueFiles, sets []string, name, namespace string, notes bo
 		"Files": map[string]interface{}{},
 	}
 	return render(dir, chart.Name, top, notes)
+}
+
+// jsonLines turns rendered manifests into one line of JSON each (comments
+// and empty documents dropped).
+func jsonLines(manifests string) (string, error) {
+	var out strings.Builder
+	for _, doc := range strings.Split("\n"+manifests, "\n---") {
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			return "", err
+		}
+		if s := string(j); s != "null" && s != "" {
+			out.WriteString(s + "\n")
+		}
+	}
+	return out.String(), nil
 }
 
 func readYAML(file string, v interface{}) error {

@@ -3,11 +3,13 @@
 #
 #   base image   localhost/debian:bookworm-slim from debootstrap when missing
 #                (podman's store caches it between runs; a fresh machine makes it)
-#   images       the podprof image (Dockerfile) and an application image
-#                (tests/e2e/app: tests/fixtures/busy.c, which the sidecar image
-#                does not contain), built with podman
+#   images       the podprof image (Dockerfile; the allocation agent in it) and
+#                an application image (tests/e2e/app: tests/fixtures/busy.c and
+#                allocs.c, which the sidecar image does not contain), built
+#                with podman
 #   chart        charts/podprof rendered by tests/e2e/render (helm's engine:
-#                text/template + sprig), bad values rejected naming the value
+#                text/template + sprig), bad values rejected naming the value,
+#                agent.enabled's init container, emptyDir, mount and env
 #   pod specs    the chart's example Deployment played with
 #                `podman kube play --network none`, twice: SYS_PTRACE only
 #                (loopback listen), and SYS_PTRACE + SYS_NICE (listen :8008,
@@ -207,6 +209,15 @@ check "no setuid/setgid files in the runtime image" \
 	sh -c "[ -z \"\$(find '$MNT' -xdev -type f -perm /6000 2>/dev/null)\" ]"
 check "libc6-dbg's build-id files are in the image" sh -c "ls '$MNT'/usr/lib/debug/.build-id/*/*.debug > /dev/null 2>&1"
 check "the application's binary is not in the sidecar image" sh -c "[ ! -e '$MNT/usr/local/bin/busy' ]"
+AGENT=$MNT/usr/lib/podprof/libpodprof-alloc.so
+check "the allocation agent is in the image: /usr/lib/podprof/libpodprof-alloc.so, root's, mode 0644 (any uid reads it)" \
+	eval '[ "$(stat -c "%u:%g %a" "$AGENT" 2>/dev/null)" = "0:0 644" ]'
+AGENT_SUM=$(sha256sum < "$AGENT" 2>/dev/null | cut -d' ' -f1)
+AGENT_GLIBC=$(objdump -T "$AGENT" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+echo "  agent: $(stat -c %s "$AGENT" 2>/dev/null) bytes, needs ${AGENT_GLIBC:-?} (its newest glibc symbol version)"
+check "the agent needs libc and libm only, and glibc 2.35 at most (${AGENT_GLIBC:-none found})" \
+	eval '[ "$(objdump -p "$AGENT" | awk "/NEEDED/ { print \$2 }" | sort | paste -sd " ")" = "libc.so.6 libm.so.6" ] &&
+		[ -n "$AGENT_GLIBC" ] && [ "$(printf "%s\n" "$AGENT_GLIBC" GLIBC_2.35 | sort -V | tail -n 1)" = GLIBC_2.35 ]'
 podman image unmount "$IMG" > /dev/null
 podman run --rm "$IMG" --help > "$OUT/help.txt" 2>&1
 check "podprof --help runs in the image" grep -q -- '--auth-token-file' "$OUT/help.txt"
@@ -214,7 +225,7 @@ check "podprof --help runs in the image" grep -q -- '--auth-token-file' "$OUT/he
 phase "application image"
 if podman build --network=host --build-arg BASE="$BASE" --build-arg PKGS="$(section e2e-app)" \
 	-t "$APP" -f tests/e2e/app/Dockerfile tests/fixtures > "$OUT/build-app.log" 2>&1; then
-	pass "podman build the application image (busy.c)"
+	pass "podman build the application image (busy.c, allocs.c)"
 else
 	tail -n 30 "$OUT/build-app.log"; fail "podman build the application image"; finish
 fi
@@ -264,6 +275,60 @@ cat "$OUT/switch.yaml" >> "$OUT/all-flags.yaml"
 check "switch.configMap mounts the ConfigMap whole and passes --enable-file; continuous.enabled passes --continuous" \
 	all_in "$OUT/switch.yaml" "- --enable-file=/etc/podprof/switch/profiling.enable" "name: podprof-switch" \
 	"configMap:" "mountPath: /etc/podprof/switch" "- --continuous" "- --continuous-hz=10"
+# agent_spec FILE MOUNTPATH RATE VOLUME...: the example Deployment rendered
+# as JSON (render --json) has the allocation agent's init container (podprof's
+# image, copying the agent into MOUNTPATH; non-root, no capability), the
+# emptyDir among exactly VOLUME..., and in the app container (example.app)
+# the read-only mount and env LD_PRELOAD=MOUNTPATH/libpodprof-alloc.so,
+# PODPROF_ALLOC_RATE=RATE; podprof's container has neither.
+agent_spec() {
+	python3 - "$@" <<'PY'
+import json, sys
+f, mount, rate, *vols = sys.argv[1:]
+docs = [json.loads(l) for l in open(f)]
+deps = [d for d in docs if d["kind"] == "Deployment"]
+assert len(deps) == 1, "want one Deployment, have %d" % len(deps)
+spec = deps[0]["spec"]["template"]["spec"]
+so = mount + "/libpodprof-alloc.so"
+init = spec.get("initContainers", [])
+assert [c["name"] for c in init] == ["podprof-agent"], init
+ic = init[0]
+ctrs = {c["name"]: c for c in spec["containers"]}
+app, side = ctrs["app"], ctrs["podprof"]
+assert ic["image"] == side["image"] and ic["imagePullPolicy"] == side["imagePullPolicy"], "init image"
+assert ic["command"] == ["/usr/bin/install", "-m", "0644", "/usr/lib/podprof/libpodprof-alloc.so", so], ic["command"]
+assert ic["volumeMounts"] == [{"name": "podprof-agent", "mountPath": mount}], ic["volumeMounts"]
+sc = ic["securityContext"]
+assert sc["runAsNonRoot"] is True and sc["runAsUser"] == 65532 and sc["allowPrivilegeEscalation"] is False, sc
+assert sc["readOnlyRootFilesystem"] is True and sc["capabilities"] == {"drop": ["ALL"]}, sc
+assert [v["name"] for v in spec["volumes"]] == vols, spec["volumes"]
+assert {"name": "podprof-agent", "emptyDir": {}} in spec["volumes"], spec["volumes"]
+assert app["volumeMounts"] == [{"name": "podprof-agent", "mountPath": mount, "readOnly": True}], app
+assert app["env"] == [{"name": "LD_PRELOAD", "value": so}, {"name": "PODPROF_ALLOC_RATE", "value": rate}], app["env"]
+assert "podprof-agent" not in json.dumps(side) and "LD_PRELOAD" not in json.dumps(side), side
+PY
+}
+"$RENDER" --json --set agent.enabled=true --set example.enabled=true --set example.app.image=x "$C" > "$OUT/agent.json"
+check "agent.enabled: an init container copies the agent into the emptyDir podprof-agent; the example's app mounts it read-only with LD_PRELOAD=/podprof-agent/libpodprof-alloc.so, PODPROF_ALLOC_RATE=524288" \
+	agent_spec "$OUT/agent.json" /podprof-agent 524288 podprof-agent
+"$RENDER" --json --set agent.enabled=true --set agent.mountPath=/opt/podprof --set agent.rate=65536 \
+	--set auth.existingSecret=s --set switch.configMap=c --set example.enabled=true --set example.app.image=x \
+	"$C" > "$OUT/agent-all.json"
+check "agent.enabled with agent.mountPath, agent.rate, a token and the switch: the agent's volume beside theirs" \
+	agent_spec "$OUT/agent-all.json" /opt/podprof 65536 podprof-auth podprof-switch podprof-agent
+"$RENDER" --json --set example.enabled=true --set example.app.image=x "$C" > "$OUT/no-agent.json"
+check "agent.enabled false (the default): no init container, volume, mount or LD_PRELOAD" \
+	sh -c "! grep -qE 'initContainers|podprof-agent|LD_PRELOAD' '$OUT/no-agent.json'"
+"$RENDER" --set agent.enabled=true "$C" > "$OUT/agent-only.yaml" 2>&1
+check "agent.enabled without the example renders nothing (named templates only)" [ $? -eq 0 -a ! -s "$OUT/agent-only.yaml" ]
+"$RENDER" --notes --set agent.enabled=true "$C" > "$OUT/agent-notes.txt" 2>&1
+check "NOTES.txt with agent.enabled shows the init container, the app's env and mount, heap, and the glibc requirement" \
+	all_in "$OUT/agent-notes.txt" 'include "podprof.agentInitContainer"' 'include "podprof.agentEnv"' \
+	'include "podprof.agentVolumeMount"' 'value: "/podprof-agent/libpodprof-alloc.so"' \
+	'go tool pprof -top http://localhost:8008/debug/pprof/heap' 'glibc >= 2.35'
+bad "schema rejects a relative agent.mountPath, naming it" "- agent.mountPath: Does not match pattern" \
+	--set agent.mountPath=podprof-agent
+bad "schema rejects agent.rate=-1, naming it" "- agent.rate: Must be greater than or equal to 0" --set agent.rate=-1
 missing=""
 for f in $(grep -oE -- '- --[a-z-]+' "$OUT/all-flags.yaml" | sed 's/^- //' | sort -u); do
 	grep -q -- "  $f " "$OUT/help.txt" || missing="$missing $f"

@@ -11,12 +11,16 @@
 #                text/template + sprig), bad values rejected naming the value,
 #                agent.enabled's init container, emptyDir, mount and env
 #   pod specs    the chart's example Deployment played with
-#                `podman kube play --network none`, twice: SYS_PTRACE only
-#                (loopback listen), and SYS_PTRACE + SYS_NICE (listen :8008,
-#                a token from a Secret, probes); the user's workflow through
-#                the pod's network namespace as kubectl port-forward reaches
-#                it (nsenter --net): go tool pprof on the CPU profile, the
-#                thread dump, the index, cmdline, symbol, metrics, healthz
+#                `podman kube play --network none`, three times: SYS_PTRACE
+#                only (loopback listen), and SYS_PTRACE + SYS_NICE (listen
+#                :8008, a token from a Secret, probes), with the user's
+#                workflow through the pod's network namespace as kubectl
+#                port-forward reaches it (nsenter --net): go tool pprof on
+#                the CPU profile, the thread dump, the index, cmdline,
+#                symbol, metrics, healthz; and agent.enabled with allocs.c as
+#                the app: the init container's copy preloaded, go tool pprof
+#                on heap and allocs naming keep_alpha and keep_beta,
+#                heap?view=mappings
 #   ephemeral    podman run --pid=container:APP --network=container:APP
 #                --cap-add SYS_PTRACE IMAGE, the analogue of kubectl debug --target
 #   k8s caps     podman gives a non-root container its added capabilities as
@@ -71,6 +75,11 @@ cleanup() {
 	podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman rm -f -t 0 > /dev/null 2>&1
 	podman pod ps --format '{{.Name}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman pod rm -f > /dev/null 2>&1
 	podman secret ls --format '{{.Name}}' 2>/dev/null | grep "^$PREFIX" | xargs -r podman secret rm > /dev/null 2>&1
+	# podman 4.3 plays the chart's emptyDir as an anonymous volume named after
+	# it, which kube down removes and rm -f leaves.
+	if [ "$(podman volume inspect podprof-agent --format '{{.Anonymous}}' 2>/dev/null)" = true ]; then
+		podman volume rm podprof-agent > /dev/null 2>&1
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -377,6 +386,54 @@ switch_flip() {
 	check "$n: switch true: profiles again" [ "$CODE" = 200 ]
 }
 
+# flat FILE FUNCTION: the flat MB of FUNCTION in a go tool pprof -top -unit=MB listing.
+flat() { awk -v f="$2" '$NF == f { sub(/MB$/, "", $1); print $1; exit }' "$1"; }
+
+# The allocation agent's pod (agent.enabled, the app allocs.c): the init
+# container's copy as the app container sees it, the app preloading it, and
+# the user's heap workflow through the pod's port.
+# agent_flow NAME PID CONTAINER (podprof's; the app's is POD-app)
+agent_flow() {
+	local n=$1 pid=$2 side=$3 app=${3%-podprof}-app apppid o=$OUT/$1
+	apppid=$(cpid "$app")
+	local so=/proc/$apppid/root/podprof-agent/libpodprof-alloc.so
+	check "$n: the init container copied the image's agent into the emptyDir (same bytes, mode 0644, as the app sees it)" \
+		eval '[ "$(stat -c %a "$so" 2>/dev/null)" = 644 ] && [ "$(sha256sum < "$so" | cut -d" " -f1)" = "$AGENT_SUM" ]'
+	check "$n: the emptyDir is mounted read-only in the app container, and not in podprof's" \
+		eval 'awk "\$5 == \"/podprof-agent\" { print \$6 }" /proc/$apppid/mountinfo | grep -Eq "(^|,)ro(,|\$)" &&
+			! awk "{ print \$5 }" /proc/$pid/mountinfo | grep -qx /podprof-agent'
+	check "$n: the app runs with LD_PRELOAD=/podprof-agent/libpodprof-alloc.so and PODPROF_ALLOC_RATE=65536, the agent loaded" \
+		eval 'tr "\0" "\n" < /proc/$apppid/environ | grep -qx LD_PRELOAD=/podprof-agent/libpodprof-alloc.so &&
+			tr "\0" "\n" < /proc/$apppid/environ | grep -qx PODPROF_ALLOC_RATE=65536 &&
+			grep -q " /podprof-agent/libpodprof-alloc.so\$" /proc/$apppid/maps'
+	check "$n: the app (allocs -a 16 -b 4) holds its memory (\"ready\")" wait_log "$app" '^ready$' 20
+	# As the user runs it after kubectl port-forward: go tool pprof fetches the URL.
+	in_net "$pid" go tool pprof -top -unit=MB http://127.0.0.1:8008/debug/pprof/heap > "$o.heap.top" 2> "$o.heap.err"
+	check "$n: go tool pprof -top .../heap: inuse_space by allocation stacks, at the chart's rate (one sample per 65536 bytes)" \
+		all_in "$o.heap.top" "Type: inuse_space" "allocation agent" "one sample per 65536 bytes"
+	local alpha beta
+	alpha=$(flat "$o.heap.top" keep_alpha) beta=$(flat "$o.heap.top" keep_beta)
+	check "$n: heap names keep_alpha (${alpha:-?} MB of 16 MiB kept) and keep_beta (${beta:-?} MB of 4 MiB), within 50 %" \
+		awk -v a="${alpha:-0}" -v b="${beta:-0}" 'BEGIN { exit !(a > 8.4 && a < 25.2 && b > 2.1 && b < 6.3) }'
+	get "$pid" /debug/pprof/heap "$o.heap.pb.gz"
+	go tool pprof -raw "$o.heap.pb.gz" > "$o.heap.raw" 2>&1
+	check "$n: heap's stacks are in the app container's binary, /usr/local/bin/allocs (worker, keep_alpha)" \
+		all_in "$o.heap.raw" /usr/local/bin/allocs " worker " " keep_alpha "
+	get "$pid" "/debug/pprof/heap?debug=1" "$o.heap.txt"
+	check "$n: heap?debug=1 is Go's heap text (@ heap/131072: twice the rate) naming keep_alpha" \
+		eval '[ "$CODE" = 200 ] && head -n 1 "$o.heap.txt" | grep -q "^heap profile: .* @ heap/131072$" && grep -q "keep_alpha" "$o.heap.txt"'
+	# churn_gamma allocates thousands of times what the others keep: no node fraction.
+	in_net "$pid" go tool pprof -top -nodefraction=0 -unit=MB http://127.0.0.1:8008/debug/pprof/allocs > "$o.allocs.top" 2> "$o.allocs.err"
+	check "$n: go tool pprof -top .../allocs: alloc_space, naming churn_gamma, keep_alpha, keep_beta" \
+		eval 'grep -q "Type: alloc_space" "$o.allocs.top" && [ -n "$(flat "$o.allocs.top" churn_gamma)" ] &&
+			[ -n "$(flat "$o.allocs.top" keep_alpha)" ] && [ -n "$(flat "$o.allocs.top" keep_beta)" ]'
+	in_net "$pid" go tool pprof -traces "http://127.0.0.1:8008/debug/pprof/heap?view=mappings" > "$o.mappings.traces" 2> "$o.mappings.err"
+	check "$n: heap?view=mappings stays reachable: memory by mapping, the app's binary and the agent's file among it" \
+		all_in "$o.mappings.traces" "Type: inuse_space" "by mapping" /usr/local/bin/allocs /podprof-agent/libpodprof-alloc.so
+	get "$pid" /debug/pprof/ "$o.index.html"
+	check "$n: the index links heap?view=mappings" eval '[ "$CODE" = 200 ] && grep -q "heap?view=mappings" "$o.index.html"'
+}
+
 # play_spec NAME VALUES-FILE [SECRET-TOKEN]: render the chart's example,
 # play it, run the workflow, take it down.
 play_spec() {
@@ -404,6 +461,14 @@ play_spec() {
 			sed "s#^\( *\)configMap:\$#\1hostPath:#; s#^\( *\)name: $PREFIX-switch\$#\1path: $sw#" > "$y"
 	else
 		without_ports < "$y.rendered" > "$y"
+	fi
+	# podman 4.3 restarts a finished init container under the pod's
+	# restartPolicy (Always, a Deployment's), which Kubernetes never does,
+	# and then often fails to remove it ("failed to remove once init
+	# container ... it is running"): play pods with init containers with
+	# OnFailure, which no other container here reaches (none exits).
+	if grep -q '^ *initContainers:$' "$y"; then
+		sed -i 's/^\( *\)shareProcessNamespace: true$/&\n\1restartPolicy: OnFailure/' "$y"
 	fi
 	podman kube play --network none "$y" > "$OUT/$n.play.log" 2>&1
 	local pod
@@ -447,7 +512,7 @@ play_spec() {
 	else
 		check "$n: no probes when listening on loopback (the kubelet probes the pod IP)" \
 			sh -c "! grep -q livenessProbe '$y'"
-		workflow "$n" "$pid" "$side"
+		"${FLOW:-workflow}" "$n" "$pid" "$side"
 	fi
 	[ -d "$sw" ] && switch_flip "$n" "$pid" "$side" "$sw"
 	podman logs "$side" > "$OUT/$n.podprof.log" 2>&1
@@ -476,10 +541,26 @@ example:
   app: {image: "$APP", securityContext: {runAsUser: 65532, runAsGroup: 65532}}
 EOF
 
+# The allocation agent (agent.enabled), with allocs.c as the app's command.
+cat > "$OUT/values-agent.yaml" <<EOF
+image: {repository: localhost/podprof, tag: e2e, pullPolicy: Never}
+security: {sysNice: false}
+agent: {enabled: true, rate: 65536}
+example:
+  enabled: true
+  app:
+    image: "$APP"
+    command: [/usr/local/bin/allocs]
+    args: ["-t", "1", "-a", "16", "-b", "4"]
+    securityContext: {runAsUser: 65532, runAsGroup: 65532}
+EOF
+
 phase "pod spec: SYS_PTRACE"
 play_spec ptrace "$OUT/values-ptrace.yaml"
 phase "pod spec: SYS_PTRACE + SYS_NICE, token"
 play_spec ptrace-nice "$OUT/values-ptrace-nice.yaml" "e2e-$RANDOM$RANDOM"
+phase "pod spec: allocation agent"
+FLOW=agent_flow play_spec agent "$OUT/values-agent.yaml"
 
 # ---------------------------------------------------------------------------
 phase "ephemeral container"

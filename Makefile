@@ -58,7 +58,7 @@ $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
 
 # The allocation agent (agent/): its own flags, never sanitized (it runs
-# inside the application), libc and libm only, GCC's unwinder linked in and
+# inside the application), libc only, GCC's unwinder linked in and
 # hidden (exports.map).
 AGENT_SRC := $(wildcard agent/*.c)
 AGENT_CFLAGS := -O2 -g -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(WARN) -MMD -MP \
@@ -70,7 +70,7 @@ $(BUILD)/agent/%.o: agent/%.c
 $(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/exports.map
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -static-libgcc -o $@ $(filter %.o,$^) -Wl,--version-script=agent/exports.map \
-		-Wl,-z,relro,-z,now -lm -Wl,-Bstatic -lgcc_eh -Wl,-Bdynamic
+		-Wl,-z,relro,-z,now -Wl,-Bstatic -lgcc_eh -Wl,-Bdynamic
 
 build/libpodprof-alloc.so: $(BUILD)/libpodprof-alloc.so
 	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
@@ -110,7 +110,8 @@ PY_OFFSETS := $(if $(wildcard $(PY311_INC)/internal/pycore_frame.h),$(BUILD)/py3
               $(if $(wildcard $(PY312_INC)/internal/pycore_frame.h),$(BUILD)/py312-offsets)
 
 # Unit tests: one binary, each test forked by the harness.
-$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ) | $(PY_OFFSETS)
+# (the agent's arithmetic is held to libm's there too)
+$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ) $(BUILD)/agent/weight.o | $(PY_OFFSETS)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
 

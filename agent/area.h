@@ -31,6 +31,8 @@
 #define PPA_F_STACKS_FULL 0x1u   /* a new stack found no room: counted in dropped_samples */
 #define PPA_F_LIVE_FULL   0x2u   /* the table of live sampled blocks was full */
 #define PPA_F_FORKED      0x4u   /* this process is a fork child: its records began as its parent's */
+#define PPA_F_STOPPED     0x8u   /* records stopped: a fork child that found them mid-update */
+#define PPA_MAX_RATE (1ull << 40)
 
 struct ppa_header {
 	char magic[8];           /* PPA_HEADER_MAGIC */
@@ -59,13 +61,18 @@ struct ppa_area {
 	uint64_t reserved[6];
 };
 
-/* One distinct allocation stack and its counters (sampled, not scaled). */
+/* One distinct allocation stack and its counters: as sampled, and the
+ * estimates of the true ones (each sample weighed by the allocations of
+ * its size it stands for, 1 / (1 - exp(-size / rate)), when it is taken
+ * and again when its block is freed). */
 struct ppa_stack {
 	uint64_t hash;
 	uint32_t nframes;        /* <= max_frames */
 	uint32_t reserved;
-	uint64_t alloc_objects, alloc_bytes;
+	uint64_t alloc_objects, alloc_bytes;         /* sampled */
 	uint64_t free_objects, free_bytes;
+	uint64_t est_alloc_objects, est_alloc_bytes; /* estimated */
+	uint64_t est_free_objects, est_free_bytes;
 	uint64_t frames[];       /* max_frames return addresses, leaf first */
 };
 

@@ -16,7 +16,6 @@
  * and leaves errno as the allocator leaves it. */
 #include <errno.h>
 #include <malloc.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/records.h"
+#include "agent/weight.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -64,9 +64,9 @@ static int64_t draw(uint64_t rate)
 	double u, x;
 
 	if (rate <= 1)
-		return 0;   /* every allocation */
+		return 0;   /* every allocation (0 bytes too: a countdown at 0 takes any) */
 	u = (double)((next_random() >> 11) + 1) * 0x1.0p-53;   /* (0, 1] */
-	x = -log(u) * (double)rate;
+	x = ppa_neg_log(u) * (double)rate;
 	if (x < 1)
 		x = 1;
 	if (x > 64.0 * (double)rate)
@@ -98,21 +98,29 @@ static __attribute__((noinline)) void slow(void *p, size_t n)
 	if (r < 0) {
 		tl.left = INT64_MAX;   /* sampling off: never come back */
 	} else if (r == 0) {
-		tl.left = 64 << 10;    /* being set up by another thread */
-	} else if (!tl.seeded) {
-		seed();
-		tl.left = draw(ppa_records_rate());   /* the first countdown starts here */
+		tl.left = 0;           /* being set up by another thread: the next one looks again */
 	} else {
+		if (!tl.seeded) {
+			/* The thread's first countdown, which this allocation
+			 * starts: it is sampled if it crosses it, as any other. */
+			seed();
+			tl.left = draw(ppa_records_rate()) - (int64_t)(n & INT64_MAX);
+			if (tl.left > 0)
+				goto out;
+		}
 		ppa_records_alloc(p, n);
 		tl.left = draw(ppa_records_rate());
 	}
+out:
 	tl.busy = 0;
 	errno = e;
 }
 
+/* Go's rule: an allocation is sampled when it reaches the countdown's end
+ * (size >= what was left). */
 static inline void note(void *p, size_t n)
 {
-	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) >= 0, 1))
+	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) > 0, 1))
 		return;
 	slow(p, n);
 }

@@ -29,6 +29,7 @@
 #include <unwind.h>
 
 #include "agent/area.h"
+#include "agent/weight.h"
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -122,11 +123,13 @@ static uint64_t read_rate(void)
 	if (!s || !*s)
 		return PPA_DEFAULT_RATE;
 	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return PPA_DEFAULT_RATE;
+		if (v > PPA_MAX_RATE)
+			return PPA_MAX_RATE;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
-	return *s ? PPA_DEFAULT_RATE : v;   /* not a number: the default */
+	if (*s)
+		return PPA_DEFAULT_RATE;   /* not a number: the default */
+	return v > PPA_MAX_RATE ? PPA_MAX_RATE : v;
 }
 
 static void setup(void)
@@ -250,6 +253,28 @@ static int64_t stack_find(uint64_t h, const uint64_t *f, uint32_t n)
 	return (int64_t)nst;
 }
 
+/* Counts (sign 1) or takes back (sign -1) a sample's allocation or free
+ * of a block of size bytes on s: sampled, and estimated. */
+static void count_alloc(struct ppa_stack *s, uint64_t size, int sign)
+{
+	double w = ppa_weight(size, R.rate);
+
+	s->alloc_objects += (uint64_t)sign;
+	s->alloc_bytes += (uint64_t)sign * size;
+	s->est_alloc_objects += (uint64_t)sign * (uint64_t)(w + 0.5);
+	s->est_alloc_bytes += (uint64_t)sign * (uint64_t)((double)size * w + 0.5);
+}
+
+static void count_free(struct ppa_stack *s, uint64_t size, int sign)
+{
+	double w = ppa_weight(size, R.rate);
+
+	s->free_objects += (uint64_t)sign;
+	s->free_bytes += (uint64_t)sign * size;
+	s->est_free_objects += (uint64_t)sign * (uint64_t)(w + 0.5);
+	s->est_free_bytes += (uint64_t)sign * (uint64_t)((double)size * w + 0.5);
+}
+
 /* ---- live sampled blocks ------------------------------------------------ */
 
 static uint32_t live_home(uint64_t addr)
@@ -305,10 +330,7 @@ static void live_put(uint64_t addr, uint32_t stack, uint64_t size)
 
 	if (e) {
 		/* Still here: its free was not seen (lost while busy). */
-		struct ppa_stack *old = stack_at(e->stack);
-
-		old->free_objects++;
-		old->free_bytes += e->size;
+		count_free(stack_at(e->stack), e->size, 1);
 		e->stack = stack;
 		e->size = size;
 		return;
@@ -342,13 +364,12 @@ void ppa_records_alloc(void *p, size_t size)
 	}
 	R.area->samples++;
 	if ((k = stack_find(h, f, w.n)) < 0) {
-		R.area->dropped_samples++;
+		count(&R.area->dropped_samples);
 		lock_give();
 		return;
 	}
 	s = stack_at((uint32_t)k);
-	s->alloc_objects++;
-	s->alloc_bytes += size;
+	count_alloc(s, size, 1);
 	live_put((uint64_t)(uintptr_t)p, (uint32_t)k, size);
 	lock_give();
 }
@@ -376,8 +397,7 @@ int ppa_records_free(const void *p, struct ppa_block *b)
 	b->stack = e->stack;
 	b->size = e->size;
 	s = stack_at(e->stack);
-	s->free_objects++;
-	s->free_bytes += e->size;
+	count_free(s, e->size, 1);
 	live_remove(e);
 	lock_give();
 	return 1;
@@ -392,8 +412,7 @@ void ppa_records_unfree(const void *p, const struct ppa_block *b)
 		return;
 	}
 	s = stack_at(b->stack);
-	s->free_objects--;
-	s->free_bytes -= b->size;
+	count_free(s, b->size, -1);
 	live_put((uint64_t)(uintptr_t)p, b->stack, b->size);
 	lock_give();
 }
@@ -415,8 +434,13 @@ void ppa_records_fork_child(void)
 {
 	R.area->pid = (uint64_t)getpid();
 	R.area->flags |= PPA_F_FORKED;
-	if (R.fork_locked)
+	if (R.fork_locked) {
 		lock_give();
-	else
-		__atomic_store_n(&R.lock, 0, __ATOMIC_RELEASE);   /* only this thread is left */
+		return;
+	}
+	/* Another thread held the lock at the fork: its tables may be half
+	 * updated. The child's records stop (its frees pass the filter by). */
+	R.area->flags |= PPA_F_STOPPED;
+	__atomic_store_n(&R.filter, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);
 }

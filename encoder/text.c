@@ -233,7 +233,7 @@ int enc_text_heap_encode(const struct enc_text_profile *p, uint64_t rate, size_t
 	qsort(order, p->nstacks, sizeof(*order), cmp_inuse);
 	base_buf_printf(&o, "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64
 			"] @ heap/%" PRIu64 "\n", tot[0], tot[1], tot[2], tot[3],
-			rate > 1 ? 2 * rate : (uint64_t)1);
+			2 * (rate > 1 ? rate : (uint64_t)1));
 	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
 		const struct enc_text_stack *s = order[i];
 

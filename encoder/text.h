@@ -65,8 +65,9 @@ int enc_text_contention_encode(const struct enc_text_profile *p, const char *kin
  * "heap profile: I: IB [A: AB] @ heap/<2*rate>" (the totals; Go writes
  * twice its rate there, which pprof's reader expects), then per stack
  * "i: ib [a: ab] @ pc pc ...", most bytes in use first, and a "#" line per
- * frame. Values as sampled, as Go prints them (pprof scales them when it
- * reads the text). Returns and owns as enc_text_count_encode. */
+ * frame. Values as given: Go prints them as sampled with its rate, and
+ * pprof scales them when it reads the text; with rate 1 ("heap/2") they
+ * are read as they are. Returns and owns as enc_text_count_encode. */
 int enc_text_heap_encode(const struct enc_text_profile *p, uint64_t rate, size_t max, char **out,
 			 size_t *len);
 

@@ -28,12 +28,19 @@ static int check_area(const struct ppa_area *a, uint64_t area_size, const char *
 	if (!a->max_frames || a->max_frames > PT_AGENTREC_MAX_FRAMES ||
 	    a->stack_size != sizeof(struct ppa_stack) + (uint64_t)a->max_frames * 8)
 		return bad(why, "the agent's stack records have an impossible size");
+	if (a->max_stacks > PT_AGENTREC_MAX_STACKS)
+		return bad(why, "the agent declares room for more stacks than podprof reads");
 	if (a->nstacks > a->max_stacks)
 		return bad(why, "the agent publishes more stacks than it has room for");
 	if (a->stacks_off > area_size ||
 	    a->nstacks > (area_size - a->stacks_off) / a->stack_size)
 		return bad(why, "the agent's stacks lie past its record area");
 	return 0;
+}
+
+static uint64_t clamp(uint64_t v)
+{
+	return v < (uint64_t)PT_ALLOCS_MAX_VALUE ? v : (uint64_t)PT_ALLOCS_MAX_VALUE;
 }
 
 /* Adds one record (as read) to out. */
@@ -50,10 +57,11 @@ static int add(struct pt_allocs *out, const struct ppa_stack *s, uint32_t max_fr
 			break;
 		f[n++] = s->frames[i] - 1;   /* return address -> call site */
 	}
-	c.alloc_objects = s->alloc_objects;
-	c.alloc_bytes = s->alloc_bytes;
-	c.free_objects = s->free_objects;
-	c.free_bytes = s->free_bytes;
+	/* The agent's estimates (each sample weighed by its size), bounded. */
+	c.alloc_objects = clamp(s->est_alloc_objects);
+	c.alloc_bytes = clamp(s->est_alloc_bytes);
+	c.free_objects = clamp(s->est_free_objects);
+	c.free_bytes = clamp(s->est_free_bytes);
 	return pt_allocs_add(out, f, n, &c);
 }
 
@@ -87,14 +95,14 @@ int pt_agentrec_read(pt_allocs_read_fn rd, void *arg, uint64_t header_addr,
 	if ((err = check_area(&a, h.area_size, why)))
 		return err;
 	out->rate = a.rate;
+	out->scaled = 1;
 	out->samples = a.samples;
 	out->dropped = a.dropped_samples;
 	out->lost_frees = a.lost_frees;
 	out->full = !!(a.flags & (PPA_F_STACKS_FULL | PPA_F_LIVE_FULL));
 	out->forked = !!(a.flags & PPA_F_FORKED);
+	out->stopped = !!(a.flags & PPA_F_STOPPED);
 	out->start_ns = a.start_ns;
-	if (a.nstacks > PT_ALLOCS_MAX_STACKS)
-		return -E2BIG;
 	per = CHUNK / a.stack_size;
 	if (a.nstacks && !(buf = base_malloc(per * a.stack_size)))
 		return -ENOMEM;

@@ -49,7 +49,9 @@ void pt_allocs_scale(int64_t count, int64_t bytes, uint64_t rate, int64_t *count
 	if (rate <= 1 || count <= 0 || bytes <= 0)
 		return;
 	avg = (double)bytes / (double)count;
-	scale = 1.0 / (1.0 - exp(-avg / (double)rate));
-	*count_out = (int64_t)((double)count * scale);
-	*bytes_out = (int64_t)((double)bytes * scale);
+	scale = 1.0 / -expm1(-avg / (double)rate);
+	*count_out = (double)count * scale < (double)PT_ALLOCS_MAX_VALUE ?
+			     (int64_t)((double)count * scale) : PT_ALLOCS_MAX_VALUE;
+	*bytes_out = (double)bytes * scale < (double)PT_ALLOCS_MAX_VALUE ?
+			     (int64_t)((double)bytes * scale) : PT_ALLOCS_MAX_VALUE;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define PT_ALLOCS_MAX_FRAMES 128     /* frames kept per stack */
+#define PT_ALLOCS_MAX_VALUE (1ll << 46)   /* a count or byte total, read or estimated, at most */
 #define PT_ALLOCS_MAX_STACKS 200000  /* stacks read from one target */
 
 /* Reads len bytes of the target's memory at addr into buf. Returns 0, or a
@@ -36,7 +37,10 @@ struct pt_allocs {
 	uint64_t dropped;            /* samples the source could not record */
 	uint64_t lost_frees;         /* frees of sampled blocks not recorded */
 	int full;                    /* the source ran out of room for new stacks */
+	int scaled;                  /* the counts are estimates already (the agent weighs
+	                              * each sample by its own size); else as sampled */
 	int forked;                  /* agent: records inherited from a parent at fork */
+	int stopped;                 /* agent: records stopped in a fork child (found mid-update) */
 	uint64_t start_ns;           /* CLOCK_REALTIME when records began, 0 if unknown */
 };
 
@@ -50,7 +54,7 @@ void pt_allocs_clear(struct pt_allocs *a);
 
 /* Go's unsampling (runtime/pprof scaleHeapSample): with avg = bytes/count,
  * both are multiplied by 1 / (1 - exp(-avg/rate)). rate <= 1 or count 0:
- * unchanged. */
+ * unchanged. Results are held to PT_ALLOCS_MAX_VALUE. */
 void pt_allocs_scale(int64_t count, int64_t bytes, uint64_t rate, int64_t *count_out,
 		     int64_t *bytes_out);
 

@@ -154,6 +154,33 @@ int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **wh
 	return -ENOENT;
 }
 
+static int64_t bounded(uint64_t v)
+{
+	return v < (uint64_t)PT_ALLOCS_MAX_VALUE ? (int64_t)v : PT_ALLOCS_MAX_VALUE;
+}
+
+/* Go's four values of a record, estimated: the agent's are already;
+ * Go's buckets are scaled each on its own (scaleHeapSample), in use from
+ * allocations less frees, as runtime/pprof does. */
+static void estimate(const struct pt_allocs *a, const struct pt_alloc_stack *s, int64_t *v)
+{
+	int64_t ao = bounded(s->alloc_objects), ab = bounded(s->alloc_bytes);
+	int64_t io = ao - bounded(s->free_objects), ib = ab - bounded(s->free_bytes);
+
+	if (io < 0)
+		io = 0;
+	if (ib < 0)
+		ib = 0;
+	if (!a->scaled) {
+		pt_allocs_scale(ao, ab, a->rate, &ao, &ab);
+		pt_allocs_scale(io, ib, a->rate, &io, &ib);
+	}
+	v[0] = ao;
+	v[1] = ab;
+	v[2] = io;
+	v[3] = ib;
+}
+
 int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t max)
 {
 	int err;
@@ -167,12 +194,9 @@ int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t 
 		struct pt_sample smp = { .comm = "", .state = '?', .syscall = -1,
 					 .tid = s->size > INT32_MAX ? INT32_MAX : (pid_t)s->size,
 					 .frames = a->frames + s->first, .n = (int)s->n };
-		int64_t v[PT_MAX_VALUES] = {
-			(int64_t)s->alloc_objects, (int64_t)s->alloc_bytes,
-			s->alloc_objects > s->free_objects ? (int64_t)(s->alloc_objects - s->free_objects) : 0,
-			s->alloc_bytes > s->free_bytes ? (int64_t)(s->alloc_bytes - s->free_bytes) : 0,
-		};
+		int64_t v[PT_MAX_VALUES];
 
+		estimate(a, s, v);
 		if ((err = pt_stacks_add(*st, &smp, v)) == -ENOMEM)
 			return err;
 	}

@@ -18,10 +18,11 @@ struct pt_tracee;
 int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **why);
 
 /* Adds every stack of a to st (a table of at most max stacks, made here if
- * *st is NULL) with the values Go's heap profile carries, as sampled:
- * alloc_objects, alloc_space, inuse_objects, inuse_space (allocations less
- * frees, never below zero). Returns 0 or -ENOMEM; stacks past the table's
- * cap are counted as dropped in it. */
+ * *st is NULL) with the values Go's heap profile carries, estimated from
+ * the samples (Go's unsampling, per record): alloc_objects, alloc_space,
+ * inuse_objects, inuse_space (allocations less frees, never below zero).
+ * Returns 0 or -ENOMEM; stacks past the table's cap are counted as dropped
+ * in it. */
 int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t max);
 
 #endif

@@ -95,13 +95,13 @@ struct pt_profile_sample {
 /* heap and allocs: what the target's allocation records said. */
 struct pt_profile_allocs {
 	const char *source;  /* "agent" or "go": samples are allocation stacks, values
-	                      * alloc_objects, alloc_space, inuse_objects, inuse_space as
-	                      * sampled (not scaled); NULL: memory by mapping */
+	                      * alloc_objects, alloc_space, inuse_objects, inuse_space
+	                      * estimated from the samples; NULL: memory by mapping */
 	const char *why;     /* by mapping: why there are no stacks (a static sentence) */
 	int err;             /* by mapping: the error reading the records gave, or 0 */
 	uint64_t rate;       /* mean bytes per sample (<= 1: every allocation) */
 	uint64_t samples, dropped, lost_frees;
-	int full, forked;
+	int full, forked, stopped;
 };
 struct pt_profile {
 	uint64_t time_ns, duration_ns;

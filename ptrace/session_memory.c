@@ -425,7 +425,7 @@ static int records(struct pt_session *ss, struct pt_stacks **st, struct pt_profi
 	*info = (struct pt_profile_allocs){ .source = a.source, .rate = a.rate,
 					    .samples = a.samples, .dropped = a.dropped,
 					    .lost_frees = a.lost_frees, .full = a.full,
-					    .forked = a.forked };
+					    .forked = a.forked, .stopped = a.stopped };
 	err = pt_allocsrc_stacks(&a, st, (size_t)ss->o->max_stacks);
 	pt_allocs_clear(&a);
 	return err;

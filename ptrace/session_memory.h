@@ -14,8 +14,8 @@ extern const struct pt_session_kind pt_kind_heap;
 extern const struct pt_session_kind pt_kind_allocs;
 /* With allocation records (the agent's, or a Go runtime's: ptrace/allocsrc.h),
  * heap and allocs carry their stacks instead: one sample per stack, values
- * alloc_objects, alloc_space, inuse_objects, inuse_space as sampled (the
- * profile's alloc member says the source and its rate); with duration_ns,
+ * alloc_objects, alloc_space, inuse_objects, inuse_space estimated from
+ * the samples (the profile's alloc member says the source and its rate); with duration_ns,
  * the change over it. These two always answer by mapping. */
 extern const struct pt_session_kind pt_kind_heap_mappings;
 extern const struct pt_session_kind pt_kind_allocs_mappings;

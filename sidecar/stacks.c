@@ -10,7 +10,6 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "encoder/text.h"
-#include "ptrace/allocs.h"
 #include "ptrace/proc.h"
 #include "ptrace/sampler.h"
 
@@ -57,15 +56,6 @@ void sc_stacks_info(const struct pt_profile *pr, struct sc_stacks_info *out)
 	out->alloc = pr->alloc;
 }
 
-void sc_stacks_scale_allocs(struct pt_profile *pr)
-{
-	for (size_t i = 0; pr->alloc.source && i < pr->nsamples; i++) {
-		int64_t *v = pr->samples[i].value;
-
-		pt_allocs_scale(v[0], v[1], pr->alloc.rate, &v[0], &v[1]);
-		pt_allocs_scale(v[2], v[3], pr->alloc.rate, &v[2], &v[3]);
-	}
-}
 
 int sc_stacks_types(struct enc_pprof *e, const struct sc_stack_spec *spec)
 {
@@ -356,7 +346,7 @@ int sc_stacks_heap_text(const struct pt_profile *pr, size_t max, char **out, siz
 		v.stacks[i].heap[2] = x[0];
 		v.stacks[i].heap[3] = x[1];
 	}
-	err = enc_text_heap_encode(&v.tp, pr->alloc.rate, max, out, len);
+	err = enc_text_heap_encode(&v.tp, 1, max, out, len);   /* estimates already */
 	text_view_free(&v);
 	return err;
 }

@@ -87,13 +87,10 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 int sc_stacks_text(const struct pt_profile *pr, const char *name, int debug, size_t max,
 		   char **out, size_t *len);
 
-/* heap and allocs with allocation stacks (info.alloc.source set): scales
- * each sample's values, as sampled, to Go's estimate of the true ones (the
- * pairs alloc_objects/alloc_space and inuse_objects/inuse_space, as
- * runtime/pprof's scaleHeapSample does), in place. Never fails. */
-void sc_stacks_scale_allocs(struct pt_profile *pr);
 /* heap and allocs with allocation stacks, debug>=1: Go's heap text
- * (encoder/text.h), values as sampled. Returns as sc_stacks_text. */
+ * (encoder/text.h) of the estimated values, headed "@ heap/2" (Go's
+ * header for a rate of 1: pprof reads them as they are, unscaled again).
+ * Returns as sc_stacks_text. */
 int sc_stacks_heap_text(const struct pt_profile *pr, size_t max, char **out, size_t *len);
 /* block and mutex, debug>=1: Go's contention text (encoder/text.h), the
  * delay from value column `delay`, the count from column `count`. Returns

@@ -105,7 +105,10 @@ static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 			return err;
 	}
 	if (in->alloc.forked &&
-	    (err = enc_pprof_comment(e, "podprof: this process is a fork child: its records began "
+	    (err = enc_pprof_comment(e, in->alloc.stopped ?
+					"podprof: this process is a fork child whose records were "
+					"being updated at the fork: they stopped there" :
+					"podprof: this process is a fork child: its records began "
 					"as its parent's at the fork")))
 		return err;
 	if (!in->nsamples && !strcmp(in->alloc.source, "agent") &&
@@ -140,7 +143,6 @@ static int build_stacks(struct enc_pprof *e, const struct memory_job *m,
 	struct pt_profile *pr = m->job.req.profile;
 	int err;
 
-	sc_stacks_scale_allocs(pr);
 	if ((err = sc_stacks_types(e, &stacks_spec)) ||
 	    (err = enc_pprof_period(e, "space", "bytes",
 				    in->alloc.rate > 1 ? (int64_t)in->alloc.rate : 1)) ||

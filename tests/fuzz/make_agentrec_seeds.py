@@ -7,7 +7,7 @@ import struct
 
 BASE = 0x7f0000000000
 FRAMES = 8
-STACK = 48 + 8 * FRAMES
+STACK = 80 + 8 * FRAMES
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "agentrec")
 os.makedirs(here, exist_ok=True)
 
@@ -23,7 +23,7 @@ def area(nstacks, max_stacks):
 
 
 def stack(frames, counts):
-    body = struct.pack("<QII4Q", 0x1234, len(frames), 0, *counts)
+    body = struct.pack("<QII8Q", 0x1234, len(frames), 0, *counts, *(10 * c for c in counts))
     return body + b"".join(struct.pack("<Q", f) for f in frames) + b"\0" * 8 * (FRAMES - len(frames))
 
 

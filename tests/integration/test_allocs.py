@@ -117,7 +117,8 @@ def heap_names_who_allocated_with_the_agent():
     # through podprof's /symbol).
     st, h, text = http(pp.port, "/debug/pprof/heap?debug=1")
     first = text.decode().splitlines()[0]
-    check(st == 200 and re.match(r"heap profile: \d+: \d+ \[\d+: \d+\] @ heap/131072$", first), first)
+    # The estimates, as Go writes a profile of rate 1 (pprof reads them unscaled).
+    check(st == 200 and re.match(r"heap profile: \d+: \d+ \[\d+: \d+\] @ heap/2$", first), first)
     check("keep_alpha" in text.decode(), "debug=1 names no keep_alpha")
     url = "http://127.0.0.1:%d/debug/pprof/heap?debug=1" % pp.port
     legacy = pprof("-top", "-sample_index=inuse_space", url)
@@ -211,4 +212,48 @@ def agent_record_area_full_is_said():
     n = len(re.findall(r"^\s+\d+\s+\d+\s+\d+\s+\d+: ", raw, re.M))
     check(16000 <= n <= 16384 + 64, "%d stacks in the profile" % n)
     check(f.truth()["alpha"] > 0, "the fixture stopped answering")
+    f.stop()
+
+
+@test
+def agent_records_every_allocation_at_rate_one():
+    """PODPROF_ALLOC_RATE=1: every allocation, a thread's first too, is
+    recorded with its own size: keep_alpha's bytes in use are the fixture's
+    to the byte."""
+    f = Allocs("-t", "2", "-a", "2", "-b", "1", rate=1)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "", name="heap"), "heap-rate1.pb.gz")
+    t = f.truth()
+    inuse = per_function(path, "inuse_space")
+    check(inuse.get("keep_alpha") == t["alpha"], "keep_alpha %s B in use, the fixture keeps %d" % (
+        inuse.get("keep_alpha"), t["alpha"]))
+    check(inuse.get("keep_beta") == t["beta_live"], "keep_beta %s B in use, the fixture keeps %d" % (
+        inuse.get("keep_beta"), t["beta_live"]))
+    f.stop()
+
+
+def per_function_count(path, index):
+    """{function: flat count} from go tool pprof -top of a count sample type."""
+    out = pprof("-top", "-nodecount=100", "-sample_index=" + index, path)
+    res = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(-?\d+)\s+[\d.]+%\s+[\d.]+%\s+-?\d+\s+[\d.]+%\s+(\S+)", line)
+        if m:
+            res[m.group(2)] = int(m.group(1))
+    return res
+
+
+@test
+def agent_estimates_a_stack_of_mixed_sizes():
+    """One call site allocating 200000 blocks of 64 B and 16 of 1 MiB: each
+    sample weighs the allocations of its own size it stands for (a stack's
+    average size would count some 240 objects)."""
+    f = Allocs("-m", "-a", "1", "-b", "1", rate=65536)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "", name="heap"), "heap-mixed.pb.gz")
+    objs = per_function_count(path, "inuse_objects").get("xmalloc", 0)
+    space = per_function(path, "inuse_space").get("xmalloc", 0)
+    print("  info: xmalloc %d objects (200016 kept), %.2f MB (29.58 kept)" % (objs, space / 1e6))
+    check(near(objs, 200016, 0.20), "xmalloc holds %d objects, the fixture 200016" % objs)
+    check(near(space, 16 * 2**20 + 200000 * 64, 0.15), "xmalloc holds %d B" % space)
     f.stop()

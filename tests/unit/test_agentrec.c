@@ -76,10 +76,14 @@ static void good(struct fake *f)
 	s->nframes = 2;
 	s->frames[0] = 0x401001;   /* return address in alpha */
 	s->frames[1] = 0x402001;   /* in main */
-	s->alloc_objects = 3;
+	s->alloc_objects = 3;       /* sampled */
 	s->alloc_bytes = 300;
 	s->free_objects = 1;
 	s->free_bytes = 100;
+	s->est_alloc_objects = 30;  /* estimated: what podprof serves */
+	s->est_alloc_bytes = 3000;
+	s->est_free_objects = 10;
+	s->est_free_bytes = 1000;
 	stack(f, 1)->nframes = 1;   /* nothing counted */
 	stack(f, 1)->frames[0] = 0x403001;
 	s = stack(f, 2);
@@ -89,6 +93,8 @@ static void good(struct fake *f)
 	s->frames[2] = 0x405001;
 	s->alloc_objects = 1;
 	s->alloc_bytes = 7;
+	s->est_alloc_objects = 1ull << 60;   /* past any sense: held to the cap */
+	s->est_alloc_bytes = 7;
 }
 
 TEST(agentrec_reads_stacks_as_call_sites)
@@ -108,12 +114,14 @@ TEST(agentrec_reads_stacks_as_call_sites)
 	ASSERT_EQ(a.stacks[0].n, 2);
 	ASSERT_U64_EQ(a.frames[a.stacks[0].first], 0x401000);
 	ASSERT_U64_EQ(a.frames[a.stacks[0].first + 1], 0x402000);
-	ASSERT_EQ(a.stacks[0].alloc_objects, 3);
-	ASSERT_EQ(a.stacks[0].alloc_bytes, 300);
-	ASSERT_EQ(a.stacks[0].free_objects, 1);
-	ASSERT_EQ(a.stacks[0].free_bytes, 100);
+	ASSERT_EQ(a.scaled, 1);
+	ASSERT_EQ(a.stacks[0].alloc_objects, 30);
+	ASSERT_EQ(a.stacks[0].alloc_bytes, 3000);
+	ASSERT_EQ(a.stacks[0].free_objects, 10);
+	ASSERT_EQ(a.stacks[0].free_bytes, 1000);
 	ASSERT_EQ(a.stacks[1].n, 1);
 	ASSERT_U64_EQ(a.frames[a.stacks[1].first], 0x404000);
+	ASSERT_EQ(a.stacks[1].alloc_objects, PT_ALLOCS_MAX_VALUE);
 	pt_allocs_clear(&a);
 }
 
@@ -154,6 +162,7 @@ static void b_area_magic(struct fake *f) { area(f)->magic[0] = 'X'; }
 static void b_area_version(struct fake *f) { area(f)->version = 9; }
 static void b_stack_size(struct fake *f) { area(f)->stack_size += 8; }
 static void b_frames(struct fake *f) { area(f)->max_frames = 1u << 20; }
+static void b_max_stacks(struct fake *f) { area(f)->max_stacks = 1u << 20; }
 static void b_frames0(struct fake *f) { area(f)->max_frames = 0; }
 static void b_nstacks(struct fake *f) { area(f)->nstacks = 17; }
 static void b_past_area(struct fake *f) { hdr(f)->area_size = 4096 + 2 * STACK_SIZE; }
@@ -164,7 +173,7 @@ static void b_off_far(struct fake *f) { area(f)->stacks_off = 1ull << 40; }
 static void b_unmapped(struct fake *f) { hdr(f)->area = 0x1000; }
 static void b_stacks_unmapped(struct fake *f)
 {
-	area(f)->max_stacks = 1u << 20;
+	area(f)->max_stacks = 1u << 16;
 	area(f)->nstacks = 1000;
 	hdr(f)->area_size = 4096 + 1000 * STACK_SIZE;
 }
@@ -183,6 +192,7 @@ TEST(agentrec_refuses_corrupt_records)
 	refuse(b_area_version, -EPROTO);
 	refuse(b_stack_size, -EPROTO);
 	refuse(b_frames, -EPROTO);
+	refuse(b_max_stacks, -EPROTO);
 	refuse(b_frames0, -EPROTO);
 	refuse(b_nstacks, -EPROTO);
 	refuse(b_past_area, -EPROTO);
@@ -227,6 +237,10 @@ TEST(allocs_scale_as_go_does)
 	pt_allocs_scale(3, 300, 1, &c, &b);
 	ASSERT_EQ(c, 3);
 	ASSERT_EQ(b, 300);
+	/* Held to the cap, never past int64. */
+	pt_allocs_scale(PT_ALLOCS_MAX_VALUE, PT_ALLOCS_MAX_VALUE, 1ull << 40, &c, &b);
+	ASSERT_EQ(c, PT_ALLOCS_MAX_VALUE);
+	ASSERT_EQ(b, PT_ALLOCS_MAX_VALUE);
 	pt_allocs_scale(0, 0, 524288, &c, &b);
 	ASSERT_EQ(c, 0);
 	ASSERT_EQ(b, 0);
@@ -269,4 +283,32 @@ TEST(heap_text_as_go_writes_it)
 			     "#\t0x401000\talpha\t/app +0x1000\n", len < 109 ? len : 109));
 	ASSERT(strstr(out, "0: 0 [4: 400] @ 0x402000\n"));
 	base_free(out);
+	/* Estimates already: rate 1, Go's "heap/2", which pprof does not scale. */
+	ASSERT_OK(enc_text_heap_encode(&p, 1, 1 << 20, &out, &len));
+	ASSERT(!strncmp(out, "heap profile: 2: 200 [7: 700] @ heap/2\n", 39));
+	base_free(out);
+}
+
+#include "agent/weight.h"
+
+/* The agent's own arithmetic against libm's. */
+TEST(agent_weight_and_draw_match_libm)
+{
+	static const double us[] = { 1e-300, 1e-9, 0.001, 0.1, 0.3333, 0.5, 0.70710678, 0.9, 0.999999, 1 };
+	static const uint64_t sizes[] = { 1, 16, 1000, 65536, 524288, 1u << 22, 1ull << 30 };
+
+	for (size_t i = 0; i < sizeof(us) / sizeof(us[0]); i++) {
+		double want = -log(us[i]), got = ppa_neg_log(us[i]);
+
+		if (fabs(got - want) > 1e-6 * (want > 1 ? want : 1))
+			FAIL_AT("-ln(%g): %.12g, libm %.12g", us[i], got, want);
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		double want = 1 / -expm1(-(double)sizes[i] / 524288.0), got = ppa_weight(sizes[i], 524288);
+
+		if (fabs(got - want) > 1e-9 * want)
+			FAIL_AT("weight of %llu B: %.12g, libm %.12g", (unsigned long long)sizes[i], got, want);
+	}
+	ASSERT(ppa_weight(100, 1) == 1);
+	ASSERT(ppa_weight(0, 524288) == 1);
 }

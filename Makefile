@@ -141,7 +141,7 @@ GO_ENV := GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath GOCACHE=$(a
 GO_BUILD := $(GO_ENV) $(GO) build -trimpath -buildvcs=false
 GO_FIXTURES := $(if $(shell command -v $(GO) 2>/dev/null),\
 	$(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo \
-	$(BUILD)/fixtures/goalloc)
+	$(BUILD)/fixtures/goalloc $(BUILD)/fixtures/goalloc-cgo)
 
 $(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
 	@echo "  GO      $@"
@@ -152,6 +152,12 @@ $(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
 $(BUILD)/fixtures/goalloc: tests/fixtures/goalloc/main.go
 	@echo "  GO      $@"
 	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
+
+# The same with cgo (its net package then links libc): a Go program that
+# the allocation agent can be preloaded into, beside Go's own records.
+$(BUILD)/fixtures/goalloc-cgo: tests/fixtures/goalloc/main.go
+	@echo "  GO      $@"
+	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
 
 $(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
 	@echo "  STRIP   $@"

@@ -134,21 +134,48 @@ static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allo
 	return err;
 }
 
-int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **why)
+int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX], int *n,
+		     const char **why)
 {
+	const char *why_agent = NULL, *why_go = NULL;
 	const struct pt_maps *m;
 	const struct pt_map *lib, *exe;
-	int err;
+	int err, err_agent = -ENOENT, err_go = -ENOENT;
 
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, PT_ALLOCSRC_MAX * sizeof(*out));
+	*n = 0;
 	*why = NULL;
 	if ((err = pt_symbolize_refresh_maps(t)))
 		return err;
 	m = pt_symbolize_maps(t);
-	if ((lib = agent_map(m)))
-		return from_agent(t, lib, out, why);
-	if ((exe = exe_map(pt_tracee_pid(t), m)))
-		return from_go(t, exe, out, why);
+	exe = exe_map(pt_tracee_pid(t), m);
+	lib = agent_map(m);
+	/* A Go program keeps its own records (with the agent: a cgo program,
+	 * whose C allocations are the agent's). */
+	if ((exe && (!lib || pt_symbolize_is_go(t, exe->start)))) {
+		if (!(err_go = from_go(t, exe, &out[*n], &why_go)))
+			++*n;
+		else if (err_go == -ENOMEM || err_go == -ESRCH)
+			return err_go;
+	}
+	if (lib) {
+		if (!(err_agent = from_agent(t, lib, &out[*n], &why_agent)))
+			++*n;
+		else if (err_agent == -ENOMEM || err_agent == -ESRCH)
+			return err_agent;
+	}
+	if (*n) {
+		*why = lib && err_agent ? why_agent : NULL;
+		return 0;
+	}
+	if (lib) {
+		*why = why_agent;
+		return err_agent;
+	}
+	if (exe) {
+		*why = why_go;
+		return err_go;
+	}
 	*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
 	       "libpodprof-alloc.so) and its executable is not among its mappings";
 	return -ENOENT;

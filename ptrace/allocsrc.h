@@ -11,11 +11,17 @@
 struct pt_stacks;
 struct pt_tracee;
 
-/* Reads t's records into out (overwritten). Returns 0; -ENOENT when the
- * target keeps none, or none yet (*why, a static sentence, says why);
- * -EPROTO when its records make no sense (*why says what); another
- * negative errno (-ESRCH, -EFAULT, -E2BIG, -ENOMEM). */
-int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs *out, const char **why);
+#define PT_ALLOCSRC_MAX 2   /* the agent's, and a Go runtime's (a cgo program may have both) */
+
+/* Reads t's records into out[0 .. *n) (overwritten): a Go runtime's when
+ * the executable is Go's, then the agent's when its library is loaded.
+ * Returns 0 with *n >= 1; -ENOENT when the target keeps none, or none yet (*why, a
+ * static sentence, says why); -EPROTO when its records make no sense (*why
+ * says what); another negative errno (-ESRCH, -EFAULT, -E2BIG, -ENOMEM).
+ * With two sources, one that fails (but for -ENOMEM and -ESRCH) is left
+ * out and *why says why. The caller clears each out[i] in any case. */
+int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX], int *n,
+		     const char **why);
 
 /* Adds every stack of a to st (a table of at most max stacks, made here if
  * *st is NULL) with the values Go's heap profile carries, estimated from

@@ -94,12 +94,15 @@ struct pt_profile_sample {
 #define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
 /* heap and allocs: what the target's allocation records said. */
 struct pt_profile_allocs {
-	const char *source;  /* "agent" or "go": samples are allocation stacks, values
+	const char *source;  /* "agent", "go" or "go+agent" (a cgo program: the Go
+	                      * runtime's records and the agent's): samples are allocation stacks, values
 	                      * alloc_objects, alloc_space, inuse_objects, inuse_space
 	                      * estimated from the samples; NULL: memory by mapping */
-	const char *why;     /* by mapping: why there are no stacks (a static sentence) */
+	const char *why;     /* by mapping: why there are no stacks; with stacks, a source
+	                      * left out and why, or NULL (a static sentence) */
 	int err;             /* by mapping: the error reading the records gave, or 0 */
-	uint64_t rate;       /* mean bytes per sample (<= 1: every allocation) */
+	uint64_t rate;       /* mean bytes per sample (<= 1: every allocation); "go+agent": Go's */
+	uint64_t agent_rate; /* "go+agent": the agent's */
 	uint64_t samples, dropped, lost_frees;
 	int full, forked, stopped;
 };

@@ -409,25 +409,40 @@ static int by_mapping(const struct pt_session *ss)
  * mapping view answers), -ESRCH or -ENOMEM (the request fails). */
 static int records(struct pt_session *ss, struct pt_stacks **st, struct pt_profile_allocs *info)
 {
-	struct pt_allocs a;
+	struct pt_allocs a[PT_ALLOCSRC_MAX];
 	const char *why;
-	int err = pt_allocsrc_read(ss->t, &a, &why);
+	int n, err = pt_allocsrc_read(ss->t, a, &n, &why);
 
 	memset(info, 0, sizeof(*info));
 	if (err) {
-		pt_allocs_clear(&a);
+		for (int i = 0; i < PT_ALLOCSRC_MAX; i++)
+			pt_allocs_clear(&a[i]);
 		if (err == -ENOMEM || err == -ESRCH)
 			return err;
 		info->err = err == -ENOENT ? 0 : err;
 		info->why = why ? why : "the target's allocation records could not be read";
 		return -ENOENT;
 	}
-	*info = (struct pt_profile_allocs){ .source = a.source, .rate = a.rate,
-					    .samples = a.samples, .dropped = a.dropped,
-					    .lost_frees = a.lost_frees, .full = a.full,
-					    .forked = a.forked, .stopped = a.stopped };
-	err = pt_allocsrc_stacks(&a, st, (size_t)ss->o->max_stacks);
-	pt_allocs_clear(&a);
+	/* The first source's figures; with two (a cgo program: Go's own
+	 * records, then the agent's) the source says both. */
+	*info = (struct pt_profile_allocs){ .source = n > 1 ? "go+agent" : a[0].source,
+					    .rate = a[0].rate, .samples = a[0].samples,
+					    .dropped = a[0].dropped, .lost_frees = a[0].lost_frees,
+					    .full = a[0].full, .forked = a[0].forked,
+					    .stopped = a[0].stopped, .why = why };
+	for (int i = 1; i < n; i++) {
+		info->agent_rate = a[i].rate;
+		info->samples += a[i].samples;
+		info->dropped += a[i].dropped;
+		info->lost_frees += a[i].lost_frees;
+		info->full |= a[i].full;
+		info->forked |= a[i].forked;
+		info->stopped |= a[i].stopped;
+	}
+	for (int i = 0; i < n && !err; i++)
+		err = pt_allocsrc_stacks(&a[i], st, (size_t)ss->o->max_stacks);
+	for (int i = 0; i < PT_ALLOCSRC_MAX; i++)
+		pt_allocs_clear(&a[i]);
 	return err;
 }
 

@@ -154,3 +154,10 @@ int pt_symbolize_read(struct pt_tracee *t, uint64_t addr, void *buf, size_t len)
 {
 	return pt_mem_read(t->mem, addr, buf, len);
 }
+
+int pt_symbolize_is_go(struct pt_tracee *t, uint64_t addr)
+{
+	struct pt_module *mod = pt_modules_find(t->mods, t->maps, addr);
+
+	return mod && mod->go;
+}

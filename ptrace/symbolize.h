@@ -49,6 +49,9 @@ const char *pt_symbolize_build_id(struct pt_tracee *t, uint64_t addr);
  * were found, -ENOENT when no module holds addr, or another negative errno. */
 int pt_symbolize_lookup(struct pt_tracee *t, uint64_t addr, const char *const *names,
 			uint64_t *addrs, uint64_t *sizes, int n);
+/* 1 when the module holding addr has Go's .gopclntab (a Go program or
+ * library), else 0. */
+int pt_symbolize_is_go(struct pt_tracee *t, uint64_t addr);
 /* Reads len bytes of the target's memory at addr (uncached where it may
  * change). Returns 0, -EFAULT or -ESRCH. */
 int pt_symbolize_read(struct pt_tracee *t, uint64_t addr, void *buf, size_t len);

@@ -73,23 +73,26 @@ static const char HOW_TO_STACKS[] =
 static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 			const struct sc_stacks_info *in)
 {
-	char note[512];
+	char note[768];
 	int err;
 
-	char every[64];
+	const char *src = in->alloc.source;
+	int go = !strncmp(src, "go", 2), both = !strcmp(src, "go+agent");
+	char every[64], agent[96] = "";
 
 	snprintf(every, sizeof(every), in->alloc.rate > 1 ? "one sample per %llu bytes allocated on "
 			 "average" : "every allocation recorded", (unsigned long long)in->alloc.rate);
+	if (both)
+		snprintf(agent, sizeof(agent), " and podprof's allocation agent (C allocations, one "
+			 "sample per %llu bytes)", (unsigned long long)in->alloc.agent_rate);
 	snprintf(note, sizeof(note),
-		 "podprof: %s: allocation stacks from %s, %s; values estimated from the samples as "
+		 "podprof: %s: allocation stacks from %s%s, %s; values estimated from the samples as "
 		 "Go's heap profile does; inuse = allocated and not yet freed, alloc = since %s. "
 		 "%s?view=mappings shows the memory by mapping.",
 		 m->allocs ? "allocs" : "heap",
-		 !strcmp(in->alloc.source, "go") ? "the Go runtime's own records (runtime.MemProfile)" :
-						   "podprof's allocation agent in the process",
-		 every,
-		 !strcmp(in->alloc.source, "go") ? "the program started" :
-						   "the agent started in the process",
+		 go ? "the Go runtime's own records (runtime.MemProfile)" :
+		      "podprof's allocation agent in the process",
+		 agent, every, go ? "the program started" : "the agent started in the process",
 		 m->allocs ? "allocs" : "heap");
 	if ((err = enc_pprof_comment(e, note)))
 		return err;
@@ -111,6 +114,11 @@ static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 					"podprof: this process is a fork child: its records began "
 					"as its parent's at the fork")))
 		return err;
+	if (in->alloc.why) {
+		snprintf(note, sizeof(note), "podprof: records left out: %s", in->alloc.why);
+		if ((err = enc_pprof_comment(e, note)))
+			return err;
+	}
 	if (!in->nsamples && !strcmp(in->alloc.source, "agent") &&
 	    (err = enc_pprof_comment(e, "podprof: the agent saw no sampled allocation: a static "
 					"binary, or an allocator linked in (jemalloc, tcmalloc) "

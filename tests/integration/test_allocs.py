@@ -7,7 +7,7 @@ import select
 import signal
 import subprocess
 
-from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test)
+from lib import (BUILD, PROCS, Podprof, Skip, check, get_profile, http, pprof, save, test)
 from test_views import NamedInBackground, total
 
 AGENT = os.path.join(BUILD, "libpodprof-alloc.so")
@@ -257,3 +257,27 @@ def agent_estimates_a_stack_of_mixed_sizes():
     check(near(objs, 200016, 0.20), "xmalloc holds %d objects, the fixture 200016" % objs)
     check(near(space, 16 * 2**20 + 200000 * 64, 0.15), "xmalloc holds %d B" % space)
     f.stop()
+
+
+@test
+def go_records_and_the_agent_in_a_cgo_program():
+    """A Go program linked with libc, under the agent: Go's own records name
+    its Go code, the agent's its C allocations, in one profile."""
+    exe = os.path.join(BUILD, "fixtures", "goalloc-cgo")
+    if not os.path.exists(exe):
+        raise Skip("goalloc-cgo not built (no Go toolchain)")
+    env = dict(os.environ, LD_PRELOAD=AGENT, PODPROF_ALLOC_RATE="1")
+    proc = subprocess.Popen([exe, "0"], stdout=subprocess.PIPE, env=env, bufsize=0)
+    PROCS.append(proc)
+    r, _, _ = select.select([proc.stdout], [], [], 20)
+    check(r and proc.stdout.readline().startswith(b"listening"), "goalloc-cgo did not start")
+    pp = Podprof("--pid", str(proc.pid))
+    top = pprof("-top", save(get_profile(pp, "", name="heap"), "heap-cgo.pb.gz"))
+    check("Go runtime's own records" in top and "podprof's allocation agent (C allocations" in top,
+          top[:800])
+    check("main.keepAlpha" in top, top[:1200])
+    traces = pprof("-traces", "-sample_index=alloc_objects",
+                   save(get_profile(pp, "", name="allocs"), "allocs-cgo.pb.gz"))
+    check(re.search(r"\n\s+\d+\s+(x_cgo_thread_start|x_cgo_init|allocate_dtv)\n", traces),
+          "no C allocation of the cgo runtime: %s" % traces[:1500])
+    proc.kill()

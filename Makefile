@@ -67,10 +67,25 @@ $(BUILD)/agent/%.o: agent/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
-$(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/exports.map
+# GCC's unwinder for the agent: libgcc_eh.a with the glibc symbols that
+# would tie the agent to a recent glibc renamed. _dl_find_object (2.35) to
+# the agent's agent/findobj.c, which uses it when the running glibc has it;
+# pthread_once and __pthread_key_create (2.34, weak) to names left undefined
+# and hidden (agent/findobj.c), so 0: libgcc's threads check then says
+# "single-threaded", which changes only its locking of frames registered
+# with __register_frame_info (none in the agent) and its one-time register
+# table set-up (done by agent/records.c before any thread unwinds).
+LIBGCC_EH := $(shell $(CC) -print-file-name=libgcc_eh.a)
+$(BUILD)/agent/libgcc_eh.a: $(LIBGCC_EH)
+	@echo "  OBJCOPY $@"
+	$(Q)mkdir -p $(dir $@) && objcopy --redefine-sym _dl_find_object=ppa_dl_find_object \
+		--redefine-sym pthread_once=ppa_no_pthread_once \
+		--redefine-sym __pthread_key_create=ppa_no_pthread_key_create $< $@.tmp && mv -f $@.tmp $@
+
+$(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/exports.map $(BUILD)/agent/libgcc_eh.a
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -static-libgcc -o $@ $(filter %.o,$^) -Wl,--version-script=agent/exports.map \
-		-Wl,-z,relro,-z,now -Wl,-Bstatic -lgcc_eh -Wl,-Bdynamic
+		-Wl,-z,relro,-z,now $(BUILD)/agent/libgcc_eh.a
 
 build/libpodprof-alloc.so: $(BUILD)/libpodprof-alloc.so
 	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/findobj.h"
 #include "agent/records.h"
 #include "agent/weight.h"
 
@@ -114,6 +115,19 @@ static __attribute__((noinline)) void slow(void *p, size_t n)
 out:
 	tl.busy = 0;
 	errno = e;
+}
+
+/* At start-up, before the application's constructors (a preloaded
+ * library's run first) and outside any malloc call: the unwinder's lookup
+ * of glibc's _dl_find_object, which takes the loader's lock. Its own
+ * allocations (dlerror's buffer) pass through. */
+static __attribute__((constructor)) void start(void)
+{
+	uint8_t was = tl.busy;
+
+	tl.busy = 1;
+	ppa_find_object_init();
+	tl.busy = was;
 }
 
 /* Go's rule: an allocation is sampled when it reaches the countdown's end

@@ -13,8 +13,8 @@
  * soon drops the event and counts it, so nothing ever waits long, not even
  * a fork child that inherited the lock held (vfork, _Fork). Stacks are
  * captured before the lock, by GCC's unwinder (linked in: CFI, so no frame
- * pointers needed; it finds objects through _dl_find_object, no loader
- * lock). */
+ * pointers needed; it finds objects through agent/findobj.c: glibc's
+ * _dl_find_object, no loader lock, or before glibc 2.35 dl_iterate_phdr). */
 #include "agent/records.h"
 
 #include <errno.h>
@@ -132,6 +132,13 @@ static uint64_t read_rate(void)
 	return v > PPA_MAX_RATE ? PPA_MAX_RATE : v;
 }
 
+static _Unwind_Reason_Code stop(struct _Unwind_Context *c, void *arg)
+{
+	(void)c;
+	(void)arg;
+	return _URC_END_OF_STACK;
+}
+
 static void setup(void)
 {
 	size_t off_stacks = ROUND(sizeof(struct ppa_area));
@@ -169,6 +176,12 @@ static void setup(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	R.area->start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	pthread_atfork(ppa_records_fork_prepare, ppa_records_fork_parent, ppa_records_fork_child);
+	/* The unwinder's one-time set-up (its table of register sizes), done
+	 * here, before any thread can unwind: the agent's libgcc has no
+	 * pthread_once (see the Makefile), and a thread that found the table
+	 * half written by another would abort. The state's release below
+	 * publishes it. */
+	_Unwind_Backtrace(stop, NULL);
 	__atomic_store_n(&R.filter, m + off_filter, __ATOMIC_RELEASE);
 	podprof_alloc_header.area_size = (uint64_t)off_index;   /* what podprof may read */
 	__atomic_store_n(&podprof_alloc_header.area, (uint64_t)(uintptr_t)m, __ATOMIC_RELEASE);

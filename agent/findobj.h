@@ -1,0 +1,22 @@
+/* The object holding a code address, for the agent's copy of GCC's
+ * unwinder, whose calls to glibc 2.35's _dl_find_object the Makefile
+ * renames to ppa_dl_find_object: the agent then loads on any glibc from
+ * 2.17 on, and still uses the real function when the running glibc has it.
+ * Internal to the agent. */
+#ifndef PPA_FINDOBJ_H
+#define PPA_FINDOBJ_H
+
+#include <dlfcn.h>
+
+/* Looks the running glibc's _dl_find_object up (dlvsym, under the loader's
+ * lock). Once, from the agent's constructor: never from inside a malloc
+ * call. Until it has run, and on a glibc without it, ppa_dl_find_object
+ * walks the loaded objects instead. */
+void ppa_find_object_init(void);
+/* _dl_find_object's contract: 0 with *out set (dlfo_map_start/end, and
+ * dlfo_eh_frame, the object's PT_GNU_EH_FRAME or NULL) when a loaded object
+ * maps pc, -1 when none does. Any thread; allocates nothing; no lock but
+ * the loader's list lock (dl_iterate_phdr) before glibc 2.35. */
+int ppa_dl_find_object(void *pc, struct dl_find_object *out);
+
+#endif

@@ -184,6 +184,38 @@ def agent_leaves_the_app_as_it_was():
     check(r.returncode == 0 and r.stdout == "hello\n" and not r.stderr, repr(r))
 
 
+# The oldest glibc the agent loads on (RHEL/CentOS 7): ld.so refuses to start
+# a program whose preloaded library needs a symbol version its glibc lacks.
+AGENT_GLIBC = (2, 17)
+
+
+@test
+def agent_needs_glibc_2_17_at_most():
+    """The agent needs libc.so.6 only, and no symbol version newer than
+    GLIBC_2.17 (readelf -V: the versions ld.so checks before the program
+    starts). On a glibc with _dl_find_object (2.35) it still binds it."""
+    ver = subprocess.run(["readelf", "-VW", AGENT], capture_output=True, text=True).stdout
+    needs = ver.split(".gnu.version_r", 1)[-1] if ".gnu.version_r" in ver else ""
+    files = set(re.findall(r"File: (\S+)", needs))
+    names = re.findall(r"Name: (\S+)", needs)
+    print("  info: version needs %s: %s" % (", ".join(sorted(files)), " ".join(names)))
+    check(files == {"libc.so.6"}, "version needs from %r" % files)
+    newer = [n for n in names if not re.fullmatch(r"GLIBC_[\d.]+", n)
+             or tuple(int(x) for x in n[6:].split(".")) > AGENT_GLIBC]
+    check(names and not newer, "versions newer than GLIBC_%d.%d: %r" % (AGENT_GLIBC + (newer,)))
+    dyn = subprocess.run(["readelf", "-dW", AGENT], capture_output=True, text=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^]]+)\]", dyn)
+    check(needed == ["libc.so.6"], "NEEDED %r" % needed)
+    # This machine's glibc: the unwinder's lookup is its own _dl_find_object.
+    libc = os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
+    if tuple(int(x) for x in libc.split(".")[:2]) >= (2, 35):
+        r = subprocess.run(["/bin/true"], capture_output=True, text=True,
+                           env=dict(os.environ, LD_PRELOAD=AGENT, LD_DEBUG="bindings"))
+        check(re.search(r"binding file \S*libpodprof-alloc\.so .* symbol `_dl_find_object' "
+                        r"\[GLIBC_2\.35\]", r.stderr),
+              "glibc %s: the agent did not bind _dl_find_object" % libc)
+
+
 @test
 def fork_child_keeps_its_own_records():
     f = Allocs("-f", rate=65536)

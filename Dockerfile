@@ -47,7 +47,7 @@ COPY --from=build /out/podprof /usr/local/bin/podprof
 # The allocation agent, for the application container, not for podprof: the
 # chart's agent.enabled copies it into an emptyDir the application preloads
 # (LD_PRELOAD=/podprof-agent/libpodprof-alloc.so). Root's, mode 0644: any uid
-# reads it, none writes it. It needs glibc >= 2.35 in the application.
+# reads it, none writes it. It needs glibc >= 2.17 in the application.
 COPY --from=build /out/libpodprof-alloc.so /usr/lib/podprof/libpodprof-alloc.so
 USER 65532:65532
 EXPOSE 8008

@@ -224,9 +224,9 @@ check "the allocation agent is in the image: /usr/lib/podprof/libpodprof-alloc.s
 AGENT_SUM=$(sha256sum < "$AGENT" 2>/dev/null | cut -d' ' -f1)
 AGENT_GLIBC=$(objdump -T "$AGENT" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
 echo "  agent: $(stat -c %s "$AGENT" 2>/dev/null) bytes, needs ${AGENT_GLIBC:-?} (its newest glibc symbol version)"
-check "the agent needs libc only, and glibc 2.35 at most (${AGENT_GLIBC:-none found})" \
+check "the agent needs libc only, and glibc 2.17 at most (${AGENT_GLIBC:-none found})" \
 	eval '[ "$(objdump -p "$AGENT" | awk "/NEEDED/ { print \$2 }" | sort | paste -sd " ")" = "libc.so.6" ] &&
-		[ -n "$AGENT_GLIBC" ] && [ "$(printf "%s\n" "$AGENT_GLIBC" GLIBC_2.35 | sort -V | tail -n 1)" = GLIBC_2.35 ]'
+		[ -n "$AGENT_GLIBC" ] && [ "$(printf "%s\n" "$AGENT_GLIBC" GLIBC_2.17 | sort -V | tail -n 1)" = GLIBC_2.17 ]'
 podman image unmount "$IMG" > /dev/null
 podman run --rm "$IMG" --help > "$OUT/help.txt" 2>&1
 check "podprof --help runs in the image" grep -q -- '--auth-token-file' "$OUT/help.txt"
@@ -334,7 +334,7 @@ check "agent.enabled without the example renders nothing (named templates only)"
 check "NOTES.txt with agent.enabled shows the init container, the app's env and mount, heap, and the glibc requirement" \
 	all_in "$OUT/agent-notes.txt" 'include "podprof.agentInitContainer"' 'include "podprof.agentEnv"' \
 	'include "podprof.agentVolumeMount"' 'value: "/podprof-agent/libpodprof-alloc.so"' \
-	'go tool pprof -top http://localhost:8008/debug/pprof/heap' 'glibc >= 2.35'
+	'go tool pprof -top http://localhost:8008/debug/pprof/heap' 'glibc >= 2.17'
 bad "schema rejects a relative agent.mountPath, naming it" "- agent.mountPath: Does not match pattern" \
 	--set agent.mountPath=podprof-agent
 bad "schema rejects agent.rate=-1, naming it" "- agent.rate: Must be greater than or equal to 0" --set agent.rate=-1

@@ -22,12 +22,22 @@
  * dl_iterate_phdr takes only dl_load_write_lock, not dl_load_lock: a
  * recursive lock the loader holds just to link or unlink an object,
  * calling nothing but free meanwhile (dlclose), where the agent never
- * unwinds; the callback below takes no lock and allocates nothing. */
+ * unwinds; the callback below takes no lock and allocates nothing. But
+ * fork does not reset that lock in the child (glibc 2.31, 2.36): a fork
+ * while a thread walks the list leaves the child's lock held by no one,
+ * and the child's next dl_iterate_phdr, dlopen, dlclose or C++ exception
+ * waits forever. So the walks pass a gate the records' fork handler closes,
+ * waiting (bounded) until none is inside (ppa_find_object_fork_prepare).
+ * The agent's own code, where every unwinding starts (libgcc aborts if it
+ * cannot find that first frame), is found from its own headers: no loader
+ * call, whatever the gate. */
 #include "agent/findobj.h"
 
 #include <link.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Their oldest versions, which every glibc has: in libc.so.6 since 2.34,
  * and before in libdl.so.2, which the agent does not load itself (weak:
@@ -48,9 +58,16 @@ __attribute__((used)) static const void *const gthr_off[] = {
 	ppa_no_pthread_once, ppa_no_pthread_key_create,
 };
 
+/* The agent's own ELF header (the linker's), and so its program headers. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+
 typedef int find_fn(void *, struct dl_find_object *);
 
 static find_fn *real;   /* atomic: set once, by the constructor */
+static struct {
+	int closed;             /* atomic: a fork is being prepared */
+	int inside;             /* atomic: threads in dl_iterate_phdr here */
+} G;
 
 void ppa_find_object_init(void)
 {
@@ -103,12 +120,82 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* 1 with *out set when pc is the agent's own, from its own headers. */
+static int self(struct query *q)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(const void *)__ehdr_start;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(const void *)(__ehdr_start + eh->e_phoff);
+	struct dl_phdr_info info = { 0 };
+
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
+			info.dlpi_addr = (ElfW(Addr))(uintptr_t)__ehdr_start - ph[i].p_vaddr;
+			break;
+		}
+	}
+	info.dlpi_phdr = ph;
+	info.dlpi_phnum = eh->e_phnum;
+	return visit(&info, sizeof(info), q);
+}
+
 int ppa_dl_find_object(void *pc, struct dl_find_object *out)
 {
 	find_fn *f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
 	struct query q = { (uintptr_t)pc, out };
+	int found = 0;
 
 	if (f)
 		return f(pc, out);
-	return dl_iterate_phdr(visit, &q) ? 0 : -1;
+	if (self(&q))
+		return 0;
+	/* Counted in, then the gate read (the fork side: closed, then the
+	 * count read; both sequentially consistent, so one sees the other). */
+	__atomic_fetch_add(&G.inside, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&G.closed, __ATOMIC_SEQ_CST))
+		found = dl_iterate_phdr(visit, &q);
+	__atomic_fetch_sub(&G.inside, 1, __ATOMIC_RELEASE);
+	return found ? 0 : -1;   /* closed: the stack ends at the agent's frames */
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ppa_find_object_fork_prepare(void)
+{
+	uint64_t until = 0;
+
+	__atomic_store_n(&G.closed, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0;; i++) {
+		if (!__atomic_load_n(&G.inside, __ATOMIC_SEQ_CST))
+			return 1;
+		if (i < 64) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		/* A walk lasts microseconds; one that waits for the loader's
+		 * lock waits for a dlopen or dlclose to link or unlink. */
+		if (!until)
+			until = now_ns() + 20000000ull;
+		else if (now_ns() > until)
+			return 0;
+		sched_yield();
+	}
+}
+
+void ppa_find_object_fork_parent(void)
+{
+	__atomic_store_n(&G.closed, 0, __ATOMIC_RELEASE);
+}
+
+void ppa_find_object_fork_child(void)
+{
+	/* One thread now, not inside: a count left by a thread that only
+	 * looked at the gate goes. */
+	__atomic_store_n(&G.inside, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&G.closed, 0, __ATOMIC_RELEASE);
 }

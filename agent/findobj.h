@@ -15,8 +15,17 @@
 void ppa_find_object_init(void);
 /* _dl_find_object's contract: 0 with *out set (dlfo_map_start/end, and
  * dlfo_eh_frame, the object's PT_GNU_EH_FRAME or NULL) when a loaded object
- * maps pc, -1 when none does. Any thread; allocates nothing; no lock but
- * the loader's list lock (dl_iterate_phdr) before glibc 2.35. */
+ * maps pc, -1 when none does (or while a fork is prepared, but for the
+ * agent's own code). Any thread; allocates nothing; no lock but the
+ * loader's list lock (dl_iterate_phdr) before glibc 2.35. */
 int ppa_dl_find_object(void *pc, struct dl_find_object *out);
+/* fork (from the records' handlers): prepare closes the gate to
+ * dl_iterate_phdr and waits, at most 20 ms, until no thread is inside
+ * (whose loader lock the child would inherit held); returns 1 when none is,
+ * 0 when one still was (the child must then unwind no more). parent and
+ * child open it again. */
+int ppa_find_object_fork_prepare(void);
+void ppa_find_object_fork_parent(void);
+void ppa_find_object_fork_child(void);
 
 #endif

@@ -29,6 +29,7 @@
 #include <unwind.h>
 
 #include "agent/area.h"
+#include "agent/findobj.h"
 #include "agent/weight.h"
 
 #ifndef PR_SET_VMA
@@ -73,6 +74,7 @@ static struct {
 	uint8_t *filter;                /* atomic loads and stores */
 	int lock;                       /* atomic */
 	int fork_locked;
+	int fork_quiet;                 /* no thread in the loader's lock at the fork */
 } R;
 
 static uint64_t mix(uint64_t x)
@@ -434,6 +436,7 @@ void ppa_records_unfree(const void *p, const struct ppa_block *b)
 
 void ppa_records_fork_prepare(void)
 {
+	R.fork_quiet = ppa_find_object_fork_prepare();
 	R.fork_locked = lock_take();
 }
 
@@ -441,18 +444,22 @@ void ppa_records_fork_parent(void)
 {
 	if (R.fork_locked)
 		lock_give();
+	ppa_find_object_fork_parent();
 }
 
 void ppa_records_fork_child(void)
 {
+	ppa_find_object_fork_child();
 	R.area->pid = (uint64_t)getpid();
 	R.area->flags |= PPA_F_FORKED;
-	if (R.fork_locked) {
+	if (R.fork_locked)
 		lock_give();
+	if (R.fork_locked && R.fork_quiet)
 		return;
-	}
 	/* Another thread held the lock at the fork: its tables may be half
-	 * updated. The child's records stop (its frees pass the filter by). */
+	 * updated. Or one was walking the loader's list (findobj.c), whose
+	 * lock the child holds for no one: an unwinding would wait forever.
+	 * The child's records stop (its frees pass the filter by). */
 	R.area->flags |= PPA_F_STOPPED;
 	__atomic_store_n(&R.filter, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);

@@ -37,6 +37,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* Their oldest versions, which every glibc has: in libc.so.6 since 2.34,
@@ -71,9 +72,10 @@ static struct {
 
 void ppa_find_object_init(void)
 {
+	const char *no = getenv(PPA_NO_DLFO_ENV);
 	void *f;
 
-	if (!dlvsym)
+	if (!dlvsym || (no && *no == '1'))
 		return;
 	if (!(f = dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"))) {
 		if (dlerror)

@@ -8,10 +8,14 @@
 
 #include <dlfcn.h>
 
+/* "1": the dl_iterate_phdr way even when glibc has _dl_find_object, so that
+ * the tests run the older glibc's way on this machine. */
+#define PPA_NO_DLFO_ENV "PODPROF_ALLOC_NO_DL_FIND_OBJECT"
+
 /* Looks the running glibc's _dl_find_object up (dlvsym, under the loader's
- * lock). Once, from the agent's constructor: never from inside a malloc
- * call. Until it has run, and on a glibc without it, ppa_dl_find_object
- * walks the loaded objects instead. */
+ * lock; not with PPA_NO_DLFO_ENV=1). Once, from the agent's constructor:
+ * never from inside a malloc call. Until it has run, and on a glibc
+ * without it, ppa_dl_find_object walks the loaded objects instead. */
 void ppa_find_object_init(void);
 /* _dl_find_object's contract: 0 with *out set (dlfo_map_start/end, and
  * dlfo_eh_frame, the object's PT_GNU_EH_FRAME or NULL) when a loaded object

@@ -14,13 +14,17 @@ AGENT = os.path.join(BUILD, "libpodprof-alloc.so")
 ALLOCS = os.path.join(BUILD, "fixtures", "allocs")
 AGENTCHECK = os.path.join(BUILD, "fixtures", "agentcheck")
 BUSY = os.path.join(BUILD, "fixtures", "busy")
+FORKWALK = os.path.join(BUILD, "fixtures", "forkwalk")
+# The agent's way on a glibc older than 2.35 (dl_iterate_phdr for each frame),
+# taken on this machine's glibc too (agent/findobj.h).
+NO_DLFO = {"PODPROF_ALLOC_NO_DL_FIND_OBJECT": "1"}
 
 
 class Allocs:
     """The allocs fixture under the agent; ready when it prints 'ready'."""
 
-    def __init__(self, *args, rate=None, agent=True):
-        env = dict(os.environ)
+    def __init__(self, *args, rate=None, agent=True, extra_env=None):
+        env = dict(os.environ, **(extra_env or {}))
         if agent:
             env["LD_PRELOAD"] = AGENT
         if rate is not None:
@@ -214,6 +218,43 @@ def agent_needs_glibc_2_17_at_most():
         check(re.search(r"binding file \S*libpodprof-alloc\.so .* symbol `_dl_find_object' "
                         r"\[GLIBC_2\.35\]", r.stderr),
               "glibc %s: the agent did not bind _dl_find_object" % libc)
+
+
+@test
+def agent_the_old_glibc_way():
+    """The agent as on a glibc before 2.35, which has no _dl_find_object:
+    each frame's object found with dl_iterate_phdr (forced here). The app
+    runs as alone; a fork while other threads unwind leaves the child no
+    loader lock held (fork does not reset it: forkwalk's children would
+    hang on it); heap names who allocated."""
+    r = subprocess.run(["/bin/true"], capture_output=True, text=True,
+                       env=dict(os.environ, LD_PRELOAD=AGENT, LD_DEBUG="bindings", **NO_DLFO))
+    check(r.returncode == 0 and "`_dl_find_object'" not in r.stderr and "`dl_iterate_phdr'" in r.stderr,
+          "the agent bound _dl_find_object with %s=1, or no dl_iterate_phdr" % list(NO_DLFO)[0])
+    runs = set()
+    for env in ({}, dict(LD_PRELOAD=AGENT, **NO_DLFO),
+                dict(LD_PRELOAD=AGENT, PODPROF_ALLOC_RATE="1", **NO_DLFO)):
+        r = subprocess.run([AGENTCHECK, "-n", "20000"], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **env))
+        check(r.returncode == 7 and "FAIL" not in r.stdout, "%r: exit %d\n%s%s" % (
+            env, r.returncode, r.stdout, r.stderr))
+        runs.add(r.stdout)
+    check(len(runs) == 1, "outputs differ: %r" % runs)
+    r = subprocess.run([FORKWALK, "200"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LD_PRELOAD=AGENT, PODPROF_ALLOC_RATE="1", **NO_DLFO))
+    print("  info: forkwalk: " + r.stdout.strip())
+    check(r.returncode == 0 and "200 exited, 0 hung" in r.stdout, "forkwalk exit %d: %s%s" % (
+        r.returncode, r.stdout, r.stderr))
+    f = Allocs("-t", "2", rate=65536, extra_env=NO_DLFO)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "", name="heap"), "heap-no-dlfo.pb.gz")
+    t = f.truth()
+    inuse = per_function(path, "inuse_space")
+    check(near(inuse.get("keep_alpha", 0), t["alpha"], 0.10), "keep_alpha inuse %s, truth %d" % (
+        inuse.get("keep_alpha"), t["alpha"]))
+    traces = pprof("-traces", "-sample_index=inuse_space", path)
+    check(re.search(r"keep_alpha\n\s+worker\n\s+start_thread", traces), traces[:800])
+    f.stop()
 
 
 @test

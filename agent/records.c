@@ -94,7 +94,11 @@ static size_t filter_at(const void *p)
 
 static int lock_take(void)
 {
-	for (int i = 0; i < 256; i++) {
+	/* Spin a little, then yield: a holder that lost its core (a busy
+	 * machine) gets it back; past about a thousand yields (a fork child
+	 * whose lock was another thread's, or a holder stopped) the event is
+	 * dropped and counted, never waited for. */
+	for (int i = 0; i < 64 + 1024; i++) {
 		if (!__atomic_exchange_n(&R.lock, 1, __ATOMIC_ACQUIRE))
 			return 1;
 		if (i >= 64)

@@ -226,6 +226,13 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 
 /* ---- after the stop: tokens for eval frames ---------------------------- */
 
+/* A frame that has not run its first instruction (3.11, 3.12: prev_instr
+ * is the code unit before its first). */
+static int incomplete(const struct pt_py *py, const struct pt_py_raw *r)
+{
+	return r->instr < r->code + py->L->co_code;
+}
+
 int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, int n)
 {
 	struct pt__py_frame gf[PT_PY_MAX_FRAMES];
@@ -264,6 +271,20 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	 * to the outermost ones. */
 	for (int k = 0; k < n; k++)
 		ne += frames[k] >= py->eval_lo && frames[k] < py->eval_hi;
+	/* An eval call being entered (3.11): tstate->cframe names the new
+	 * call's _PyCFrame before its frame is flagged is_entry, and the stale
+	 * current_frame there is the new frame, initialised but not run (its
+	 * previous still the caller's): its one frame is the innermost eval
+	 * call's, the rest the callers'. Seen under load: a sample with
+	 * square() above map's and sum's C frames instead of below them. */
+	if (!pc->truncated && (int)ng < ne && ng > 0 && grp[0].first == 0 && grp[0].n > 1 &&
+	    !(pc->f[0].flags & PT_PY_RAW_MARK) && incomplete(py, &pc->f[0])) {
+		memmove(grp + 1, grp, ng * sizeof(grp[0]));
+		grp[0].n = 1;
+		grp[1].first = 1;
+		grp[1].n--;
+		ng++;
+	}
 	if (!pc->truncated && (int)ng < ne)
 		skip = ne - (int)ng;
 	for (int k = 0; k < n && g < (int)ng; k++) {

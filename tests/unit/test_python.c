@@ -510,6 +510,52 @@ static void check_outer_gets_the_frames(struct pt_py *py, const struct pt_py_cap
 	ASSERT_STR_EQ(ln[1].func, "<module>");
 }
 
+/* An eval call being entered (3.11), as a sample found it under load: the
+ * new call's _PyCFrame is tstate's, its current_frame stale: the new frame
+ * (square, not run yet, not flagged is_entry yet) whose previous is still
+ * the caller's. One group for two eval frames: square goes to the
+ * innermost, its callers to the outer one (before: all to the outer, so
+ * square showed above map's C frames). */
+TEST(python_eval_call_being_entered)
+{
+	struct image *im = calloc(1, sizeof(*im));
+	struct pt_py_cap *pc = calloc(1, sizeof(*pc));
+	const struct pt_py_layout *l = pt_py_layout_find(0x030b0000);
+	uint64_t runtime, type, square, crunch, mod, f2, f1, f0, ts;
+	uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, EVAL_LO + 9, 0x3000 };
+	struct pt_py_line ln[8];
+	struct pt_capture cap;
+	struct pt_py *py;
+
+	ASSERT(im && pc);
+	memset(&cap, 0, sizeof(cap));
+	cap.regs.rsp = 0x7fff0000;
+	runtime = image_alloc(im, 64);
+	type = image_alloc(im, 16);
+	square = image_code(im, l, type, "square", "/app/m.py", 10);
+	crunch = image_code(im, l, type, "crunch", "/app/m.py", 20);
+	mod = image_code(im, l, type, "<module>", "/app/m.py", 1);
+	f2 = image_frame(im, l, mod, 3, 0, 1);
+	f1 = image_frame(im, l, crunch, 4, f2, 0);
+	f0 = image_frame(im, l, square, 0, f1, 0);
+	put64(im, f0 + l->fr_prev_instr, square + l->co_code - 2);   /* not run yet */
+	ts = image_thread(im, l, runtime, 4242, f0);
+	py = image_py(im, 0x030b02f0, runtime, type);
+	ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
+	ASSERT_EQ(pc->n, 3);
+	pt_py_merge(py, pc, frames, 5);
+	ASSERT(pt_py_is_token(frames[1]));
+	ASSERT_EQ(pt_py_lines(py, frames[1], ln, 8), 1);
+	ASSERT_STR_EQ(ln[0].func, "square");
+	ASSERT(pt_py_is_token(frames[3]));
+	ASSERT_EQ(pt_py_lines(py, frames[3], ln, 8), 2);
+	ASSERT_STR_EQ(ln[0].func, "crunch");
+	ASSERT_STR_EQ(ln[1].func, "<module>");
+	pt_py_free(py);
+	free(pc);
+	free(im);
+}
+
 /* An eval call half linked, as a sample can find one while it is entered
  * or left: what tstate->cframe names has no frame of its own yet (3.11:
  * the chain read is the caller's, one group for two eval frames; 3.12: a

@@ -154,22 +154,40 @@ static inline int forget(void *p, struct ppa_block *b)
 	return r;
 }
 
-EXPORT void *malloc(size_t n)
+/* malloc's sampled case, out of line: the common case is a subtraction
+ * and a tail call to glibc's (an allocation that fails counts down all the
+ * same). */
+static __attribute__((noinline)) void *malloc_sampled(size_t n)
 {
 	void *p = __libc_malloc(n);
 
 	if (p)
-		note(p, n);
+		slow(p, n);
 	return p;
 }
 
-EXPORT void free(void *p)
+EXPORT void *malloc(size_t n)
+{
+	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) > 0, 1))
+		return __libc_malloc(n);
+	return malloc_sampled(n);
+}
+
+/* free of a block the filter lets through, out of line likewise. */
+static __attribute__((noinline)) void free_maybe(void *p)
 {
 	struct ppa_block b;
 
 	if (p)
 		forget(p, &b);
 	__libc_free(p);
+}
+
+EXPORT void free(void *p)
+{
+	if (__builtin_expect(!ppa_records_maybe(p), 1))
+		return __libc_free(p);
+	free_maybe(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)

@@ -40,7 +40,6 @@
 #define MAX_STACKS 16384u
 #define INDEX_SLOTS (2u * MAX_STACKS)
 #define LIVE_SLOTS (1u << 17)           /* at most LIVE_SLOTS / 2 live sampled blocks */
-#define FILTER_BITS 16
 #define STACK_SIZE (sizeof(struct ppa_stack) + PPA_MAX_FRAMES * sizeof(uint64_t))
 #define PAGE 4096u
 #define ROUND(x) (((x) + PAGE - 1) / PAGE * PAGE)
@@ -63,6 +62,8 @@ __attribute__((visibility("default"))) struct ppa_header podprof_alloc_header = 
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char __etext[] __attribute__((visibility("hidden")));
 
+uint8_t *ppa__filter;   /* see records.h; atomic loads and stores */
+
 static struct {
 	int state;                      /* ST_*, atomic */
 	uint64_t rate;
@@ -71,7 +72,6 @@ static struct {
 	uint32_t *index;                /* stack number + 1, 0: empty */
 	struct live *live;
 	uint32_t nlive;
-	uint8_t *filter;                /* atomic loads and stores */
 	int lock;                       /* atomic */
 	int fork_locked;
 	int fork_quiet;                 /* no thread in the loader's lock at the fork */
@@ -85,10 +85,6 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
-static size_t filter_at(const void *p)
-{
-	return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - FILTER_BITS));
-}
 
 /* ---- the lock: short and bounded --------------------------------------- */
 
@@ -151,7 +147,7 @@ static void setup(void)
 	size_t off_index = off_stacks + ROUND((size_t)MAX_STACKS * STACK_SIZE);
 	size_t off_live = off_index + ROUND(INDEX_SLOTS * sizeof(uint32_t));
 	size_t off_filter = off_live + ROUND(LIVE_SLOTS * sizeof(struct live));
-	size_t len = off_filter + ROUND((size_t)1 << FILTER_BITS);
+	size_t len = off_filter + ROUND((size_t)1 << PPA_FILTER_BITS);
 	struct timespec ts;
 	unsigned char *m;
 
@@ -188,7 +184,7 @@ static void setup(void)
 	 * half written by another would abort. The state's release below
 	 * publishes it. */
 	_Unwind_Backtrace(stop, NULL);
-	__atomic_store_n(&R.filter, m + off_filter, __ATOMIC_RELEASE);
+	__atomic_store_n(&ppa__filter, m + off_filter, __ATOMIC_RELEASE);
 	podprof_alloc_header.area_size = (uint64_t)off_index;   /* what podprof may read */
 	__atomic_store_n(&podprof_alloc_header.area, (uint64_t)(uintptr_t)m, __ATOMIC_RELEASE);
 	__atomic_store_n(&R.state, ST_READY, __ATOMIC_RELEASE);
@@ -313,7 +309,7 @@ static struct live *live_find(uint64_t addr)
 
 static void filter_add(const void *p, int d)
 {
-	uint8_t *c = &R.filter[filter_at(p)];
+	uint8_t *c = &ppa__filter[ppa__filter_at(p)];
 	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
 
 	if (v == 255)
@@ -393,12 +389,6 @@ void ppa_records_alloc(void *p, size_t size)
 	lock_give();
 }
 
-int ppa_records_maybe(const void *p)
-{
-	uint8_t *f = __atomic_load_n(&R.filter, __ATOMIC_ACQUIRE);
-
-	return f && __atomic_load_n(&f[filter_at(p)], __ATOMIC_RELAXED);
-}
 
 int ppa_records_free(const void *p, struct ppa_block *b)
 {
@@ -465,6 +455,6 @@ void ppa_records_fork_child(void)
 	 * lock the child holds for no one: an unwinding would wait forever.
 	 * The child's records stop (its frees pass the filter by). */
 	R.area->flags |= PPA_F_STOPPED;
-	__atomic_store_n(&R.filter, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&ppa__filter, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);
 }

@@ -19,9 +19,25 @@ int ppa_records_ready(void);
 uint64_t ppa_records_rate(void);
 /* Records a sampled allocation of size bytes at p, with the caller's stack. */
 void ppa_records_alloc(void *p, size_t size);
+/* The filter of live sampled blocks (a count per hash of the address), NULL
+ * until the records are set up: private to records.c but for the inline
+ * test below, which free's fast path makes without a call. */
+#define PPA_FILTER_BITS 16
+extern uint8_t *ppa__filter __attribute__((visibility("hidden")));
+
+static inline size_t ppa__filter_at(const void *p)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - PPA_FILTER_BITS));
+}
+
 /* 1 when p may be a sampled block (then call ppa_records_free), 0 when it
- * surely is not. One load. */
-int ppa_records_maybe(const void *p);
+ * surely is not. Two loads. */
+static inline int ppa_records_maybe(const void *p)
+{
+	uint8_t *f = __atomic_load_n(&ppa__filter, __ATOMIC_ACQUIRE);
+
+	return f && __atomic_load_n(&f[ppa__filter_at(p)], __ATOMIC_RELAXED);
+}
 /* A live sampled block, as ppa_records_free found it. */
 struct ppa_block {
 	uint32_t stack;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/area.h"
 #include "agent/findobj.h"
 #include "agent/records.h"
 #include "agent/weight.h"
@@ -87,33 +88,50 @@ static void seed(void)
 	tl.seeded = 1;
 }
 
-/* The countdown crossed zero at the allocation of n bytes at p. */
-static __attribute__((noinline)) void slow(void *p, size_t n)
+/* The countdown reached its end at an allocation of n bytes: whether to
+ * record it. 1: yes, with the thread marked busy (sample() records, then
+ * draws the next countdown and clears it); 0: no (an allocation of the
+ * agent's own, sampling off or being set up, or a thread's first
+ * countdown just drawn and not reached), the countdown set. */
+static __attribute__((noinline)) int due(size_t n)
 {
-	int e = errno, r;
+	int r;
 
 	if (tl.busy)
-		return;   /* an allocation of the agent's own: the next one samples */
+		return 0;   /* an allocation of the agent's own: the next one samples */
 	tl.busy = 1;
 	r = ppa_records_ready();
 	if (r < 0) {
 		tl.left = INT64_MAX;   /* sampling off: never come back */
 	} else if (r == 0) {
 		tl.left = 0;           /* being set up by another thread: the next one looks again */
+	} else if (!tl.seeded) {
+		/* The thread's first countdown, which this allocation starts:
+		 * it is sampled if it crosses it, as any other. */
+		seed();
+		tl.left = draw(ppa_records_rate()) - (int64_t)(n & INT64_MAX);
+		if (tl.left <= 0)
+			return 1;
 	} else {
-		if (!tl.seeded) {
-			/* The thread's first countdown, which this allocation
-			 * starts: it is sampled if it crosses it, as any other. */
-			seed();
-			tl.left = draw(ppa_records_rate()) - (int64_t)(n & INT64_MAX);
-			if (tl.left > 0)
-				goto out;
-		}
-		ppa_records_alloc(p, n);
-		tl.left = draw(ppa_records_rate());
+		return 1;
 	}
-out:
 	tl.busy = 0;
+	return 0;
+}
+
+/* Records the allocation of n bytes at p if it is due, with the stack of
+ * the hook this is inlined into (the unwinding starts there). */
+static inline __attribute__((always_inline)) void sample(void *p, size_t n)
+{
+	int e = errno;
+
+	if (due(n)) {
+		uint64_t f[PPA_MAX_FRAMES];
+
+		ppa_records_alloc(p, n, f, ppa_records_capture(f));
+		tl.left = draw(ppa_records_rate());
+		tl.busy = 0;
+	}
 	errno = e;
 }
 
@@ -132,11 +150,11 @@ static __attribute__((constructor)) void start(void)
 
 /* Go's rule: an allocation is sampled when it reaches the countdown's end
  * (size >= what was left). */
-static inline void note(void *p, size_t n)
+static inline __attribute__((always_inline)) void note(void *p, size_t n)
 {
 	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) > 0, 1))
 		return;
-	slow(p, n);
+	sample(p, n);
 }
 
 /* Counts p's free if it was sampled. Returns 1 with *b set if it was. */
@@ -162,7 +180,7 @@ static __attribute__((noinline)) void *malloc_sampled(size_t n)
 	void *p = __libc_malloc(n);
 
 	if (p)
-		slow(p, n);
+		sample(p, n);
 	return p;
 }
 

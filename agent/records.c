@@ -213,14 +213,9 @@ uint64_t ppa_records_rate(void)
 
 /* ---- stacks ------------------------------------------------------------- */
 
-struct walk {
-	uint64_t *f;
-	uint32_t n;
-};
-
-static _Unwind_Reason_Code step(struct _Unwind_Context *c, void *arg)
+_Unwind_Reason_Code ppa_records_step(struct _Unwind_Context *c, void *arg)
 {
-	struct walk *w = arg;
+	struct ppa_walk *w = arg;
 	uintptr_t ip = _Unwind_GetIP(c);
 
 	if (!ip)
@@ -363,22 +358,20 @@ static void live_put(uint64_t addr, uint32_t stack, uint64_t size)
 
 /* ---- events ------------------------------------------------------------- */
 
-void ppa_records_alloc(void *p, size_t size)
+void ppa_records_alloc(void *p, size_t size, const uint64_t *f, uint32_t n)
 {
-	uint64_t f[PPA_MAX_FRAMES], h = 0x9e3779b97f4a7c15ull;
-	struct walk w = { f, 0 };
+	uint64_t h = 0x9e3779b97f4a7c15ull;
 	struct ppa_stack *s;
 	int64_t k;
 
-	_Unwind_Backtrace(step, &w);
-	for (uint32_t i = 0; i < w.n; i++)
+	for (uint32_t i = 0; i < n; i++)
 		h = mix(h ^ f[i]);
 	if (!lock_take()) {
 		count(&R.area->dropped_samples);
 		return;
 	}
 	R.area->samples++;
-	if ((k = stack_find(h, f, w.n)) < 0) {
+	if ((k = stack_find(h, f, n)) < 0) {
 		count(&R.area->dropped_samples);
 		lock_give();
 		return;

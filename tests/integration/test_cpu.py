@@ -43,17 +43,27 @@ def cpu_profile_names_stacks_and_shares():
 @test
 def every_running_thread_gets_its_turn():
     """More running threads than may be stopped per tick (--max-stopped 1):
-    the selection rotates, so each thread is sampled about equally, and each
-    sample is labelled with its thread's name and tid."""
+    the selection rotates, so each thread is sampled as much as it ran (its
+    own CPU clock over the window, within 10 points), and each sample is
+    labelled with its thread's name and tid."""
     f = Fixture(threads=4)
     pp = Podprof("--pid", str(f.pid), "--max-stopped", "1")
+    # Each thread's own CPU over the profile (schedstat's first field): the
+    # scheduler may give four busy threads on two cores unequal shares (one
+    # alone on a core, seen at 48 %); the profile must follow what they got.
+    before = {t: int(v.split()[0]) for t, v in per_thread(f.pid, "schedstat").items()}
     path = save(get_profile(pp, "seconds=3&hz=500"), "rr.pb.gz")
+    after = {t: int(v.split()[0]) for t, v in per_thread(f.pid, "schedstat").items()}
+    used = {t: after[t] - before.get(t, 0) for t in after}
+    total = sum(used.values()) or 1
     tags = pprof("-tags", path)
     shares = {int(t): float(p) for p, t in re.findall(r"\(\s*([\d.]+)%\): (\d+)$", tags, re.M)}
     tids = set(int(t) for t in os.listdir("/proc/%d/task" % f.pid))
     check(set(shares) == tids, "sampled tids %s, threads %s" % (sorted(shares), sorted(tids)))
     for tid, share in shares.items():
-        check(10 <= share <= 40, "tid %d has %.1f%% of the samples:\n%s" % (tid, share, tags))
+        truth = 100.0 * used.get(tid, 0) / total
+        check(share >= 5 and abs(share - truth) <= 10,
+              "tid %d has %.1f%% of the samples, %.1f%% of the CPU:\n%s" % (tid, share, truth, tags))
     for name in ("busy", "worker-1", "worker-2", "worker-3"):
         check(re.search(r"%%\): %s$" % name, tags, re.M), "no thread label %s:\n%s" % (name, tags))
     pp.stop(), f.stop()

@@ -263,26 +263,21 @@ static int64_t stack_find(uint64_t h, const uint64_t *f, uint32_t n)
 	return (int64_t)nst;
 }
 
-/* Counts (sign 1) or takes back (sign -1) a sample's allocation or free
- * of a block of size bytes on s: sampled, and estimated. */
-static void count_alloc(struct ppa_stack *s, uint64_t size, int sign)
+/* Counts (sign 1) or takes back (sign -1) a sample's allocation (freed 0)
+ * or the free of its block (freed 1), of size bytes, on s: as sampled, and
+ * estimated. */
+static void tally(struct ppa_stack *s, int freed, uint64_t size, int sign)
 {
 	double w = ppa_weight(size, R.rate);
+	uint64_t *n = freed ? &s->free_objects : &s->alloc_objects;
+	uint64_t *bytes = freed ? &s->free_bytes : &s->alloc_bytes;
+	uint64_t *est_n = freed ? &s->est_free_objects : &s->est_alloc_objects;
+	uint64_t *est_bytes = freed ? &s->est_free_bytes : &s->est_alloc_bytes;
 
-	s->alloc_objects += (uint64_t)sign;
-	s->alloc_bytes += (uint64_t)sign * size;
-	s->est_alloc_objects += (uint64_t)sign * (uint64_t)(w + 0.5);
-	s->est_alloc_bytes += (uint64_t)sign * (uint64_t)((double)size * w + 0.5);
-}
-
-static void count_free(struct ppa_stack *s, uint64_t size, int sign)
-{
-	double w = ppa_weight(size, R.rate);
-
-	s->free_objects += (uint64_t)sign;
-	s->free_bytes += (uint64_t)sign * size;
-	s->est_free_objects += (uint64_t)sign * (uint64_t)(w + 0.5);
-	s->est_free_bytes += (uint64_t)sign * (uint64_t)((double)size * w + 0.5);
+	*n += (uint64_t)sign;
+	*bytes += (uint64_t)sign * size;
+	*est_n += (uint64_t)sign * (uint64_t)(w + 0.5);
+	*est_bytes += (uint64_t)sign * (uint64_t)((double)size * w + 0.5);
 }
 
 /* ---- live sampled blocks ------------------------------------------------ */
@@ -340,7 +335,7 @@ static void live_put(uint64_t addr, uint32_t stack, uint64_t size)
 
 	if (e) {
 		/* Still here: its free was not seen (lost while busy). */
-		count_free(stack_at(e->stack), e->size, 1);
+		tally(stack_at(e->stack), 1, e->size, 1);
 		e->stack = stack;
 		e->size = size;
 		return;
@@ -377,7 +372,7 @@ void ppa_records_alloc(void *p, size_t size, const uint64_t *f, uint32_t n)
 		return;
 	}
 	s = stack_at((uint32_t)k);
-	count_alloc(s, size, 1);
+	tally(s, 0, size, 1);
 	live_put((uint64_t)(uintptr_t)p, (uint32_t)k, size);
 	lock_give();
 }
@@ -399,7 +394,7 @@ int ppa_records_free(const void *p, struct ppa_block *b)
 	b->stack = e->stack;
 	b->size = e->size;
 	s = stack_at(e->stack);
-	count_free(s, e->size, 1);
+	tally(s, 1, e->size, 1);
 	live_remove(e);
 	lock_give();
 	return 1;
@@ -414,7 +409,7 @@ void ppa_records_unfree(const void *p, const struct ppa_block *b)
 		return;
 	}
 	s = stack_at(b->stack);
-	count_free(s, b->size, -1);
+	tally(s, 1, b->size, -1);
 	live_put((uint64_t)(uintptr_t)p, b->stack, b->size);
 	lock_give();
 }

@@ -124,8 +124,8 @@ static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allo
 					 PT_GOMEM_NSYMS);
 
 	if (n < 0 || !addrs[0]) {
-		*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
-		       "libpodprof-alloc.so) and no Go runtime records (no runtime.mbuckets symbol)";
+		*why = "no allocation agent in the process, and a Go program without the runtime's "
+		       "records among its symbols (no runtime.mbuckets: stripped?)";
 		return -ENOENT;
 	}
 	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
@@ -151,8 +151,9 @@ int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX],
 	exe = exe_map(pt_tracee_pid(t), m);
 	lib = agent_map(m);
 	/* A Go program keeps its own records (with the agent: a cgo program,
-	 * whose C allocations are the agent's). */
-	if ((exe && (!lib || pt_symbolize_is_go(t, exe->start)))) {
+	 * whose C allocations are the agent's). Other executables' symbols are
+	 * not searched for the runtime's (a file read at every request). */
+	if (exe && pt_symbolize_is_go(t, exe->start)) {
 		if (!(err_go = from_go(t, exe, &out[*n], &why_go)))
 			++*n;
 		else if (err_go == -ENOMEM || err_go == -ESRCH)
@@ -172,12 +173,11 @@ int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX],
 		*why = why_agent;
 		return err_agent;
 	}
-	if (exe) {
+	if (why_go) {
 		*why = why_go;
 		return err_go;
 	}
-	*why = "no allocation agent in the process (start it with LD_PRELOAD=<path>/"
-	       "libpodprof-alloc.so) and its executable is not among its mappings";
+	*why = "no allocation agent in the process, and not a Go program";
 	return -ENOENT;
 }
 

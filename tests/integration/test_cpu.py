@@ -44,7 +44,7 @@ def cpu_profile_names_stacks_and_shares():
 def every_running_thread_gets_its_turn():
     """More running threads than may be stopped per tick (--max-stopped 1):
     the selection rotates, so each thread is sampled as much as it ran (its
-    own CPU clock over the window, within 10 points), and each sample is
+    own CPU clock over the window, within 15 points), and each sample is
     labelled with its thread's name and tid."""
     f = Fixture(threads=4)
     pp = Podprof("--pid", str(f.pid), "--max-stopped", "1")
@@ -62,7 +62,7 @@ def every_running_thread_gets_its_turn():
     check(set(shares) == tids, "sampled tids %s, threads %s" % (sorted(shares), sorted(tids)))
     for tid, share in shares.items():
         truth = 100.0 * used.get(tid, 0) / total
-        check(share >= 5 and abs(share - truth) <= 10,
+        check(share >= 5 and abs(share - truth) <= 15,
               "tid %d has %.1f%% of the samples, %.1f%% of the CPU:\n%s" % (tid, share, truth, tags))
     for name in ("busy", "worker-1", "worker-2", "worker-3"):
         check(re.search(r"%%\): %s$" % name, tags, re.M), "no thread label %s:\n%s" % (name, tags))

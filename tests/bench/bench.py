@@ -18,7 +18,12 @@ long profile; HTTP latency under load (wrk); CPython frames: pause per
 sample with --python 1 and 0 side by side on the same pyhot.py process;
 the allocation agent (bench_allocs.py: a malloc-bound microbenchmark, nginx
 under wrk, accuracy on the allocs fixture, the agent's memory and podprof's
-cost to read its records).
+cost to read its records); thread per request (tpr: the tpr fixture, a
+steady thread beside short-lived threads started at each rate of
+--tpr-rates): how much of the process's CPU the profile accounts for,
+podprof's and perf's, each function's share against the fixture's own
+clocks, and the fixture's throughput and thread start latency alone and
+profiled.
 """
 import argparse
 import os
@@ -39,7 +44,9 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,allocs (or one of its parts: allocs-micro,allocs-server,allocs-accuracy,allocs-memory)")
+                "python,tpr,allocs (or one of its parts: allocs-micro,allocs-server,allocs-accuracy,allocs-memory)")
+ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
+ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
                 "these ';'-separated strings, e.g. '1 busy, 1000;8 busy, 100 Hz'")
 ap.add_argument("--versus", default="", help="cpu: also profile with this other build (a build "
@@ -481,9 +488,200 @@ def python_rows(python):
     print()
 
 
+TPR = os.path.join(BUILD, "fixtures", "tpr")
+TPR_WARM_S = 1.0   # from the fixture's start to the window's: its threads settled
+
+
+class Tpr:
+    """The thread-per-request fixture (tests/fixtures/tpr.c), started at
+    `rate` threads a second; mark() reads its counters."""
+
+    def __init__(self, rate):
+        r, w = os.pipe()
+        self.p = subprocess.Popen([TPR, "-n", str(rate), "-u", str(args.tpr_us), "-r", str(w)], pass_fds=(w,),
+                                  stdout=subprocess.PIPE, text=True)
+        os.close(w)
+        select.select([r], [], [], 10)
+        os.read(r, 64)
+        os.close(r)
+        self.pid = self.p.pid
+
+    def mark(self):
+        """Now: the time, the process's utime+stime (s) and the fixture's
+        truth line (its SIGUSR1 answer; lat_* cover the time since the
+        mark before)."""
+        import signal
+        import time
+        t, cpu = time.monotonic(), proc_cpu_s(self.pid)
+        os.kill(self.pid, signal.SIGUSR1)
+        ready, _, _ = select.select([self.p.stdout], [], [], 10)
+        line = self.p.stdout.readline() if ready else ""
+        m = {k: float(v) for k, v in (kv.split("=") for kv in line.split())}
+        if "short_ns" not in m:
+            raise SystemExit("tpr gave no truth line: %r" % line)
+        return dict(m, t=t, cpu=cpu)
+
+    def stop(self):
+        self.p.terminate()
+        self.p.communicate(timeout=20)
+
+
+def tpr_window(m0, m1, seconds):
+    """What the fixture did between two marks, and `scale`: seconds over the
+    marks' distance, to bring the process's CPU to a profiler's window."""
+    dt = m1["t"] - m0["t"]
+    cpu = m1["cpu"] - m0["cpu"]
+    return dict(dt=dt, cpu=cpu, cores=cpu / dt, scale=seconds / dt, done_s=(m1["done"] - m0["done"]) / dt,
+                truth_short=100 * (m1["short_ns"] - m0["short_ns"]) / 1e9 / cpu if cpu else float("nan"),
+                truth_steady=100 * (m1["steady_ns"] - m0["steady_ns"]) / 1e9 / cpu if cpu else float("nan"),
+                lat50=m1["lat_p50_us"], lat99=m1["lat_p99_us"])
+
+
+def tpr_account(w, total_ns, short_ns, steady_ns):
+    """A profiler's accounting over window w: its total over the process's
+    CPU (utime+stime) brought to the profile's length, and each function's
+    share of the profile."""
+    w["ratio"] = total_ns / 1e9 / (w["cpu"] * w["scale"]) if w["cpu"] else float("nan")
+    w["short"] = 100 * short_ns / total_ns if total_ns else float("nan")
+    w["steady"] = 100 * steady_ns / total_ns if total_ns else float("nan")
+    return w
+
+
+def tpr_alone(rate, seconds):
+    import time
+    f = Tpr(rate)
+    time.sleep(TPR_WARM_S)
+    m0 = f.mark()
+    time.sleep(seconds)
+    m1 = f.mark()
+    f.stop()
+    return tpr_window(m0, m1, seconds)
+
+
+def wait_log(pp, text, timeout):
+    import time
+    end = time.monotonic() + timeout
+    while not any(text in line for line in list(pp.lines)):
+        if time.monotonic() > end:
+            raise SystemExit("podprof never logged %r" % text)
+        time.sleep(0.001)
+
+
+def tpr_podprof(rate, seconds, hz):
+    """A CPU profile of the fixture at hz, the fixture's marks taken as
+    podprof logs the session's start and end."""
+    import time
+    f = Tpr(rate)
+    pp, port = start_podprof(f.pid)
+    time.sleep(TPR_WARM_S)
+    out = os.path.join(TMP, "tpr.pb.gz")
+    c = subprocess.Popen(["curl", "-sf", "-o", out, "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d"
+                          % (port, seconds, hz)])
+    wait_log(pp, "profile: started", 10)
+    m0 = f.mark()
+    wait_log(pp, "profile: done", seconds + 30)
+    m1 = f.mark()
+    if c.wait() != 0:
+        raise SystemExit("tpr: the profile request failed")
+    f.stop()
+    stop_podprof(pp)
+    run_it.TMP = TMP
+    tr = run_it.traces(out)
+    return tpr_account(tpr_window(m0, m1, seconds), sum(v for v, _ in tr),
+                       sum(v for v, fr in tr if "short_work" in fr), sum(v for v, fr in tr if "steady_work" in fr))
+
+
+PERF_HEAD = re.compile(r"^\s*(\d+)/(\d+)\s+[\d.]+:\s+(\d+)")
+
+
+def tpr_perf(rate, seconds, hz, system_wide):
+    """The same with perf record at hz on cpu-clock: `-p PID` (counters per
+    thread, inherited by new threads) or `-a` (counters per CPU, the
+    fixture's samples picked by pid). Dwarf call graphs: the fixture has no
+    frame pointers, and short_work's clock reads are system calls."""
+    import time
+    f = Tpr(rate)
+    time.sleep(TPR_WARM_S)
+    data = os.path.join(TMP, "tpr-perf.data")
+    m0 = f.mark()
+    subprocess.run(["perf", "record", "-q", "-B", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf"] +
+                   (["-a"] if system_wide else ["-p", str(f.pid)]) + ["-o", data, "--", "sleep", str(seconds)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    m1 = f.mark()
+    f.stop()
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,time,period,ip,sym"], capture_output=True,
+                         text=True).stdout
+    total = short = steady = 0
+    period, mine, names = 0, False, set()
+
+    def flush():
+        nonlocal total, short, steady
+        if mine:
+            total += period
+            short += period if "short_work" in names else 0
+            steady += period if "steady_work" in names else 0
+
+    for line in out.splitlines():
+        m = PERF_HEAD.match(line)
+        if m:
+            flush()
+            period, mine, names = int(m.group(3)), int(m.group(1)) == f.pid, set()
+        elif line.strip():
+            names.add(line.split()[-1])
+    flush()
+    return tpr_account(tpr_window(m0, m1, seconds), total, short, steady)
+
+
+def section_tpr():
+    """Thread per request: a steady thread beside RATE short threads a
+    second, each burning --tpr-us of CPU and exiting, alone, under podprof
+    at 100 Hz, under perf -p and perf -a at 100 Hz, one after the other in
+    each repetition."""
+    hz, secs = 100, args.seconds
+    rows = []
+    for rate in [int(x) for x in args.tpr_rates.split(",") if x]:
+        runs = {"alone": [], "podprof": [], "perf -p": [], "perf -a": []}
+        for _ in range(args.reps):
+            runs["alone"].append(tpr_alone(rate, secs))
+            runs["podprof"].append(tpr_podprof(rate, secs, hz))
+            runs["perf -p"].append(tpr_perf(rate, secs, hz, False))
+            runs["perf -a"].append(tpr_perf(rate, secs, hz, True))
+        rows.append((rate, {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}))
+        print("  done: tpr %d/s" % rate, file=sys.stderr, flush=True)
+    print("### Thread per request: 1 steady thread + N short threads a second, each %d us of CPU (tpr), "
+          "%d Hz, %d s, %d reps; medians\n" % (args.tpr_us, hz, secs, args.reps))
+    print("Accounting: the profile's total CPU over the process's utime+stime in the same window (1.00: all of "
+          "it). Shares: each function's part of the profile, beside (in brackets) the fixture's own clocks' "
+          "part of the process's CPU in the same run.\n")
+    print("| threads/s | process CPU cores alone | podprof total / CPU | perf -p | perf -a "
+          "| short_work % podprof (truth) | perf -p (truth) | perf -a (truth) "
+          "| steady_work % podprof (truth) | perf -p (truth) | perf -a (truth) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for rate, r in rows:
+        pp, pe, pa = r["podprof"], r["perf -p"], r["perf -a"]
+        print("| %d | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f) | %.1f (%.1f) | %.1f (%.1f) | %.1f (%.1f) "
+              "| %.1f (%.1f) | %.1f (%.1f) |" % (
+                  rate, r["alone"]["cores"], pp["ratio"], pe["ratio"], pa["ratio"],
+                  pp["short"], pp["truth_short"], pe["short"], pe["truth_short"], pa["short"], pa["truth_short"],
+                  pp["steady"], pp["truth_steady"], pe["steady"], pe["truth_steady"], pa["steady"],
+                  pa["truth_steady"]))
+    print()
+    print("Throughput: short threads done a second. Start latency: from pthread_create to the thread's first "
+          "instruction (the fixture's clock), which holds a traced thread's stop at its birth and its "
+          "parent's at the clone event; podprof itself measures neither.\n")
+    print("| threads/s | done/s alone | podprof | perf -p | perf -a | start latency us p50/p99 alone | podprof "
+          "| perf -p | perf -a |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for rate, r in rows:
+        print("| %d | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |" % (
+            (rate,) + tuple(r[k]["done_s"] for k in ("alone", "podprof", "perf -p", "perf -a")) +
+            tuple(x for k in ("alone", "podprof", "perf -p", "perf -a") for x in (r[k]["lat50"], r[k]["lat99"]))))
+    print()
+
+
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python", "allocs"}
+                                                        "continuous", "python", "tpr", "allocs"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -500,6 +698,8 @@ def main():
         section_views()
     if "python" in only:
         section_python()
+    if "tpr" in only:
+        section_tpr()
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

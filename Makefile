@@ -143,6 +143,13 @@ $(BUILD)/fixtures/%: tests/fixtures/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread -Wall -Werror -o $@ $<
 
+# The agent's fast stack walk beside GCC's unwinder, linked with the
+# agent's objects (the walk itself, its object lookup, the renamed libgcc).
+$(BUILD)/fixtures/unwindcheck: tests/fixtures/unwindcheck.c $(BUILD)/agent/unwind.o $(BUILD)/agent/findobj.o $(BUILD)/agent/libgcc_eh.a
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread -Wall -Werror -D_GNU_SOURCE -I. -o $@ $< \
+		$(BUILD)/agent/unwind.o $(BUILD)/agent/findobj.o -static-libgcc $(BUILD)/agent/libgcc_eh.a -ldl
+
 # The same fixture with its names only in .gnu_debugdata (MiniDebugInfo).
 $(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebug.sh
 	@echo "  MINIDBG $@"

@@ -12,8 +12,9 @@
  * filter lets through, guards the tables; a thread that cannot take it
  * soon drops the event and counts it, so nothing ever waits long, not even
  * a fork child that inherited the lock held (vfork, _Fork). Stacks are
- * captured before the lock, by GCC's unwinder (linked in: CFI, so no frame
- * pointers needed; it finds objects through agent/findobj.c: glibc's
+ * captured before the lock, from the CFI (no frame pointers needed): by
+ * agent/unwind.c's cached rules, or GCC's unwinder (linked in) where they
+ * do not reach; both find objects through agent/findobj.c (glibc's
  * _dl_find_object, no loader lock, or before glibc 2.35 dl_iterate_phdr). */
 #include "agent/records.h"
 
@@ -57,10 +58,6 @@ enum { ST_NONE, ST_SETTING, ST_READY, ST_OFF };
 __attribute__((visibility("default"))) struct ppa_header podprof_alloc_header = {
 	{ 'P', 'O', 'D', 'P', 'R', 'O', 'F', 'A' }, PPA_VERSION, sizeof(struct ppa_header), 0, 0,
 };
-
-/* The agent's own code (this library's text), whose frames stacks skip. */
-extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern const char __etext[] __attribute__((visibility("hidden")));
 
 uint8_t *ppa__filter;   /* see records.h; atomic loads and stores */
 

@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include <unwind.h>
 
+#include "agent/area.h"
+#include "agent/unwind.h"
+
 /* Sets the area up once (later calls return at once). Returns 1 when the
  * records are usable, 0 when they are not (being set up by another thread,
  * or no memory: the agent then only passes calls through). */
@@ -20,20 +23,26 @@ int ppa_records_ready(void);
 uint64_t ppa_records_rate(void);
 /* Captures the running stack into f[0 .. PPA_MAX_FRAMES) (return
  * addresses, leaf first), the agent's own frames left out; returns how
- * many. Inline, so that the unwinding starts in the hook that calls it:
- * each frame costs ~0.1 us of GCC's unwinder, and the agent's own (those
- * of functions that would call a capture function) were most of a
- * sample's. */
+ * many. The cached rules of agent/unwind.c first; GCC's unwinder for a
+ * stack they cannot walk (~0.1 us a frame), inline so that it starts in
+ * the hook that calls it (the agent's own frames, those of functions that
+ * would call a capture function, were most of a sample's). */
 struct ppa_walk {
 	uint64_t *f;
 	uint32_t n;
 };
 _Unwind_Reason_Code ppa_records_step(struct _Unwind_Context *c, void *arg);
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
 
 static inline __attribute__((always_inline)) uint32_t ppa_records_capture(uint64_t *f)
 {
 	struct ppa_walk w = { f, 0 };
+	int n = ppa_unwind(f, PPA_MAX_FRAMES, (uint64_t)(uintptr_t)__ehdr_start,
+			   (uint64_t)(uintptr_t)__etext);
 
+	if (n >= 0)
+		return (uint32_t)n;
 	_Unwind_Backtrace(ppa_records_step, &w);
 	return w.n;
 }

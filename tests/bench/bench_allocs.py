@@ -396,7 +396,10 @@ def part_server(b):
 
 UNWINDER = {"_Unwind_Backtrace", "_Unwind_Find_FDE", "_Unwind_GetIP", "execute_cfa_program", "uw_frame_state_for",
             "uw_update_context_1", "uw_update_context", "uw_init_context_1", "read_encoded_value_with_base",
-            "get_cie_encoding", "search_object", "_dl_find_object", "strlen"}
+            "get_cie_encoding", "search_object", "_dl_find_object", "strlen",
+            # the agent's own walk with its cached rules (agent/unwind.c)
+            "ppa_unwind", "rule_read", "rule_of", "cie_read", "run", "rd_enc", "rd_uleb", "rd_sleb",
+            "cache_get", "cache_put"}
 
 
 def agent_share(b, server, path, secs):

@@ -15,6 +15,7 @@ ALLOCS = os.path.join(BUILD, "fixtures", "allocs")
 AGENTCHECK = os.path.join(BUILD, "fixtures", "agentcheck")
 BUSY = os.path.join(BUILD, "fixtures", "busy")
 FORKWALK = os.path.join(BUILD, "fixtures", "forkwalk")
+UNWINDCHECK = os.path.join(BUILD, "fixtures", "unwindcheck")
 # The agent's way on a glibc older than 2.35 (dl_iterate_phdr for each frame),
 # taken on this machine's glibc too (agent/findobj.h).
 NO_DLFO = {"PODPROF_ALLOC_NO_DL_FIND_OBJECT": "1"}
@@ -307,6 +308,23 @@ def agent_records_every_allocation_at_rate_one():
     check(inuse.get("keep_beta") == t["beta_live"], "keep_beta %s B in use, the fixture keeps %d" % (
         inuse.get("keep_beta"), t["beta_live"]))
     f.stop()
+
+
+@test
+def agent_fast_walk_agrees_with_gccs_unwinder():
+    """The agent's cached CFA rules (agent/unwind.c) give the same return
+    addresses as GCC's unwinder, frame for frame, on stacks of frameless
+    code, alloca and large frames, libc's callbacks and threads, from
+    .eh_frame and again from the cache; a signal frame makes the walk give
+    up (GCC's unwinder then walks), never guess. Run both ways of finding
+    objects (_dl_find_object, and the older glibc's dl_iterate_phdr)."""
+    for env in ({}, NO_DLFO):
+        r = subprocess.run([UNWINDCHECK], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **env))
+        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        print("  info: unwindcheck%s: %s" % (" (dl_iterate_phdr)" if env else "", last))
+        check(r.returncode == 0 and last.startswith("ok:"), "unwindcheck exit %d:\n%s%s" % (
+            r.returncode, r.stdout[-3000:], r.stderr[-1000:]))
 
 
 def per_function_count(path, index):

@@ -121,9 +121,23 @@ struct pt_profile {
 	uint64_t symbolize_ns;       /* naming every location (tables already read) */
 	struct pt_timeline *timeline;   /* trace only */
 	struct pt_profile_allocs alloc;   /* heap and allocs only */
+	/* CPU profile: the process's CPU over the window (its CPU clock, the
+	 * exited threads' included; 0: unknown), and of it what no sample
+	 * carried (threads that ran between ticks and exited), added under
+	 * PT_MARK_UNSAMPLED to the stacks of `exited_sampled` threads that
+	 * were sampled and exited, or alone when there were none. */
+	uint64_t process_cpu_ns, unsampled_ns;
+	uint64_t pending_ns;   /* no thread ended: the CPU the next samples carry */
+	uint64_t exited_threads, exited_sampled;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
 };
+
+/* Frames podprof adds itself, in place of an address (outside any user
+ * address, as Python's tokens are): pt_profile_build names them. */
+#define PT_MARK_BASE 0x0060000000000000ull
+#define PT_MARK_UNSAMPLED (PT_MARK_BASE + 1)   /* CPU of threads that ended unsampled */
+#define PT_MARK_UNSAMPLED_NAME "[exited threads' CPU, not sampled]"
 
 /* The profile of stack table st against t's current maps (read again
  * unless the process is gone): one map per executable mapping, one named

@@ -26,7 +26,7 @@ static const struct sc_stack_spec cpu_spec = { cpu_values, 2, SC_LABEL_THREAD | 
 static int build(struct enc_pprof *e, const struct pt_profile *pr)
 {
 	struct sc_stacks_info in;
-	char comment[256];
+	char comment[512];
 	int err;
 
 	sc_stacks_info(pr, &in);
@@ -39,6 +39,25 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		 " dropped_stacks=%" PRIu64, in.hz, in.thread_samples, in.dropped_stacks);
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
+	if (pr->process_cpu_ns && !pr->unsampled_ns) {
+		snprintf(comment, sizeof(comment),
+			 "podprof: process_cpu_ns=%" PRIu64 " over the window; pending_ns=%" PRIu64
+			 " used since their last sample by threads that carry it to their next one",
+			 pr->process_cpu_ns, pr->pending_ns);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	} else if (pr->process_cpu_ns) {
+		/* What the samples did not carry (ptrace/session_cpu.c). */
+		snprintf(comment, sizeof(comment),
+			 "podprof: process_cpu_ns=%" PRIu64 " over the window; unsampled_ns=%" PRIu64
+			 " (%.1f%%) used by threads between samples (%" PRIu64 " threads ended), "
+			 "added under \"" PT_MARK_UNSAMPLED_NAME "\" to the stacks of %" PRIu64
+			 " sampled threads that ended", pr->process_cpu_ns, pr->unsampled_ns,
+			 100.0 * (double)pr->unsampled_ns / (double)pr->process_cpu_ns, pr->exited_threads,
+			 pr->exited_sampled);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
 	if ((err = sc_stacks_note_cut(e, pr)))
 		return err;
 	return sc_stacks_pprof(e, pr, &cpu_spec);

@@ -1,0 +1,87 @@
+"""CPU accounting (issue 22): a CPU profile's total is the CPU the process
+used over its window, the threads that lived for less than a tick included,
+and each function's share is what its threads' own clocks say."""
+import os
+import re
+import select
+import signal
+import subprocess
+
+from lib import (BUILD, PROCS, Podprof, ProfileInBackground, check, pprof, save, test, traces)
+
+TPR = os.path.join(BUILD, "fixtures", "tpr")
+MARK = "[exited threads' CPU, not sampled]"
+
+
+class Tpr:
+    """tests/fixtures/tpr.c: a steady thread beside `rate` threads a second,
+    each burning `us` of its own CPU in short_work and ending."""
+
+    def __init__(self, rate, us=300):
+        r, w = os.pipe()
+        self.proc = subprocess.Popen([TPR, "-n", str(rate), "-u", str(us), "-r", str(w)], pass_fds=(w,),
+                                     stdout=subprocess.PIPE, text=True)
+        PROCS.append(self.proc)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], 10)
+        check(ready and os.read(r, 64).startswith(b"ready"), "tpr did not start")
+        os.close(r)
+        self.pid = self.proc.pid
+
+    def mark(self):
+        """The process's utime+stime (ns) and the fixture's own counters."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
+        os.kill(self.pid, signal.SIGUSR1)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10)
+        line = self.proc.stdout.readline() if ready else ""
+        m = {k: float(v) for k, v in (kv.split("=") for kv in line.split())}
+        check("short_ns" in m, "tpr gave no truth line: %r" % line)
+        m["cpu"] = cpu
+        return m
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.communicate(timeout=20)
+
+
+@test
+def short_lived_threads_cpu_adds_up():
+    """A thread per request (1000 a second, each 300 us of CPU, less than a
+    100 Hz tick, beside a steady thread): the profile's cpu total is the
+    process's utime+stime over the window within 5 %, and short_work's and
+    steady_work's shares are the fixture's own clocks' within 5 points. What
+    no sample carried (threads that ended between ticks) is under its own
+    frame, on the stacks of the short threads that were sampled, and the
+    comment says how much."""
+    f = Tpr(1000)
+    pp = Podprof("--pid", str(f.pid))
+    bg = ProfileInBackground(pp, "seconds=4")
+    m0 = f.mark()
+    pp.wait_log(r"profile: done", 40)
+    m1 = f.mark()
+    path = save(bg.result(), "tpr.pb.gz")
+    log = pp.wait_log(r"profile: done", 1)
+    pp.stop()
+    f.stop()
+    tr = traces(path)
+    total = sum(v for v, _ in tr)
+    used = m1["cpu"] - m0["cpu"]
+    print("  info: profile %.2f s, process %.2f s (ratio %.3f); %s" % (
+        total / 1e9, used / 1e9, total / used, re.search(r"process_cpu_ms.*", log).group(0)))
+    check(abs(total / used - 1) <= 0.05, "the profile holds %.2f s of the process's %.2f s" % (
+        total / 1e9, used / 1e9))
+    short = sum(v for v, fr in tr if "short_work" in fr)
+    steady = sum(v for v, fr in tr if "steady_work" in fr)
+    t_short, t_steady = m1["short_ns"] - m0["short_ns"], m1["steady_ns"] - m0["steady_ns"]
+    for name, got, want in (("short_work", short, t_short), ("steady_work", steady, t_steady)):
+        g, w = 100.0 * got / (short + steady), 100.0 * want / (t_short + t_steady)
+        print("  info: %s %.1f%% of short+steady (its threads' clocks: %.1f%%)" % (name, g, w))
+        check(abs(g - w) <= 5.0, "%s %.1f%%, its threads' clocks %.1f%%" % (name, g, w))
+    marked = [fr for v, fr in tr if MARK in fr]
+    check(marked and all(fr[0] == MARK and "short_work" in fr for fr in marked),
+          "the unsampled CPU is not on the short threads' stacks: %s" % marked[:3])
+    raw = pprof("-raw", path)
+    check(re.search(r"unsampled_ns=\d+ \([\d.]+%\) used by threads between samples \(\d+ threads ended\)", raw),
+          "no comment on the unsampled CPU:\n%s" % raw[:1500])

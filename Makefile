@@ -47,7 +47,7 @@ LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCO
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
-.PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture
+.PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture stress
 all: $(BUILD)/podprof build/podprof $(BUILD)/libpodprof-alloc.so build/libpodprof-alloc.so
 
 build/podprof: $(BUILD)/podprof
@@ -264,6 +264,12 @@ soak: all fixtures
 
 # The pod end-to-end test: the image, the chart and a real pod with podman
 # (tests/e2e/run.sh; a few minutes, the first run longer: it makes the base image).
+# The stack checks (C, Go, Python) again and again with every core taken
+# by busy processes: each test STRESS_RUNS times, the worst run reported.
+STRESS_RUNS ?= 10
+stress: all fixtures
+	python3 tests/stress/stacks.py build/$(FLAVOUR) --runs $(STRESS_RUNS)
+
 e2e:
 	scripts/deps.sh
 	tests/e2e/run.sh

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The stack checks again and again with every core taken by competing busy
+processes (issue 22: "stacks right every time, not most of the time").
+
+    python3 tests/stress/stacks.py BUILD [--runs N] [--hogs K] [test ...]
+
+Starts K busy processes (default: two per core) that spin for the whole
+run, then runs each stack test of the integration suite N times (C, Go and
+Python fixtures; their names below), each in its own run.py. Prints one
+PASS/FAIL line per test (FAIL if any run failed, with that run's message),
+then per test the spread of every figure its runs printed ("info:" lines
+with the numbers taken out: the same line of every run side by side, its
+worst and best values), and a tally. Exit status 1 if any run failed.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN = os.path.join(HERE, "..", "integration", "run.py")
+TESTS = [
+    "cpu_profile_names_stacks_and_shares",       # C: busy's stacks, whole
+    "stacks_stay_whole_when_their_depth_changes",
+    "go_stacks_match_gos_own_profile",           # Go: pclntab, inlining, signal frames
+    "cgo_stacks_cross_between_go_and_c",
+    "python_frames_in_the_cpu_profile",          # CPython 3.11's frames among the native ones
+    "python312_frames_in_the_cpu_profile",
+]
+NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("build")
+ap.add_argument("--runs", type=int, default=10, help="runs of each test (10)")
+ap.add_argument("--hogs", type=int, default=2 * (os.cpu_count() or 1),
+                help="busy processes beside the tests (two per core)")
+ap.add_argument("tests", nargs="*", default=TESTS)
+args = ap.parse_args()
+if args.runs < 1 or args.runs > 1000 or args.hogs < 0 or args.hogs > 256:
+    sys.exit("stacks.py: --runs 1..1000, --hogs 0..256")
+
+
+def hog():
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+
+
+def one(name):
+    """(status, message, [info lines]) of one run of one test."""
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, RUN, args.build, name], capture_output=True, text=True, timeout=600)
+    out = r.stdout.splitlines()
+    status = next((ln.split()[0] for ln in out if ln.split()[:1] in (["PASS"], ["FAIL"], ["SKIP"])
+                   and ln.split()[1:2] == ["it/" + name]), "FAIL")
+    msg = "\n".join(ln for ln in out if ln.startswith(("FAIL", "SKIP", "  ")) and "info:" not in ln)
+    if status == "FAIL" and not msg:
+        msg = (r.stdout + r.stderr)[-2000:]
+    infos = [ln.split("info:", 1)[1].strip() for ln in out if "info:" in ln]
+    return status, msg, infos, time.monotonic() - t0
+
+
+def spread(runs):
+    """Each info line's shape (numbers as #), with every run's numbers."""
+    shapes = {}
+    for i, infos in enumerate(runs):
+        seen = {}
+        for ln in infos:
+            key = NUM.sub("#", ln)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            shapes.setdefault((key, k), []).append((i, [float(x) for x in NUM.findall(ln)]))
+    return shapes
+
+
+def main():
+    hogs = [hog() for _ in range(args.hogs)]
+    passed = failed = skipped = 0
+    try:
+        print("stress: %d runs of %d tests, %d busy processes on %d cores" % (
+            args.runs, len(args.tests), args.hogs, os.cpu_count() or 1), flush=True)
+        for name in args.tests:
+            runs, bad, skip, secs = [], [], None, []
+            for i in range(args.runs):
+                status, msg, infos, dt = one(name)
+                secs.append(dt)
+                if status == "SKIP":
+                    skip = msg
+                    break
+                runs.append(infos)
+                if status != "PASS":
+                    bad.append((i + 1, msg))
+            if skip is not None:
+                print("SKIP stress/%s: %s" % (name, skip.strip()), flush=True)
+                skipped += 1
+                continue
+            if bad:
+                print("FAIL stress/%s: %d of %d runs failed; the first (run %d):\n%s" % (
+                    name, len(bad), len(runs), bad[0][0], bad[0][1]), flush=True)
+                failed += 1
+            else:
+                print("PASS stress/%s: %d of %d runs (%.0f-%.0f s each)" % (
+                    name, len(runs), len(runs), min(secs), max(secs)), flush=True)
+                passed += 1
+            for (shape, _), vals in sorted(spread(runs).items()):
+                cols = list(zip(*[v for _, v in vals if len(v) == len(vals[0][1])]))
+                rng = ", ".join("%g..%g" % (min(c), max(c)) if min(c) != max(c) else "%g" % c[0] for c in cols)
+                print("  %s  [%d runs: %s]" % (shape, len(vals), rng), flush=True)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

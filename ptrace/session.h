@@ -45,6 +45,7 @@ struct pt_session {
 	int take;                    /* the current tick is this session's */
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
+	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
 	struct pt_session *next;
 };
 

@@ -88,7 +88,9 @@ static int settle(struct cpu_session *cs, struct pt_profile *p)
 	int err = 0;
 
 	p->exited_threads = cs->exited_n;
-	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full)
+	/* A window cut short by the target's exit or exec: its CPU clock then
+	 * holds what the new program did, or nothing to settle against. */
+	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full || cs->base.cut)
 		return 0;
 	p->process_cpu_ns = cpu1 - cs->cpu0;
 	for (size_t i = 0; i < n; i++) {

@@ -130,6 +130,14 @@ static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 	return n;
 }
 
+/* A clone event: the new thread waits in its first stop until we let it
+ * go, its parent in this event stop until we resume it. The child first:
+ * if it has reached its stop, it is resumed at once (a stop resumed before
+ * it was reaped is never reported), before anything else is done for it;
+ * else its stop comes through the poll as any other, after it is known.
+ * The parent next, as soon as its stack is copied (when clone stacks are
+ * asked for); then the child is registered (its /proc files opened when
+ * first read, its CPU counted from its birth) and the event reported. */
 static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 {
 	unsigned long newtid = 0;
@@ -142,16 +150,21 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
 		return resume(t, th, 0);
 	t->st.clones++;
-	if (pt__threads_add(t, (pid_t)newtid) < 0) {
-		/* Over the cap: let it go untraced rather than stopped. */
-		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
-	}
+	/* Over the cap it is let go untraced at its stop (below), never run
+	 * traced and unknown. */
+	if (!t->detaching && t->n < (size_t)t->o.max_threads &&
+	    !ptrace(PTRACE_CONT, (pid_t)newtid, 0, 0))
+		t->st.clones_resumed_at_once++;
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (pyc)
 		pt__capture_py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
 	took = cap && !t->detaching && pt__capture(t, th, cap, pyc) == 0;
 	e = resume(t, th, 0);
+	if (pt__threads_add(t, (pid_t)newtid, 1) < 0) {
+		/* Over the cap: let it go untraced rather than stopped. */
+		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
+	}
 	if (took)
 		n = unwind_clone_parent(t, cap);
 	if (took && pyc && pyc->n)

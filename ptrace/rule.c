@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 
 #include "base/mem.h"
@@ -157,6 +158,16 @@ static int completed_syscall(const struct user_regs_struct *regs)
 	return (int64_t)regs->orig_rax >= 0 && ret != -EINTR && (ret < -516 || ret > -512);
 }
 
+/* 1 if regs are those of a new thread that has not run yet: at the return
+ * of clone or clone3 on the child's side (0), its first instruction. A
+ * thread born while traced is let go from its first stop at once, and a
+ * tick that finds it runnable before it got a core would stop it there, as
+ * often as threads are born, however little they run there. */
+static int unborn(const struct user_regs_struct *regs)
+{
+	return (regs->orig_rax == SYS_clone || regs->orig_rax == SYS_clone3) && regs->rax == 0;
+}
+
 /* The mechanism's question for a tick's stop (struct pt_stop_ops keep):
  * 1 to take the sample, 0 to drop the stop (th stays due). */
 static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
@@ -166,6 +177,13 @@ static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
 	struct pt_rule_thread *rt = pt__rt(th);
 	uint64_t run, wait, since = stop_ns > rt->tick_ns ? stop_ns - rt->tick_ns : 0;
 
+	if (unborn(regs)) {
+		rt->acc_ns += rt->cpu_ns;
+		rt->credit_ns += rt->credit_paid;
+		rt->cpu_ns = rt->credit_paid = 0;
+		r->st.unborn_stops++;
+		return 0;
+	}
 	if (!completed_syscall(regs) || rt->preempted_in_a_row >= PREEMPTED_MAX ||
 	    pt_thread_read_sched(th, &run, &wait, NULL) || wait <= rt->tick_wait_ns ||
 	    (wait - rt->tick_wait_ns <= since + PREEMPTED_SLACK_NS && rt->tick_cpu >= 0 &&

@@ -242,6 +242,7 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 	struct pt_request *req = ss->req;
 	struct pt__target *tg = ss->target;
 
+	ss->cut = cut;
 	req->err = err ? err : ss->kind->finish(ss);
 	if (!req->err && req->profile && cut && windowed(req)) {
 		req->profile->cut = cut;
@@ -556,6 +557,7 @@ static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt__targe
 	st->signal_copies += ts.signal_copies;
 	st->group_stops += ts.group_stops;
 	st->clones += ts.clones;
+	st->clones_resumed_at_once += ts.clones_resumed_at_once;
 	st->execs += ts.execs;
 }
 
@@ -728,13 +730,15 @@ static void loop(struct pt_sampler *s)
 		stopping = serve_queue(s, &paused);
 		if (!polled || pfd[1].revents)
 			drain_fd(s->sigfd);
-		/* Tick before answering stops: a thread waiting in a signal stop
-		 * is not running (it is skipped), whereas re-injecting first and
-		 * sampling right after would catch it in its handler every time. */
+		/* Every tracee's events before the tick: a new thread waits in
+		 * its first stop and its parent in its clone event until they
+		 * are answered (a thread resumed with its signal is not sampled
+		 * before it has run again: pt_thread_signal_pending). */
+		pt_tracer_poll_before_tick(s->tr);
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
-		/* Every tracee's events, stops that came after their tick too. */
+		/* and the stops that came after their tick */
 		again = pt_tracer_poll(s->tr);
 		now = pt__now_ns();
 		/* Paused: every session ends (cancelled) and every target is

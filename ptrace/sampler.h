@@ -88,6 +88,7 @@ struct pt_sampler_stats {
 	uint64_t sessions_done;
 	uint64_t pause_ns_total, unwind_ns_total;
 	uint64_t snapshot_stops, snapshot_reused, maps_rereads, short_copies, signal_copies, group_stops, clones, execs;
+	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's clone event */
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;
 	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (over budget) */

@@ -37,7 +37,7 @@ static void thread_state(struct pt_thread *th, int ran)
 	if (!ran && th->state && th->comm[0])
 		return;
 	rt->sys_sp = rt->sys_pc = 0;
-	if (th->sys_fd < 0) {   /* another uid's thread: its stat (see pt_thread_open) */
+	if (pt_thread_stat_only(th)) {
 		rt->syscall = -1;
 		if (pt_thread_read_state(th))
 			th->state = '?';

@@ -51,24 +51,52 @@ void pt_thread_close(struct pt_thread *th)
 	th->sys_fd = th->sched_fd = th->stat_fd = -1;
 }
 
-void pt_thread_open(struct pt_thread *th)
+static void open_files(struct pt_thread *th)
 {
 	pt_thread_close(th);
+	th->flags &= ~PT_TH_UNOPENED;
 	th->sys_fd = open_task_file(th, "syscall");
 	if (th->sys_fd < 0)
 		th->stat_fd = open_task_file(th, "stat");
 	th->sched_fd = open_task_file(th, "schedstat");
+}
+
+/* A thread born while traced gets its files at its first read. */
+static void need_files(struct pt_thread *th)
+{
+	if (th->flags & PT_TH_UNOPENED)
+		open_files(th);
+}
+
+void pt_thread_open(struct pt_thread *th)
+{
+	open_files(th);
 	th->opened_ns = pt__now_ns();
 	th->open_run_ns = th->open_wait_ns = th->comm_ns = 0;
 	if (th->sched_fd >= 0)
 		pt_thread_read_sched(th, &th->open_run_ns, &th->open_wait_ns, NULL);
 }
 
-int pt_thread_read_sched(const struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,
+int pt_thread_stat_only(struct pt_thread *th)
+{
+	need_files(th);
+	return th->sys_fd < 0;
+}
+
+void pt_thread_open_later(struct pt_thread *th)
+{
+	pt_thread_close(th);
+	th->flags |= PT_TH_UNOPENED;
+	th->opened_ns = pt__now_ns();
+	th->open_run_ns = th->open_wait_ns = th->comm_ns = 0;
+}
+
+int pt_thread_read_sched(struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,
 			 uint64_t *slices)
 {
 	char buf[128];
 
+	need_files(th);
 	if (pt__thread_pread(th->sched_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
 	return pt_proc_parse_schedstat(buf, run_ns, wait_ns, slices) ? -EBADMSG : 0;
@@ -89,6 +117,7 @@ int pt_thread_read_state(struct pt_thread *th)
 	struct pt_stat st;
 	char buf[512];
 
+	need_files(th);
 	if (th->stat_fd >= 0) {
 		if (pt__thread_pread(th->stat_fd, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
 			return -ESRCH;
@@ -106,6 +135,7 @@ int pt_thread_running(struct pt_thread *th)
 	char buf[16];
 	ssize_t n;
 
+	need_files(th);
 	if (th->sys_fd < 0)   /* another uid's thread: its stat (see pt_thread_open) */
 		return !pt_thread_read_state(th) && th->state == 'R';
 	n = pread(th->sys_fd, buf, sizeof(buf), 0);
@@ -118,10 +148,11 @@ int pt_thread_running(struct pt_thread *th)
 	return 1;
 }
 
-int pt_thread_read_syscall(const struct pt_thread *th, long *nr, uint64_t *sp, uint64_t *pc)
+int pt_thread_read_syscall(struct pt_thread *th, long *nr, uint64_t *sp, uint64_t *pc)
 {
 	char buf[256];
 
+	need_files(th);
 	if (pt__thread_pread(th->sys_fd, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
 	if (!strncmp(buf, "running", 7))

@@ -21,6 +21,7 @@ struct pt_stat;
 #define PT_TH_LATE         0x10u   /* a tick's: if it stops after the tick, capture it then */
 #define PT_TH_TICK         0x20u   /* interrupted for a CPU sample (not a snapshot) */
 #define PT_TH_SIGNALLED    0x40u   /* resumed with a signal, maybe not on a core since */
+#define PT_TH_UNOPENED     0x80u   /* born while traced: its files opened at first use */
 
 struct pt_thread {
 	pid_t pid, tid;            /* its process, itself (in our PID namespace) */
@@ -64,6 +65,13 @@ struct pt_thread {
  * name). Files that cannot be opened stay -1 (a thread gone: its reads
  * fail with -ESRCH). */
 void pt_thread_open(struct pt_thread *th);
+/* The same for a thread born while traced, put off until a reader below
+ * first needs a file (PT_TH_UNOPENED): its birth stop is not made longer
+ * by three system calls. It starts from no CPU and no wait. */
+void pt_thread_open_later(struct pt_thread *th);
+/* 1 if th's system call cannot be read (another uid's thread: see
+ * pt_thread_open), its stat only. */
+int pt_thread_stat_only(struct pt_thread *th);
 /* Closes th's files. */
 void pt_thread_close(struct pt_thread *th);
 
@@ -77,7 +85,7 @@ ssize_t pt__thread_pread_own(int *fd, const char *path, char *buf, size_t len);
 /* th's CPU time so far and, each if not NULL, its time runnable but waiting
  * for a core and how many times it got one (/proc/<tid>/schedstat).
  * Returns 0, -ESRCH or -EBADMSG. */
-int pt_thread_read_sched(const struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,
+int pt_thread_read_sched(struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,
 			 uint64_t *slices);
 /* Reads and parses th's /proc/<tid>/stat. Returns 0 or -ESRCH. */
 int pt_thread_read_stat(const struct pt_thread *th, struct pt_stat *st);
@@ -91,7 +99,7 @@ int pt_thread_running(struct pt_thread *th);
 /* What /proc/<tid>/syscall says: 1 running; 0 blocked, with the system
  * call's number (-1 outside one) and the stack and instruction pointers;
  * -EBADMSG unreadable text; -ESRCH gone or not readable (another uid). */
-int pt_thread_read_syscall(const struct pt_thread *th, long *nr, uint64_t *sp, uint64_t *pc);
+int pt_thread_read_syscall(struct pt_thread *th, long *nr, uint64_t *sp, uint64_t *pc);
 
 /* Records that th is resumed with a signal (PT_TH_SIGNALLED): the kernel
  * sets up the handler's frame only when the thread next runs, so a stop

@@ -48,7 +48,7 @@ static void reset_owner_part(struct pt_tracee *t, struct pt_thread *th)
 	memset(th->rule, 0, t->tops.size);
 }
 
-int pt__threads_add(struct pt_tracee *t, pid_t tid)
+int pt__threads_add(struct pt_tracee *t, pid_t tid, int born)
 {
 	struct pt_thread *th;
 	size_t size;
@@ -73,7 +73,10 @@ int pt__threads_add(struct pt_tracee *t, pid_t tid)
 	th->sys_fd = th->sched_fd = th->stat_fd = -1;
 	if (t->tops.size)
 		th->rule = (struct pt_rule_thread *)(void *)(th + 1);
-	pt_thread_open(th);
+	if (born)
+		pt_thread_open_later(th);
+	else
+		pt_thread_open(th);
 	t->th[t->n++] = th;
 	return 0;
 }

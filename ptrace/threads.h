@@ -26,9 +26,10 @@ struct pt_thread *pt_threads_find(const struct pt_tracee *t, pid_t tid);
  * during an iteration over the threads). */
 void pt_threads_compact(struct pt_tracee *t);
 
-/* Adds the thread tid (its files opened); 0 if it is there already.
- * Returns 0, -E2BIG (max_threads) or -ENOMEM. */
-int pt__threads_add(struct pt_tracee *t, pid_t tid);
+/* Adds the thread tid (its files opened; born: a thread created while
+ * traced, its files opened at first use, its CPU counted from 0); 0 if it
+ * is there already. Returns 0, -E2BIG (max_threads) or -ENOMEM. */
+int pt__threads_add(struct pt_tracee *t, pid_t tid, int born);
 /* th, which exec'd: its files opened again, the owner's part dropped and
  * zeroed. */
 void pt__threads_reset(struct pt_tracee *t, struct pt_thread *th);

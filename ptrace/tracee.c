@@ -189,7 +189,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 		err = -errno;
 		goto fail;
 	}
-	if ((err = pt__threads_add(t, t->pid)))
+	if ((err = pt__threads_add(t, t->pid, 0)))
 		goto fail;
 	for (round = 0; round < 64; round++) {
 		size_t n, added = 0;
@@ -208,7 +208,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 				base_free(tids);
 				goto fail;
 			}
-			if ((err = pt__threads_add(t, tids[i]))) {
+			if ((err = pt__threads_add(t, tids[i], 0))) {
 				ptrace(PTRACE_DETACH, tids[i], 0, 0);
 				base_free(tids);
 				goto fail;

@@ -83,7 +83,7 @@ static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread
 	if (pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_status_value(buf, "Tgid", &tgid))
 		return NULL;
 	for (x = tr->tracees; x; x = x->next)
-		if (x->pid == (pid_t)tgid && x->attached && pt__threads_add(x, tid) == 0 &&
+		if (x->pid == (pid_t)tgid && x->attached && pt__threads_add(x, tid, 0) == 0 &&
 		    (*thp = pt_threads_find(x, tid)))
 			return x;
 	return NULL;
@@ -91,7 +91,7 @@ static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread
 
 #define REAP_MAX 4096   /* events per pt_tracer_poll: the sampler has more to do */
 
-int pt_tracer_poll(struct pt_tracer *tr)
+static int poll_events(struct pt_tracer *tr, int keep_woke)
 {
 	struct { pid_t tid; int status; } later[64];
 	int more = 1, nlater = 0, pending = 0;
@@ -101,7 +101,9 @@ int pt_tracer_poll(struct pt_tracer *tr)
 	if (!tr->tracees)
 		return 0;
 	tr->poll_ns = tr->woke_ns ? tr->woke_ns : pt__now_ns();
-	tr->woke_ns = tr->late_from = 0;
+	tr->late_from = 0;
+	if (!keep_woke)
+		tr->woke_ns = 0;
 
 	/* Stop reaping while later[] is full: a status taken must be acted on
 	 * (a stop nobody resumes leaves its thread stopped). */
@@ -144,4 +146,14 @@ int pt_tracer_poll(struct pt_tracer *tr)
 	if (pending)
 		tr->rq_base = pt__stop_own_wait_ns(tr);   /* see poll_ns */
 	return more;
+}
+
+int pt_tracer_poll(struct pt_tracer *tr)
+{
+	return poll_events(tr, 0);
+}
+
+int pt_tracer_poll_before_tick(struct pt_tracer *tr)
+{
+	return poll_events(tr, 1);
 }

@@ -26,6 +26,9 @@ void pt_tracer_set_events(struct pt_tracer *tr, pt_event_cb cb, void *arg);
  * the stops that came after their tick (kept for pt_stop_report_late).
  * Returns 1 if it stopped with events left (call again soon), else 0. */
 int pt_tracer_poll(struct pt_tracer *tr);
+/* The same, before a tick: the wake-up mark stays for the tick's looks and
+ * for the pt_tracer_poll after it. */
+int pt_tracer_poll_before_tick(struct pt_tracer *tr);
 /* Marks the tracer's wake-up from a sleep: the pause of a stop that the next
  * pt_tracer_poll takes counts from then (else from that call). */
 void pt_tracer_woke(struct pt_tracer *tr);

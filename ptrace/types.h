@@ -29,6 +29,7 @@ struct pt_tracee_stats {
 	uint64_t late_stops;        /* stopped after their tick (a tick's: captured then) */
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
+	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's event */
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t maps_rereads;      /* maps read again because an unwind left them */
 	uint64_t short_copies;      /* unwinds that needed more stack than was copied */
@@ -120,6 +121,7 @@ struct pt_tick_cbs {
 /* The sampling rule's counters, cumulative since its creation. */
 struct pt_rule_stats {
 	uint64_t preempted_stops;   /* a tick's, dropped: stopped where it waited for a core */
+	uint64_t unborn_stops;      /* a tick's, dropped: a new thread before its first instruction */
 	uint64_t snapshot_stops;    /* stacks cached at a snapshot's or a state report's stop */
 	uint64_t snapshot_reused;   /* stacks answered from the cache instead of a stop */
 };

@@ -49,6 +49,10 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("signals_reinjected_total", signals_reinjected,
 		"Signals that arrived while the target was traced, passed on to it."),
 	COUNTER("group_stops_total", group_stops, "Group stops (SIGSTOP and the like) honoured."),
+	COUNTER("threads_created_total", clones, "Threads the traced targets created while traced."),
+	COUNTER("threads_resumed_at_clone_total", clones_resumed_at_once,
+		"Of them, those let go from their first stop as their parent's clone event was handled "
+		"(the others waited for their own stop to be reaped)."),
 	COUNTER("snapshot_reused_total", snapshot_reused,
 		"Thread-dump stacks reused because the thread stayed blocked (no stop)."),
 	COUNTER("maps_rereads_total", maps_rereads,

@@ -79,9 +79,19 @@ def short_lived_threads_cpu_adds_up():
         g, w = 100.0 * got / (short + steady), 100.0 * want / (t_short + t_steady)
         print("  info: %s %.1f%% of short+steady (its threads' clocks: %.1f%%)" % (name, g, w))
         check(abs(g - w) <= 5.0, "%s %.1f%%, its threads' clocks %.1f%%" % (name, g, w))
-    marked = [fr for v, fr in tr if MARK in fr]
-    check(marked and all(fr[0] == MARK and "short_work" in fr for fr in marked),
-          "the unsampled CPU is not on the short threads' stacks: %s" % marked[:3])
+    # On the stacks the short threads were sampled in: short_work, but for
+    # the few caught at their start (clone's child side), or ending.
+    marked = [(v, fr) for v, fr in tr if MARK in fr]
+    on_short = sum(v for v, fr in marked if "short_work" in fr)
+    check(marked and all(fr[0] == MARK for _, fr in marked) and
+          on_short >= 0.9 * sum(v for v, _ in marked),
+          "the unsampled CPU is not on the short threads' stacks: %s" % marked[:5])
+    # A new thread is let go from its birth stop at once: a tick that finds
+    # it before it got a core must not sample it at clone's return, its
+    # first instruction (rule.c unborn).
+    unborn = sum(v for v, fr in tr if [f for f in fr if f != MARK][:1] == ["__clone3"])
+    print("  info: %.2f%% of the profile at a new thread's first instruction" % (100.0 * unborn / total))
+    check(unborn <= 0.02 * total, "%.1f%% of the profile at clone3's return" % (100.0 * unborn / total))
     raw = pprof("-raw", path)
     check(re.search(r"unsampled_ns=\d+ \([\d.]+%\) used by threads between samples \(\d+ threads ended\)", raw),
           "no comment on the unsampled CPU:\n%s" % raw[:1500])

@@ -136,7 +136,7 @@ void fake_setup(int n, int max_per_tick)
 	F.r->io.collect = fake_collect;
 	F.r->io.cpu_ns = fake_cpu;
 	for (int i = 0; i < n; i++) {
-		ASSERT_OK(pt__threads_add(F.t, FAKE_TID0 + i));
+		ASSERT_OK(pt__threads_add(F.t, FAKE_TID0 + i, 0));
 		F.th[i] = pt_threads_find(F.t, FAKE_TID0 + i);
 		ASSERT(F.th[i]);
 		ASSERT_EQ(F.th[i]->sys_fd, -1);   /* no such task: the files are ours */

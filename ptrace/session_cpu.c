@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,16 +57,21 @@ static void cpu_on_exit(struct pt_session *ss, pid_t tid)
 		cs->exited_full = 1;
 }
 
-/* Adds a copy of entry e's stack under PT_MARK_UNSAMPLED, with cpu ns. */
+/* Adds a copy of entry e's stack under PT_MARK_UNSAMPLED, with cpu ns. e
+ * points into st (its frames, its name), which the add may move: both are
+ * copied first. */
 static int add_unsampled(struct pt_stacks *st, const struct pt_sample *e, uint64_t ns)
 {
 	int64_t v[PT_MAX_VALUES] = { 0, (int64_t)ns };
 	struct pt_sample smp = *e;   /* tid 0: the CPU of other threads than e's */
 	uint64_t *f = base_calloc((size_t)smp.n + 1, sizeof(*f));
+	char comm[16];
 	int err;
 
 	if (!f)
 		return -ENOMEM;
+	snprintf(comm, sizeof(comm), "%s", e->comm ? e->comm : "");
+	smp.comm = comm;
 	f[0] = PT_MARK_UNSAMPLED;
 	if (smp.n > 0)
 		memcpy(f + 1, smp.frames, (size_t)smp.n * sizeof(*f));

@@ -23,13 +23,6 @@ for flavour in release asan; do
 	total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
 	rm -f "$out"
 done
-# The stack checks with every core taken by busy processes (make stress
-# runs each 10 times): twice each here, on the release build.
-out=$(mktemp)
-python3 tests/stress/stacks.py build/release --runs "${STRESS_RUNS:-2}" | tee "$out" | grep -E '^(PASS|FAIL|SKIP) |passed'
-total_p=$((total_p + $(grep -c '^PASS ' "$out"))); total_f=$((total_f + $(grep -c '^FAIL ' "$out")))
-total_s=$((total_s + $(grep -c '^SKIP ' "$out")))
-rm -f "$out"
 # make torture, short: every unit test with each allocation failing in turn
 # (at most 300 runs a test), and the HTTP scenarios with at most 30 of each
 # request's allocations failing (make torture runs 300).

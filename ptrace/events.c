@@ -132,9 +132,12 @@ static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 
 /* A clone event: the new thread waits in its first stop until we let it
  * go, its parent in this event stop until we resume it. The child first:
- * if it has reached its stop, it is resumed at once (a stop resumed before
- * it was reaped is never reported), before anything else is done for it;
- * else its stop comes through the poll as any other, after it is known.
+ * if it is not known yet and has reached its stop, it is resumed at once,
+ * before anything else is done for it (a stop resumed before it was
+ * reaped is never reported; one this poll has already reaped, waiting
+ * among the statuses of unknown threads, is dropped there:
+ * PT_TH_BIRTH_RESUMED, see tracer.c); else its stop comes through the poll
+ * as any other, after it is known.
  * The parent next, as soon as its stack is copied (when clone stacks are
  * asked for); then the child is registered (its /proc files opened when
  * first read, its CPU counted from its birth) and the event reported. */
@@ -144,7 +147,8 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
 	/* py_caps' last slot is the clone events' (see pt__capture_py_detect) */
 	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
-	int took = 0, n = 0;
+	struct pt_thread *child;
+	int took = 0, n = 0, resumed = 0;
 	enum pt__ev e;
 
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
@@ -152,9 +156,11 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	t->st.clones++;
 	/* Over the cap it is let go untraced at its stop (below), never run
 	 * traced and unknown. */
-	if (!t->detaching && t->n < (size_t)t->o.max_threads &&
-	    !ptrace(PTRACE_CONT, (pid_t)newtid, 0, 0))
+	if (!t->detaching && t->n < (size_t)t->o.max_threads && !pt_threads_find(t, (pid_t)newtid) &&
+	    !ptrace(PTRACE_CONT, (pid_t)newtid, 0, 0)) {
 		t->st.clones_resumed_at_once++;
+		resumed = 1;
+	}
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (pyc)
@@ -164,6 +170,8 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (pt__threads_add(t, (pid_t)newtid, 1) < 0) {
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
+	} else if (resumed && (child = pt_threads_find(t, (pid_t)newtid))) {
+		child->flags |= PT_TH_BIRTH_RESUMED;
 	}
 	if (took)
 		n = unwind_clone_parent(t, cap);

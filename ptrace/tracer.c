@@ -100,8 +100,13 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 	 * the thread's own children's exits, which are not ours to take. */
 	if (!tr->tracees)
 		return 0;
+	/* The poll before a tick and the one after it answer one wake-up: the
+	 * second keeps what the first found of it (see poll_ns, late_from and
+	 * rq_base in mechanism.h). */
 	tr->poll_ns = tr->woke_ns ? tr->woke_ns : pt__now_ns();
-	tr->late_from = 0;
+	if (!tr->mid_wake)
+		tr->late_from = 0;
+	tr->mid_wake = keep_woke;
 	if (!keep_woke)
 		tr->woke_ns = 0;
 
@@ -129,6 +134,15 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 		struct pt_thread *th;
 
 		if ((x = owner(tr, later[k].tid, &th))) {
+			/* A new thread's first stop, reaped before its parent's
+			 * clone event, whose handling has let it go since: the
+			 * thread runs, and may be in a stop of another kind now
+			 * that this one must not answer. */
+			if ((th->flags & PT_TH_BIRTH_RESUMED) && WIFSTOPPED(later[k].status) &&
+			    (later[k].status >> 16) == PTRACE_EVENT_STOP) {
+				th->flags &= ~PT_TH_BIRTH_RESUMED;
+				continue;
+			}
 			pt__stop_on_status(x, th, later[k].status);
 		} else if (WIFSTOPPED(later[k].status)) {
 			/* Traced by us, known to no tracee (its process was
@@ -143,7 +157,7 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 		for (size_t i = 0; i < x->n && !pending; i++)
 			pending = (x->th[i]->flags & PT_TH_LATE) != 0;
 	}
-	if (pending)
+	if (pending && !keep_woke)
 		tr->rq_base = pt__stop_own_wait_ns(tr);   /* see poll_ns */
 	return more;
 }

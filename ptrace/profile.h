@@ -124,11 +124,11 @@ struct pt_profile {
 	/* CPU profile: the process's CPU over the window (its CPU clock, the
 	 * exited threads' included; 0: unknown), and of it what no sample
 	 * carried (threads that ran between ticks and exited), added under
-	 * PT_MARK_UNSAMPLED to the stacks of `exited_sampled` threads that
-	 * were sampled and exited, or alone when there were none. */
+	 * PT_MARK_UNSAMPLED to `exited_stacks` stacks of threads that were
+	 * sampled and exited, or alone when there were none. */
 	uint64_t process_cpu_ns, unsampled_ns;
 	uint64_t pending_ns;   /* no thread ended: the CPU the next samples carry */
-	uint64_t exited_threads, exited_sampled;
+	uint64_t exited_threads, exited_stacks;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
 };

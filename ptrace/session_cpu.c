@@ -35,6 +35,8 @@ struct cpu_session {
 	struct pt_stacks *stacks;
 	uint64_t thread_samples;
 	uint64_t cpu0;           /* the process's CPU clock at the start; 0: unknown */
+	uint64_t dropped_ns;     /* CPU of the samples the table refused */
+	int scaled;              /* a sample was scaled (ss->scale > 1) */
 	struct base_map exited;  /* tids of the threads that ended in the window */
 	uint64_t exited_n;
 	int exited_full;         /* a tid could not be kept: no settling */
@@ -84,7 +86,7 @@ static int add_unsampled(struct pt_stacks *st, const struct pt_sample *e, uint64
 }
 
 /* The window's CPU that no sample carried, settled as the header says. */
-static int settle(struct cpu_session *cs, struct pt_profile *p)
+static void settle(struct cpu_session *cs, struct pt_profile *p)
 {
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
@@ -95,10 +97,13 @@ static int settle(struct cpu_session *cs, struct pt_profile *p)
 
 	p->exited_threads = cs->exited_n;
 	/* A window cut short by the target's exit or exec: its CPU clock then
-	 * holds what the new program did, or nothing to settle against. */
-	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full || cs->base.cut)
-		return 0;
+	 * holds what the new program did, or nothing to settle against. A
+	 * session at a lower rate than the ticks': its samples are scaled
+	 * estimates, whose noise is no thread's unsampled CPU. */
+	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full || cs->base.cut || cs->scaled)
+		return;
 	p->process_cpu_ns = cpu1 - cs->cpu0;
+	total = cs->dropped_ns;   /* samples past max_stacks: carried, not kept */
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
 		total += (uint64_t)v[1];
@@ -110,14 +115,17 @@ static int settle(struct cpu_session *cs, struct pt_profile *p)
 	 * said in the comment, not added. */
 	if (p->process_cpu_ns <= total || !cs->exited_n) {
 		p->pending_ns = p->process_cpu_ns > total ? p->process_cpu_ns - total : 0;
-		return 0;
+		return;
 	}
 	left = p->unsampled_ns = p->process_cpu_ns - total;
 	if (!weight) {
 		struct pt_sample none = { .pid = cs->base.req->pid, .comm = "", .syscall = -1 };
 
-		return add_unsampled(st, &none, left);
+		add_unsampled(st, &none, left);
+		return;
 	}
+	/* A stack refused (past max_stacks: counted as dropped) or no memory:
+	 * the profile goes out with what is settled so far. */
 	for (size_t i = 0; i < n && !err; i++) {
 		uint64_t share;
 
@@ -129,10 +137,9 @@ static int settle(struct cpu_session *cs, struct pt_profile *p)
 		share = share > left ? left : share;
 		weight -= (uint64_t)v[0];
 		left -= share;
-		p->exited_sampled++;
+		p->exited_stacks++;
 		err = add_unsampled(st, &e, share);
 	}
-	return err;
 }
 
 static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
@@ -143,7 +150,9 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * ss->scale) };
 
 	cs->thread_samples++;
-	pt_stacks_add(cs->stacks, smp, v);
+	cs->scaled |= ss->scale > 1.0;
+	if (pt_stacks_add(cs->stacks, smp, v) < 0)
+		cs->dropped_ns += (uint64_t)v[1];
 }
 
 static int cpu_finish(struct pt_session *ss)
@@ -154,10 +163,10 @@ static int cpu_finish(struct pt_session *ss)
 	struct pt_sampler_stats st;
 	struct pt_tracee_stats ts;
 	struct pt_profile acct = { 0 };
-	int err = settle(cs, &acct);
+	int err;
 
-	if (!err)
-		err = pt_profile_build(cs->stacks, ss->t, &req->profile);
+	settle(cs, &acct);
+	err = pt_profile_build(cs->stacks, ss->t, &req->profile);
 	p = req->profile;
 	if (p) {
 		p->time_ns = ss->start_wall;
@@ -168,7 +177,7 @@ static int cpu_finish(struct pt_session *ss)
 		p->unsampled_ns = acct.unsampled_ns;
 		p->pending_ns = acct.pending_ns;
 		p->exited_threads = acct.exited_threads;
-		p->exited_sampled = acct.exited_sampled;
+		p->exited_stacks = acct.exited_stacks;
 	}
 	pt_sampler_stats(ss->s, &st);
 	pt_tracee_stats(ss->t, &ts);
@@ -176,7 +185,7 @@ static int cpu_finish(struct pt_session *ss)
 			"pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f "
 			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
 			" python_captures=%llu python_us_per_capture=%.2f"
-			" process_cpu_ms=%.1f unsampled_ms=%.1f exited_threads=%llu exited_sampled=%llu%s",
+			" process_cpu_ms=%.1f unsampled_ms=%.1f exited_threads=%llu exited_stacks=%llu%s",
 			(int)req->pid, (unsigned long long)cs->thread_samples,
 			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
 			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
@@ -186,7 +195,7 @@ static int cpu_finish(struct pt_session *ss)
 			(double)ts.symtab_load_ns / 1e6, (unsigned long long)ts.py_captures,
 			ts.py_captures ? (double)ts.py_capture_ns / 1e3 / (double)ts.py_captures : 0.0,
 			(double)acct.process_cpu_ns / 1e6, (double)acct.unsampled_ns / 1e6,
-			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_sampled,
+			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
 			atomic_load(&req->cancel) ? " (client gone)" : "");
 	return err;
 }

@@ -51,10 +51,10 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		snprintf(comment, sizeof(comment),
 			 "podprof: process_cpu_ns=%" PRIu64 " over the window; unsampled_ns=%" PRIu64
 			 " (%.1f%%) used by threads between samples (%" PRIu64 " threads ended), "
-			 "added under \"" PT_MARK_UNSAMPLED_NAME "\" to the stacks of %" PRIu64
-			 " sampled threads that ended", pr->process_cpu_ns, pr->unsampled_ns,
+			 "added under \"" PT_MARK_UNSAMPLED_NAME "\" to %" PRIu64
+			 " stacks of sampled threads that ended", pr->process_cpu_ns, pr->unsampled_ns,
 			 100.0 * (double)pr->unsampled_ns / (double)pr->process_cpu_ns, pr->exited_threads,
-			 pr->exited_sampled);
+			 pr->exited_stacks);
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}

@@ -429,6 +429,7 @@ void ppa_records_fork_parent(void)
 void ppa_records_fork_child(void)
 {
 	ppa_find_object_fork_child();
+	ppa_unwind_fork_child();
 	R.area->pid = (uint64_t)getpid();
 	R.area->flags |= PPA_F_FORKED;
 	if (R.fork_locked)

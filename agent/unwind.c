@@ -190,9 +190,10 @@ static int64_t rd_sleb(struct rd *d)
 	return (int64_t)v;
 }
 
-/* A pointer in encoding enc (DW_EH_PE_*), relative to its base. Indirect
- * and aligned ones are refused (bad): nothing the walk needs uses them but
- * the personality routine, which is only skipped (skip = 1). */
+/* A pointer in encoding enc (DW_EH_PE_*), relative to its base; skip: only
+ * stepped over. Aligned ones are refused (bad) either way, indirect ones
+ * unless skipped: nothing the walk reads uses them (the personality
+ * routine's may be indirect, and is skipped). */
 static uint64_t rd_enc(struct rd *d, uint8_t enc, const struct dwarf_eh_bases *b, int skip)
 {
 	const uint8_t *at = d->p;
@@ -200,6 +201,10 @@ static uint64_t rd_enc(struct rd *d, uint8_t enc, const struct dwarf_eh_bases *b
 
 	if (enc == 0xff)
 		return 0;
+	if ((enc & 0x70) == 0x50) {
+		d->bad = 1;
+		return 0;
+	}
 	switch (enc & 0x0f) {
 	case 0x00: v = rd_bytes(d, 8); break;
 	case 0x01: v = rd_uleb(d); break;
@@ -238,6 +243,7 @@ struct cfa_state {
 	uint64_t cfa_reg;
 	int64_t cfa_off;
 	int cfa_expr;
+	int sp_rule;            /* a rule for rsp itself: not a simple frame */
 	struct reg bp, ra;
 };
 
@@ -307,6 +313,8 @@ static void reg_set(const struct cie *c, struct cfa_state *st, uint64_t reg, uin
 {
 	struct reg *r = reg == REG_RBP ? &st->bp : reg == c->ra_reg ? &st->ra : NULL;
 
+	if (reg == REG_RSP)
+		st->sp_rule = 1;   /* the caller's rsp is the CFA, unless a rule says otherwise */
 	if (r) {
 		r->how = how;
 		r->off = off;
@@ -497,7 +505,7 @@ static int rule_read(uint64_t ra, struct rule *r)
 		r->kind = K_END;
 		return K_END;
 	}
-	if (st.cfa_expr || (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP) ||
+	if (st.cfa_expr || st.sp_rule || (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP) ||
 	    st.cfa_off < INT32_MIN || st.cfa_off > INT32_MAX ||
 	    st.ra.how != R_OFFSET || st.ra.off < INT16_MIN || st.ra.off > INT16_MAX)
 		return K_COMPLEX;
@@ -554,13 +562,27 @@ __attribute__((noinline)) int ppa_unwind(uint64_t *f, uint32_t max, uint64_t ski
 			break;
 		cfa = (r.on_rbp ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
 		if (cfa <= sp || cfa - sp > MAX_FRAME || (cfa & 7))
-			break;
+			return -1;   /* another stack (a fiber's, a signal's)? GCC's unwinder decides */
 		ip = *(const uint64_t *)(uintptr_t)(cfa + (uint64_t)(int64_t)r.ra_off);
 		if (r.bp_off8)
 			bp = *(const uint64_t *)(uintptr_t)(cfa + (uint64_t)(int64_t)r.bp_off8 * 8);
 		sp = cfa;
 	}
 	return (int)n;
+}
+
+void ppa_unwind_fork_child(void)
+{
+	/* A slot another thread was writing at the fork stays odd for good in
+	 * the child: it is only a miss, but a miss every time. */
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uint64_t q = __atomic_load_n(&cache[i].seq, __ATOMIC_RELAXED);
+
+		if (q & 1) {
+			__atomic_store_n(&cache[i].key, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&cache[i].seq, q + 1, __ATOMIC_RELEASE);
+		}
+	}
 }
 
 void ppa_unwind_stats(struct ppa_unwind_stats *out)
@@ -579,6 +601,10 @@ int ppa_unwind(uint64_t *f, uint32_t max, uint64_t skip_lo, uint64_t skip_hi)
 	(void)skip_lo;
 	(void)skip_hi;
 	return -1;   /* GCC's unwinder walks every stack */
+}
+
+void ppa_unwind_fork_child(void)
+{
 }
 
 void ppa_unwind_stats(struct ppa_unwind_stats *out)

@@ -21,6 +21,10 @@
  * (or on a machine other than x86-64): then nothing in f is meaningful. */
 int ppa_unwind(uint64_t *f, uint32_t max, uint64_t skip_lo, uint64_t skip_hi);
 
+/* In a fork's child (one thread): slots left half written by a thread of
+ * the parent are emptied. */
+void ppa_unwind_fork_child(void);
+
 /* Figures for the tests: rules read from .eh_frame (misses), of them not
  * simple ones, and cached rules found stale (the code at their address
  * changed: an object unloaded and another loaded there). Process-wide. */

@@ -12,6 +12,10 @@
 #include <sys/syscall.h>
 #include <sys/user.h>
 
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
 #include "base/mem.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"

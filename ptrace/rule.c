@@ -62,6 +62,23 @@ void pt_rule_stats(const struct pt_rule *r, struct pt_rule_stats *out)
 	*out = r->st;
 }
 
+uint64_t pt_rule_pending_ns(struct pt_rule *r)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < pt_threads_count(r->t); i++) {
+		struct pt_thread *th = pt_threads_at(r->t, i);
+		struct pt_rule_thread *rt;
+		uint64_t run;
+
+		if (th->flags & PT_TH_GONE || pt_thread_read_sched(th, &run, NULL, NULL))
+			continue;
+		rt = pt__rt(th);
+		sum += rt->acc_ns + rt->cpu_ns + (run > rt->last_run_ns ? run - rt->last_run_ns : 0);
+	}
+	return sum;
+}
+
 /* Looks at one thread for a tick: adds the CPU it used since its last look
  * to *moved and to its weight and credit. Returns 1 if it is due and running
  * (selected), with its weight in cpu_ns. A thread being interrupted is only

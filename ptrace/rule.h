@@ -26,6 +26,9 @@ int pt_rule_new(struct pt_rule **out, struct pt_tracee *t);
 /* NULL-safe. Free the tracee first: its threads' parts go with it. */
 void pt_rule_free(struct pt_rule *r);
 void pt_rule_stats(const struct pt_rule *r, struct pt_rule_stats *out);
+/* The CPU the live threads used since their last sample, which their next
+ * sample will carry (one /proc read per thread). */
+uint64_t pt_rule_pending_ns(struct pt_rule *r);
 
 /* One CPU tick. A thread is due for a sample once it has used cpu_period_ns
  * of CPU since its last sample (one /proc read per thread that did not run,

@@ -24,6 +24,7 @@
 #include "base/map.h"
 #include "base/mem.h"
 #include "ptrace/profile.h"
+#include "ptrace/rule.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/sampler.h"
 #include "ptrace/session.h"
@@ -110,14 +111,15 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 		if (e.tid > 0 && base_map_get(&cs->exited, (uint64_t)e.tid))
 			weight += (uint64_t)v[0];
 	}
-	/* Without a thread ended, what the samples lack is the CPU the live
-	 * threads used since their last sample, which their next one carries:
-	 * said in the comment, not added. */
-	if (p->process_cpu_ns <= total || !cs->exited_n) {
+	/* What the live threads used since their last sample, their next one
+	 * carries: said in the comment, not added (with no thread ended, all
+	 * that the samples lack). */
+	p->pending_ns = cs->base.rule ? pt_rule_pending_ns(cs->base.rule) : 0;
+	if (p->process_cpu_ns <= total + p->pending_ns || !cs->exited_n) {
 		p->pending_ns = p->process_cpu_ns > total ? p->process_cpu_ns - total : 0;
 		return;
 	}
-	left = p->unsampled_ns = p->process_cpu_ns - total;
+	left = p->unsampled_ns = p->process_cpu_ns - total - p->pending_ns;
 	if (!weight) {
 		struct pt_sample none = { .pid = cs->base.req->pid, .comm = "", .syscall = -1 };
 

@@ -321,6 +321,27 @@ static void reg_set(const struct cie *c, struct cfa_state *st, uint64_t reg, uin
 	}
 }
 
+/* DW_CFA_restore: reg's rule as the CIE left it. */
+static void reg_restore(const struct cie *c, struct cfa_state *st, const struct cfa_state *init,
+			uint64_t reg)
+{
+	if (reg == REG_RBP)
+		st->bp = init->bp;
+	else if (reg == c->ra_reg)
+		st->ra = init->ra;
+}
+
+/* Steps over a DWARF expression (its length first). */
+static void skip_block(struct rd *d)
+{
+	uint64_t n = rd_uleb(d);
+
+	if (!d->bad && n > (uint64_t)(d->end - d->p))
+		d->bad = 1;
+	if (!d->bad)
+		d->p += n;
+}
+
 /* Runs a CFA program while its location is at most pc (init: the CIE's
  * state, for DW_CFA_restore). 0, or -1 on what we do not follow. */
 static int run(const struct cie *c, struct rd d, uint64_t loc, uint64_t pc,
@@ -332,7 +353,6 @@ static int run(const struct cie *c, struct rd d, uint64_t loc, uint64_t pc,
 	while (d.p < d.end && !d.bad) {
 		uint8_t op = (uint8_t)rd_bytes(&d, 1);
 		uint64_t reg, delta = 0;
-		int64_t off;
 
 		switch (op >> 6) {
 		case 1:
@@ -342,11 +362,7 @@ static int run(const struct cie *c, struct rd d, uint64_t loc, uint64_t pc,
 			reg_set(c, st, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(&d) * c->data_align);
 			continue;
 		case 3:
-			reg = op & 0x3f;
-			if (reg == REG_RBP)
-				st->bp = init->bp;
-			else if (reg == c->ra_reg)
-				st->ra = init->ra;
+			reg_restore(c, st, init, op & 0x3f);
 			continue;
 		}
 		switch (op) {
@@ -365,11 +381,7 @@ static int run(const struct cie *c, struct rd d, uint64_t loc, uint64_t pc,
 			reg_set(c, st, reg, R_OFFSET, (int64_t)rd_uleb(&d) * c->data_align);
 			break;
 		case 0x06:   /* restore_extended */
-			reg = rd_uleb(&d);
-			if (reg == REG_RBP)
-				st->bp = init->bp;
-			else if (reg == c->ra_reg)
-				st->ra = init->ra;
+			reg_restore(c, st, init, rd_uleb(&d));
 			break;
 		case 0x07:   /* undefined */
 			reg_set(c, st, rd_uleb(&d), R_UNDEF, 0);
@@ -405,19 +417,13 @@ static int run(const struct cie *c, struct rd d, uint64_t loc, uint64_t pc,
 			st->cfa_off = (int64_t)rd_uleb(&d);
 			break;
 		case 0x0f:   /* def_cfa_expression */
-			off = (int64_t)rd_uleb(&d);
-			if (off < 0 || off > d.end - d.p)
-				return -1;
-			d.p += off;
+			skip_block(&d);
 			st->cfa_expr = 1;
 			break;
 		case 0x10:   /* expression */
 		case 0x16:   /* val_expression */
 			reg = rd_uleb(&d);
-			off = (int64_t)rd_uleb(&d);
-			if (off < 0 || off > d.end - d.p)
-				return -1;
-			d.p += off;
+			skip_block(&d);
 			reg_set(c, st, reg, R_OTHER, 0);
 			break;
 		case 0x11:   /* offset_extended_sf */

@@ -179,6 +179,15 @@ static int completed_syscall(const struct user_regs_struct *regs)
 	return (int64_t)regs->orig_rax >= 0 && ret != -EINTR && (ret < -516 || ret > -512);
 }
 
+/* A tick's stop resumed without a sample: the thread stays due, its CPU
+ * kept for its next sample (the credit at most a period over look's cap). */
+static void give_back(struct pt_rule_thread *rt)
+{
+	rt->acc_ns += rt->cpu_ns;
+	rt->credit_ns += rt->credit_paid;
+	rt->cpu_ns = rt->credit_paid = 0;
+}
+
 /* 1 if regs are those of a new thread that has not run yet: at the return
  * of clone or clone3 on the child's side (0), its first instruction. A
  * thread born while traced is let go from its first stop at once, and a
@@ -199,9 +208,7 @@ static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
 	uint64_t run, wait, since = stop_ns > rt->tick_ns ? stop_ns - rt->tick_ns : 0;
 
 	if (unborn(regs)) {
-		rt->acc_ns += rt->cpu_ns;
-		rt->credit_ns += rt->credit_paid;
-		rt->cpu_ns = rt->credit_paid = 0;
+		give_back(rt);
 		r->st.unborn_stops++;
 		return 0;
 	}
@@ -213,9 +220,7 @@ static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
 		return 1;
 	}
 	rt->preempted_in_a_row++;
-	rt->acc_ns += rt->cpu_ns;
-	rt->credit_ns += rt->credit_paid;   /* at most a period over look's cap */
-	rt->cpu_ns = rt->credit_paid = 0;
+	give_back(rt);
 	r->st.preempted_stops++;
 	return 0;
 }

@@ -68,11 +68,17 @@ static void need_files(struct pt_thread *th)
 		open_files(th);
 }
 
+/* From now, no CPU and no wait counted yet. */
+static void opened_now(struct pt_thread *th)
+{
+	th->opened_ns = pt__now_ns();
+	th->open_run_ns = th->open_wait_ns = th->comm_ns = 0;
+}
+
 void pt_thread_open(struct pt_thread *th)
 {
 	open_files(th);
-	th->opened_ns = pt__now_ns();
-	th->open_run_ns = th->open_wait_ns = th->comm_ns = 0;
+	opened_now(th);
 	if (th->sched_fd >= 0)
 		pt_thread_read_sched(th, &th->open_run_ns, &th->open_wait_ns, NULL);
 }
@@ -87,8 +93,7 @@ void pt_thread_open_later(struct pt_thread *th)
 {
 	pt_thread_close(th);
 	th->flags |= PT_TH_UNOPENED;
-	th->opened_ns = pt__now_ns();
-	th->open_run_ns = th->open_wait_ns = th->comm_ns = 0;
+	opened_now(th);
 }
 
 int pt_thread_read_sched(struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,

@@ -734,7 +734,8 @@ static void loop(struct pt_sampler *s)
 		 * its first stop and its parent in its clone event until they
 		 * are answered (a thread resumed with its signal is not sampled
 		 * before it has run again: pt_thread_signal_pending). */
-		pt_tracer_poll_before_tick(s->tr);
+		if (!polled || pfd[1].revents)
+			pt_tracer_poll_before_tick(s->tr);
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);

@@ -57,12 +57,14 @@ class Allocs:
         check(self.proc.wait(10) == 0, "allocs fixture exit %s" % self.proc.returncode)
 
 
-def per_function(path, index):
-    """{function: bytes} from go tool pprof -top (flat, in bytes)."""
-    out = pprof("-top", "-nodecount=100", "-unit=B", "-sample_index=" + index, path)
+def per_function(path, index, unit="B"):
+    """{function: flat value} from go tool pprof -top, in bytes (unit "B")
+    or, for a count sample type (unit ""), as counted."""
+    out = pprof("-top", "-nodecount=100", "-sample_index=" + index, *(["-unit=" + unit] if unit else []), path)
     res = {}
+    u = re.escape(unit)
     for line in out.splitlines():
-        m = re.match(r"\s*(-?\d+)B\s+[\d.]+%\s+[\d.]+%\s+-?\d+B\s+[\d.]+%\s+(\S+)", line)
+        m = re.match(r"\s*(-?\d+)%s\s+[\d.]+%%\s+[\d.]+%%\s+-?\d+%s\s+[\d.]+%%\s+(\S+)" % (u, u), line)
         if m:
             res[m.group(2)] = int(m.group(1))
     return res
@@ -327,17 +329,6 @@ def agent_fast_walk_agrees_with_gccs_unwinder():
             r.returncode, r.stdout[-3000:], r.stderr[-1000:]))
 
 
-def per_function_count(path, index):
-    """{function: flat count} from go tool pprof -top of a count sample type."""
-    out = pprof("-top", "-nodecount=100", "-sample_index=" + index, path)
-    res = {}
-    for line in out.splitlines():
-        m = re.match(r"\s*(-?\d+)\s+[\d.]+%\s+[\d.]+%\s+-?\d+\s+[\d.]+%\s+(\S+)", line)
-        if m:
-            res[m.group(2)] = int(m.group(1))
-    return res
-
-
 @test
 def agent_estimates_a_stack_of_mixed_sizes():
     """One call site allocating 200000 blocks of 64 B and 16 of 1 MiB: each
@@ -346,7 +337,7 @@ def agent_estimates_a_stack_of_mixed_sizes():
     f = Allocs("-m", "-a", "1", "-b", "1", rate=65536)
     pp = Podprof("--pid", str(f.pid))
     path = save(get_profile(pp, "", name="heap"), "heap-mixed.pb.gz")
-    objs = per_function_count(path, "inuse_objects").get("xmalloc", 0)
+    objs = per_function(path, "inuse_objects", unit="").get("xmalloc", 0)
     space = per_function(path, "inuse_space").get("xmalloc", 0)
     print("  info: xmalloc %d objects (200016 kept), %.2f MB (29.58 kept)" % (objs, space / 1e6))
     check(near(objs, 200016, 0.20), "xmalloc holds %d objects, the fixture 200016" % objs)

@@ -9,10 +9,23 @@ struct pt_tracee;
 
 enum pt__ev { PT__EV_NONE, PT__EV_OURS, PT__EV_HANDLED, PT__EV_GONE };
 
-/* Acts on one waitpid status of th. Returns PT__EV_OURS when th is stopped
- * for a capture we asked for (the caller captures and resumes it). */
+/* waitpid(pid, status, WNOHANG | __WALL | flags), pid -1 for any, except
+ * that a stop is only looked at, not reaped (*held = 1; an exec's stop and
+ * exits are reaped): a stop ends for wait too when the thread is resumed
+ * (PTRACE_CONT, _LISTEN, _DETACH), and a signal-delivery stop keeps its
+ * signal until then, even if podprof dies first (see events.c). A held
+ * stop must be acted on (pt__events_on_status) or reaped (pt__events_reap)
+ * before the next wait for any: until then every wait returns it again. */
+int pt__events_wait(int pid, int *status, int flags, int *held);
+/* Reaps the stop pt__events_wait held (a thread nobody knows yet, whose
+ * status is kept for later). */
+void pt__events_reap(int pid);
+/* Acts on one status of th, held (see pt__events_wait) or reaped. Returns
+ * PT__EV_OURS when th is stopped for a capture we asked for (the caller
+ * captures and resumes it). */
 enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status);
-/* Reaps one pending status of th without blocking, and acts on it. */
+/* Takes one pending status of th without blocking (pt__events_wait), and
+ * acts on it. */
 enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th);
 /* Lets th go (PTRACE_DETACH), with sig. */
 void pt__events_detach_thread(struct pt_thread *th, int sig);

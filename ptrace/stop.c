@@ -167,14 +167,14 @@ static int same_program(struct pt_tracee *t, int ncap)
 {
 	struct pt_thread *leader;
 	uint64_t mm_now;
-	int status, same;
+	int status, held, same;
 
 	/* An exec replaces the address space the captures point into, and it
 	 * may have completed while we unwound: the leader's exec event tells.
 	 * If it came, the stacks may be half old, half new: drop them. If it
 	 * completes after this check, the unwind read only old memory. */
 	if (!t->execed && (leader = pt_threads_find(t, t->pid)) &&
-	    waitpid(t->pid, &status, WNOHANG | __WALL) > 0)
+	    pt__events_wait(t->pid, &status, 0, &held) > 0)
 		pt__stop_on_status(t, leader, status);
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */

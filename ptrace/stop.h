@@ -33,8 +33,9 @@ int pt_stop_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint6
  * sessions those ops serve change. */
 void pt_stop_report_late(struct pt_tracee *t);
 
-/* Acts on a status wherever it was reaped: a stop of ours that came after
- * its tick is captured now, any other stop of ours resumed. */
+/* Acts on a status wherever it was taken (held or reaped, see
+ * pt__events_wait): a stop of ours that came after its tick is captured
+ * now, any other stop of ours resumed. */
 void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status);
 /* Waits on the tracer's wake fd (SIGCHLD) at most timeout_ns; empties it. */
 void pt__stop_wait_wake(int fd, uint64_t timeout_ns);

@@ -1,6 +1,7 @@
-/* The tracer: the one thread that traces (ptrace is per thread), reaping
- * the events of all its tracees with one waitpid per event and handing
- * each to its tracee. Sampler thread only, but for new and free. */
+/* The tracer: the one thread that traces (ptrace is per thread), taking
+ * the events of all its tracees with one wait per event (stops looked at,
+ * not reaped: events.c) and handing each to its tracee. Sampler thread
+ * only, but for new and free. */
 #include "ptrace/tracer.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "ptrace/events.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/mechanism.h"
@@ -115,8 +117,8 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 	for (int k = 0; k < REAP_MAX && nlater < 64; k++) {
 		struct pt_tracee *x;
 		struct pt_thread *th;
-		int status;
-		pid_t r = waitpid(-1, &status, WNOHANG | __WALL | __WNOTHREAD);
+		int status, held;
+		pid_t r = pt__events_wait(-1, &status, __WNOTHREAD, &held);
 
 		if (r <= 0) {
 			more = 0;
@@ -125,6 +127,8 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 		if ((x = known(tr, r, &th))) {
 			pt__stop_on_status(x, th, status);
 		} else {
+			if (held)   /* else the next wait would return it again */
+				pt__events_reap(r);
 			later[nlater].tid = r;
 			later[nlater++].status = status;
 		}

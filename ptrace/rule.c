@@ -226,12 +226,14 @@ static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
 }
 
 /* A tick's capture, weighed by the CPU its thread used since its last
- * sample, to the tick's sessions. */
+ * sample, to the tick's sessions: that CPU is carried, pending no more. */
 static void tick_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 {
 	struct pt_rule *r = arg;
+	struct pt_rule_thread *rt = pt__rt(th);
 
-	smp->cpu_ns = pt__rt(th)->cpu_ns;
+	smp->cpu_ns = rt->cpu_ns;
+	rt->cpu_ns = 0;
 	if (r->cbs.sample)
 		r->cbs.sample(r->cbs.arg, smp);
 }

@@ -211,15 +211,31 @@ static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 	return resume(t, th, 0);
 }
 
-enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status)
+/* th ended: its clocks read while it is a zombie (held: not reaped yet),
+ * then reaped, and its end reported with them. */
+static enum pt__ev on_exit(struct pt_tracee *t, struct pt_thread *th, int held)
 {
-	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		if (th->tid == t->pid)
-			t->gone = 1;
-		th->flags |= PT_TH_GONE;
-		emit(t, PT_EV_EXIT, th->tid, 0, NULL, 0);
-		return PT__EV_GONE;
+	struct pt_event ev = { .kind = PT_EV_EXIT, .pid = t->pid, .tid = th->tid };
+
+	if (held) {
+		int status;
+
+		if (pt_thread_read_sched_end(th, &ev.run_ns, &ev.wait_ns))
+			ev.run_ns = ev.wait_ns = 0;
+		pt__events_reap(th->tid, &status);
 	}
+	if (th->tid == t->pid)
+		t->gone = 1;
+	th->flags |= PT_TH_GONE;
+	if (t->tr->event)
+		t->tr->event(t->tr->event_arg, &ev);
+	return PT__EV_GONE;
+}
+
+enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status, int held)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status))
+		return on_exit(t, th, held);
 	if (!WIFSTOPPED(status))
 		return PT__EV_NONE;
 	switch (status >> 16) {
@@ -268,26 +284,22 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
  * for wait too), which costs one system call per stop as reaping did; but
  * an exec's stop, which the kernel refuses every ptrace request until it
  * is reaped when the tid changed (a thread other than the leader exec'd:
- * "looks_like_a_spurious_pid"). An exit is reaped. */
+ * "looks_like_a_spurious_pid"). An exit is looked at too, so that the
+ * thread's clocks can be read while it is a zombie, then reaped by
+ * pt__events_on_status. */
 int pt__events_wait(int pid, int *status, int flags, int *held)
 {
-	/* The status held last: seen again at once, the request that should
-	 * have ended it failed (a stop the kernel will not let us resume), and
-	 * it is reaped rather than returned for ever. A new stop that happens
-	 * to look the same is acted on all the same, only reaped first. */
-	static __thread pid_t last_pid;
-	static __thread int last_status;
 	siginfo_t si;
 
 	*held = 0;
 	si.si_pid = 0;
+	/* WEXITED alone: ptrace stops are reported without WSTOPPED, and
+	 * with it a stopped child of ours that is no tracee would be too. */
 	if (waitid(pid < 0 ? P_ALL : P_PID, pid < 0 ? 0 : (id_t)pid, &si,
-		   WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL | flags) < 0)
+		   WEXITED | WNOHANG | WNOWAIT | __WALL | flags) < 0)
 		return -1;
-	if (!si.si_pid) {
-		last_pid = 0;   /* whatever was held last was ended */
+	if (!si.si_pid)
 		return 0;
-	}
 	/* waitpid's status from waitid's: a ptrace stop's si_status is its
 	 * whole stop code (an event's number above its SIGTRAP). */
 	switch (si.si_code) {
@@ -296,24 +308,25 @@ int pt__events_wait(int pid, int *status, int flags, int *held)
 			return waitpid(si.si_pid, status, WNOHANG | __WALL | flags);
 		*status = si.si_status << 8 | 0x7f;
 		break;
-	default:   /* an exit */
-		return waitpid(si.si_pid, status, WNOHANG | __WALL | flags);
+	case CLD_EXITED:
+		*status = (si.si_status & 0xff) << 8;
+		break;
+	case CLD_KILLED:
+		*status = si.si_status & 0x7f;
+		break;
+	case CLD_DUMPED:
+		*status = (si.si_status & 0x7f) | 0x80;
+		break;
+	default:
+		return 0;
 	}
-	if (si.si_pid == last_pid && *status == last_status) {
-		last_pid = 0;
-		return waitpid(si.si_pid, status, WNOHANG | __WALL | flags);
-	}
-	last_pid = si.si_pid;
-	last_status = *status;
 	*held = 1;
 	return si.si_pid;
 }
 
-void pt__events_reap(int pid)
+int pt__events_reap(int pid, int *status)
 {
-	int status;
-
-	(void)waitpid(pid, &status, WNOHANG | __WALL);
+	return waitpid(pid, status, WNOHANG | __WALL);
 }
 
 enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th)
@@ -331,5 +344,5 @@ enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th)
 		}
 		return PT__EV_NONE;
 	}
-	return pt__events_on_status(t, th, status);
+	return pt__events_on_status(t, th, status, held);
 }

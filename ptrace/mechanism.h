@@ -30,7 +30,7 @@ struct pt_unwinder;
  * structure is that thread's whole tracing context (STYLE H7: no hidden
  * thread-local state). */
 struct pt_tracer {
-	struct pt_tracee *tracees;   /* waitpid(-1, __WNOTHREAD) reaps for all of them */
+	struct pt_tracee *tracees;   /* one wait for any (__WNOTHREAD) takes all of theirs */
 	pid_t tid;                   /* the tracer thread, 0 until its first attach */
 	int wake_fd;                 /* signalfd for SIGCHLD, or -1 */
 	pt_event_cb event;

@@ -385,6 +385,8 @@ static void on_state(void *arg, const struct pt_thread_state *st)
 static void on_event(void *arg, const struct pt_event *ev)
 {
 	struct pt_sampler *s = arg;
+	struct pt_exit x = { .tid = ev->tid, .at_ns = pt__now_ns(), .run_ns = ev->run_ns,
+			     .wait_ns = ev->wait_ns };
 
 	for (int i = 0; i < s->ntg; i++) {
 		struct pt__target *tg = &s->tg[i];
@@ -402,7 +404,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 		if (ev->kind == PT_EV_CLONE && ss->kind->on_clone)
 			ss->kind->on_clone(ss, ev->tid, ev->child);
 		else if (ev->kind == PT_EV_EXIT && ss->kind->on_exit)
-			ss->kind->on_exit(ss, ev->tid);
+			ss->kind->on_exit(ss, &x);
 	}
 }
 

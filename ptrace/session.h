@@ -56,6 +56,13 @@ struct pt_session {
 #define PT_KIND_F_STATES 0x4u   /* wants every thread's state at each of its ticks */
 #define PT_KIND_F_TICKS  0x8u   /* its window is sampled by ticks (else only its ends count) */
 
+/* A thread's end, as sessions are told of it. */
+struct pt_exit {
+	pid_t tid;
+	uint64_t at_ns;            /* when it was seen (pt__now_ns) */
+	uint64_t run_ns, wait_ns;  /* its clocks at its end (struct pt_event), 0 if unknown */
+};
+
 struct pt_session_kind {
 	const char *name;            /* for logs */
 	size_t size;                 /* of the kind's session structure */
@@ -72,7 +79,7 @@ struct pt_session_kind {
 	void (*on_thread_state)(struct pt_session *ss, const struct pt_thread_state *st);
 	/* A thread of the target was created or ended while the session ran. */
 	void (*on_clone)(struct pt_session *ss, pid_t parent, pid_t child);
-	void (*on_exit)(struct pt_session *ss, pid_t tid);
+	void (*on_exit)(struct pt_session *ss, const struct pt_exit *x);
 	/* The session ends (its window is over, its target exited or exec'd, or
 	 * the client left): fill the request's results. Returns 0 or a negative
 	 * errno. Not called when start failed. */

@@ -51,39 +51,21 @@ static int cpu_start(struct pt_session *ss)
 	return pt_stacks_new(&cs->stacks, (size_t)ss->o->max_stacks);
 }
 
-static void cpu_on_exit(struct pt_session *ss, pid_t tid)
+static void cpu_on_exit(struct pt_session *ss, const struct pt_exit *x)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
 	cs->exited_n++;
-	if (tid > 0 && base_map_put(&cs->exited, (uint64_t)tid, 1))
+	if (x->tid > 0 && base_map_put(&cs->exited, (uint64_t)x->tid, 1))
 		cs->exited_full = 1;
 }
 
-/* Adds a copy of entry e's stack under PT_MARK_UNSAMPLED, with cpu ns. e
- * points into st (its frames, its name), which the add may move: both are
- * copied first. */
+/* Adds a copy of entry e's stack under PT_MARK_UNSAMPLED, with cpu ns. */
 static int add_unsampled(struct pt_stacks *st, const struct pt_sample *e, uint64_t ns)
 {
 	int64_t v[PT_MAX_VALUES] = { 0, (int64_t)ns };
-	struct pt_sample smp = *e;   /* tid 0: the CPU of other threads than e's */
-	uint64_t *f = base_calloc((size_t)smp.n + 1, sizeof(*f));
-	char comm[16];
-	int err;
 
-	if (!f)
-		return -ENOMEM;
-	snprintf(comm, sizeof(comm), "%s", e->comm ? e->comm : "");
-	smp.comm = comm;
-	f[0] = PT_MARK_UNSAMPLED;
-	if (smp.n > 0)
-		memcpy(f + 1, smp.frames, (size_t)smp.n * sizeof(*f));
-	smp.frames = f;
-	smp.n++;
-	smp.tid = 0;
-	err = pt_stacks_add(st, &smp, v);
-	base_free(f);
-	return err < 0 ? err : 0;
+	return pt_stacks_add_under(st, e, PT_MARK_UNSAMPLED, v);
 }
 
 /* The window's CPU that no sample carried, settled as the header says. */

@@ -124,6 +124,36 @@ int pt_stacks_add(struct pt_stacks *st, const struct pt_sample *smp, const int64
 	return (int)st->n++;
 }
 
+int pt_stacks_add_under(struct pt_stacks *st, const struct pt_sample *e, uint64_t mark,
+			const int64_t *v)
+{
+	struct pt_sample smp = *e;
+	uint64_t *f = base_calloc((size_t)smp.n + 1, sizeof(*f));
+	char comm[16];
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	snprintf(comm, sizeof(comm), "%s", e->comm ? e->comm : "");
+	smp.comm = comm;
+	f[0] = mark;
+	if (smp.n > 0)
+		memcpy(f + 1, smp.frames, (size_t)smp.n * sizeof(*f));
+	smp.frames = f;
+	smp.n++;
+	smp.tid = 0;
+	smp.syscall = -1;   /* the mark is the leaf */
+	err = pt_stacks_add(st, &smp, v);
+	base_free(f);
+	return err < 0 ? err : 0;
+}
+
+void pt_stacks_add_to(struct pt_stacks *st, size_t id, const int64_t *v)
+{
+	for (int k = 0; k < PT_MAX_VALUES; k++)
+		st->v[id].v[k] += v[k];
+}
+
 void pt_stacks_get(const struct pt_stacks *st, size_t id, struct pt_sample *smp, int64_t *v)
 {
 	const struct entry *e = &st->v[id];

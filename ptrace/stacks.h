@@ -30,6 +30,14 @@ int pt_stacks_merge(struct pt_stacks *dst, const struct pt_stacks *src, int sign
 size_t pt_stacks_count(const struct pt_stacks *st);
 uint64_t pt_stacks_dropped(const struct pt_stacks *st);
 size_t pt_stacks_nframes(const struct pt_stacks *st);
+/* Adds v to a copy of e's stack (e may point into st: it is copied first)
+ * under one more leaf frame, `mark` (a PT_MARK_* pseudo address), for no
+ * thread (tid 0): what is known of threads that ended, not of one. Returns
+ * as pt_stacks_add, 0 for an id. */
+int pt_stacks_add_under(struct pt_stacks *st, const struct pt_sample *e, uint64_t mark,
+			const int64_t *v);
+/* Adds v[0..PT_MAX_VALUES) to entry id (< pt_stacks_count). */
+void pt_stacks_add_to(struct pt_stacks *st, size_t id, const int64_t *v);
 /* Entry id (< pt_stacks_count) as a sample (its frames, name and state,
  * pointing into the table: valid until it changes) and its values
  * v[0..PT_MAX_VALUES). */

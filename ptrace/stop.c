@@ -155,9 +155,9 @@ static void take_late(struct pt_tracee *t, struct pt_thread *th)
 	tr->late_ns += pt__now_ns() - t0;
 }
 
-void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status)
+void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status, int held)
 {
-	if (pt__events_on_status(t, th, status) == PT__EV_OURS)
+	if (pt__events_on_status(t, th, status, held) == PT__EV_OURS)
 		take_late(t, th);
 }
 
@@ -175,7 +175,7 @@ static int same_program(struct pt_tracee *t, int ncap)
 	 * completes after this check, the unwind read only old memory. */
 	if (!t->execed && (leader = pt_threads_find(t, t->pid)) &&
 	    pt__events_wait(t->pid, &status, 0, &held) > 0)
-		pt__stop_on_status(t, leader, status);
+		pt__stop_on_status(t, leader, status, held);
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */
 	mm_now = pt__execfp_read(t, ncap ? t->slot_th[0]->tid : 0);

@@ -36,7 +36,7 @@ void pt_stop_report_late(struct pt_tracee *t);
 /* Acts on a status wherever it was taken (held or reaped, see
  * pt__events_wait): a stop of ours that came after its tick is captured
  * now, any other stop of ours resumed. */
-void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status);
+void pt__stop_on_status(struct pt_tracee *t, struct pt_thread *th, int status, int held);
 /* Waits on the tracer's wake fd (SIGCHLD) at most timeout_ns; empties it. */
 void pt__stop_wait_wake(int fd, uint64_t timeout_ns);
 void pt__stop_drain_wake(int fd);

@@ -107,6 +107,17 @@ int pt_thread_read_sched(struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_
 	return pt_proc_parse_schedstat(buf, run_ns, wait_ns, slices) ? -EBADMSG : 0;
 }
 
+int pt_thread_read_sched_end(const struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns)
+{
+	char path[96], buf[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)th->pid, (int)th->tid);
+	if ((th->sched_fd >= 0 ? pt__thread_pread(th->sched_fd, buf, sizeof(buf))
+			       : pt_proc_slurp(path, buf, sizeof(buf))) <= 0)
+		return -ESRCH;
+	return pt_proc_parse_schedstat(buf, run_ns, wait_ns, NULL) ? -EBADMSG : 0;
+}
+
 int pt_thread_read_stat(const struct pt_thread *th, struct pt_stat *st)
 {
 	char path[96], buf[512];

@@ -96,7 +96,8 @@ static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread
 static int poll_events(struct pt_tracer *tr, int keep_woke)
 {
 	struct { pid_t tid; int status; } later[64];
-	int more = 1, nlater = 0, pending = 0;
+	int more = 1, nlater = 0, pending = 0, last_status = 0;
+	pid_t last = 0;
 
 	/* Not the tracer (no tracee of this thread): reap nothing, not even
 	 * the thread's own children's exits, which are not ours to take. */
@@ -124,11 +125,26 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 			more = 0;
 			break;
 		}
+		/* The status just acted on, again: what should have ended it
+		 * failed (no path of ours leaves a stop held, but a kernel
+		 * might refuse to resume one), or the thread stopped again
+		 * just so at once. Reaped, acted on as any (the first case no
+		 * more returned for ever, the second only without the signal
+		 * kept held). */
+		if (held && r == last && status == last_status) {
+			if (pt__events_reap(r, &status) <= 0)
+				continue;
+			held = 0;
+		}
+		last = r;
+		last_status = status;
 		if ((x = known(tr, r, &th))) {
-			pt__stop_on_status(x, th, status);
+			pt__stop_on_status(x, th, status, held);
 		} else {
-			if (held)   /* else the next wait would return it again */
-				pt__events_reap(r);
+			/* Reaped now, else the next wait would return it again;
+			 * what is reaped is kept (an exit that came since, maybe). */
+			if (held && pt__events_reap(r, &status) <= 0)
+				continue;
 			later[nlater].tid = r;
 			later[nlater++].status = status;
 		}
@@ -147,7 +163,7 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 				th->flags &= ~PT_TH_BIRTH_RESUMED;
 				continue;
 			}
-			pt__stop_on_status(x, th, later[k].status);
+			pt__stop_on_status(x, th, later[k].status, 0);
 		} else if (WIFSTOPPED(later[k].status)) {
 			/* Traced by us, known to no tracee (its process was
 			 * forgotten): let it go, with its signal if it had one. */

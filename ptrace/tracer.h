@@ -1,6 +1,6 @@
-/* The tracer: the one thread that traces (ptrace is per thread), reaping
- * the events of all its tracees with one waitpid per event and handing each
- * to its tracee. Tracer thread only, but for new and free. */
+/* The tracer: the one thread that traces (ptrace is per thread), taking
+ * the events of all its tracees with one wait per event (pt__events_wait)
+ * and handing each to its tracee. Tracer thread only, but for new and free. */
 #ifndef PT_TRACER_H
 #define PT_TRACER_H
 

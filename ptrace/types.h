@@ -73,6 +73,10 @@ struct pt_event {
 	 * clone (leaf first, as pt_unwind gives it), else NULL. */
 	const uint64_t *stack;
 	int n;
+	/* EXIT: the thread's CPU time and its time runnable but waiting for a
+	 * core over its life, read at its end before it was reaped; both 0 if
+	 * unknown (an exit seen otherwise: through an exec, or reaped early). */
+	uint64_t run_ns, wait_ns;
 };
 typedef void (*pt_event_cb)(void *arg, const struct pt_event *ev);
 

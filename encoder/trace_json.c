@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/array.h"
@@ -95,16 +96,34 @@ static void slices(struct base_buf *ob, const struct enc_trace *tr, const struct
 	}
 }
 
-/* Returns 0 or -ENOMEM (the buffer's own failures stick in it). */
+static int by_time(const void *a, const void *b, void *arg)
+{
+	const struct enc_trace *tr = arg;
+	uint32_t i = *(const uint32_t *)a, k = *(const uint32_t *)b;
+	uint64_t ti = tr->events[i].t_ns, tk = tr->events[k].t_ns;
+
+	return ti != tk ? (ti < tk ? -1 : 1) : (i < k ? -1 : i > k);
+}
+
+/* Returns 0 or -ENOMEM (the buffer's own failures stick in it). The events
+ * in time order: a thread's run is drawn after the fact, back in time
+ * (ptrace/session_trace.c draw_run), so the order they came in is not it. */
 static int counters(struct base_buf *ob, const struct enc_trace *tr)
 {
 	uint8_t *st = base_calloc(tr->nthreads + 1, 1);
+	uint32_t *order = base_calloc(tr->nevents + 1, sizeof(*order));
 	long running = 0;
 
-	if (!st)
+	if (!st || !order) {
+		base_free(st);
+		base_free(order);
 		return -ENOMEM;
-	for (size_t k = 0; k < tr->nevents; k++) {
-		const struct enc_trace_event *e = &tr->events[k];
+	}
+	for (size_t k = 0; k < tr->nevents; k++)
+		order[k] = (uint32_t)k;
+	qsort_r(order, tr->nevents, sizeof(*order), by_time, (void *)tr);
+	for (size_t j = 0; j < tr->nevents; j++) {
+		const struct enc_trace_event *e = &tr->events[order[j]];
 
 		if (e->kind == ENC_TR_RSS) {
 			base_buf_printf(ob, "{\"ph\":\"C\",\"cat\":\"process\",\"name\":\"RSS\",\"pid\":%lld,"
@@ -123,6 +142,7 @@ static int counters(struct base_buf *ob, const struct enc_trace *tr)
 				(long long)tr->pid, (long long)tr->pid, (double)e->t_ns / 1e3, running);
 	}
 	base_free(st);
+	base_free(order);
 	return 0;
 }
 

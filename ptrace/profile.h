@@ -126,7 +126,7 @@ struct pt_profile {
 	 * carried (threads that ran between ticks and exited), added under
 	 * PT_MARK_UNSAMPLED to `exited_stacks` stacks of threads that were
 	 * sampled and exited, or alone when there were none. */
-	uint64_t process_cpu_ns, unsampled_ns;
+	uint64_t process_cpu_ns, unsampled_ns;   /* block: unsampled_ns, the ended threads' waits no tick saw */
 	uint64_t pending_ns;   /* no thread ended: the CPU the next samples carry */
 	uint64_t exited_threads, exited_stacks;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
@@ -138,6 +138,8 @@ struct pt_profile {
 #define PT_MARK_BASE 0x0060000000000000ull
 #define PT_MARK_UNSAMPLED (PT_MARK_BASE + 1)   /* CPU of threads that ended unsampled */
 #define PT_MARK_UNSAMPLED_NAME "[exited threads' CPU, not sampled]"
+#define PT_MARK_UNSEEN_WAIT (PT_MARK_BASE + 2)   /* waits of threads that ended unseen */
+#define PT_MARK_UNSEEN_WAIT_NAME "[exited threads' waits, not seen]"
 
 /* The profile of stack table st against t's current maps (read again
  * unless the process is gone): one map per executable mapping, one named

@@ -1,6 +1,6 @@
 /* The timeline (trace): each thread's state at each tick, kept as changes,
- * with the CPU samples the ticks take anyway, thread creation and exit, and
- * the target's RSS. A blocked thread's stack is its cached one (no stop for
+ * its running drawn from its CPU clock (draw_run), with the CPU samples the
+ * ticks take anyway, thread creation and exit, and the target's RSS. A blocked thread's stack is its cached one (no stop for
  * a thread that has not run since it was last seen). Bounded: past
  * max_trace_events the timeline ends early, says so, and stays valid.
  * Owns the timeline until the profile takes it, the session's stack table
@@ -28,7 +28,7 @@
 
 #define MAX_EVENTS 400000u          /* 24 bytes each: about 10 MB (--max-trace-events) */
 #define RSS_EVERY_NS 100000000ull   /* the RSS counter, ten times a second */
-#define RAN_GAP_NS 1000ull          /* a thread that ran between two waits */
+#define RAN_GAP_NS 1000ull          /* a run shorter than an interval by less: all of it */
 
 /* What the session remembers of a thread between ticks: one per thread of
  * the timeline (thrs[i] is tl->threads[i]). */
@@ -197,26 +197,88 @@ static int32_t stack_id(struct trace_session *ts, const struct pt_sample *smp)
 	return id < 0 ? -1 : id;
 }
 
+static void state_at(struct trace_session *ts, const struct thr *th, uint64_t t, uint8_t state)
+{
+	emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx, .stack = -1, .syscall = -1,
+					.kind = PT_TL_EV_STATE, .state = state });
+}
+
+/* Draws the CPU th used between its last look (at `from`, or its
+ * creation) and `to`, `ran` ns, as that much running: a thread shown
+ * running since `from` that runs at `to` again (runs_on) ran but for the
+ * time it waited for a core, `queued`, drawn runnable just before `to`
+ * (its CPU clock moves in lumps, at scheduler ticks, while it keeps its
+ * core: its wait for one is the better measure); one that does not ran
+ * first and stopped at from + ran, when what `to` found began (returned);
+ * one shown waiting or runnable ran last, just before `to` (drawn, *drawn
+ * set). Returns when what `to` found began. So a thread's running time in the timeline is its CPU time (its
+ * clock, read at each tick and at its end), not the ticks' guess: a
+ * thread born and ended between two ticks is seen running, and one a tick
+ * found running is not drawn running until the next unless it was. Where
+ * in the interval it ran is not known; this order is the one the states
+ * at both ends suggest. */
+static uint64_t draw_run(struct trace_session *ts, const struct thr *th, uint64_t from, uint64_t to,
+			 uint64_t ran, uint64_t queued, int runs_on, int *drawn)
+{
+	uint64_t slack = (to - from) / 50 > RAN_GAP_NS ? (to - from) / 50 : RAN_GAP_NS;
+
+	*drawn = 0;
+	if (th->state == PT_TL_RUNNING && runs_on) {
+		/* Within 2 % (clocks and looks are not read at one instant):
+		 * it ran all along. */
+		if (queued <= slack)
+			return to;
+		state_at(ts, th, to > from + queued ? to - queued : from, PT_TL_RUNNABLE);
+		*drawn = 1;
+		return to;
+	}
+	if (th->state == PT_TL_RUNNING)
+		return from + ran + slack >= to ? to : from + ran;
+	if (ran) {
+		state_at(ts, th, to > from + ran ? to - ran : from, PT_TL_RUNNING);
+		*drawn = 1;
+	}
+	return to;
+}
+
+/* When th was last looked at (since the session began), or created; and
+ * the CPU clock it had then, in *run0. 0 if it is not known (a thread seen
+ * for the first time, older than the session). */
+static int last_look(struct trace_session *ts, const struct thr *th, uint64_t *from, uint64_t *run0)
+{
+	if (th->last_ns) {
+		*from = since_start(&ts->base, th->last_ns);
+		*run0 = th->run_ns;
+		return 1;
+	}
+	if (ts->tl->threads[th->idx].created) {
+		*from = ts->tl->threads[th->idx].start_ns;
+		*run0 = 0;
+		return 1;
+	}
+	return 0;
+}
+
 static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *st)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
-	uint64_t t = since_start(ss, st->at_ns);
+	uint64_t t = since_start(ss, st->at_ns), at = t, from, run0;
 	struct thr *th = thread_get(ts, st->tid, st->comm, t ? t : 0, 0);
 	uint8_t state;
+	int drawn = 0;
 
 	sample_rss(ts, st->at_ns);
 	if (!th || !(state = classify(st, th)))
 		return;
-	/* It ran between two waits in the same place: show the run. */
-	if (st->ran && state == th->state && state >= PT_TL_SYNC && t > RAN_GAP_NS)
-		emit(ts, &(struct pt_tl_event){ .t_ns = t - RAN_GAP_NS, .thread = th->idx,
-						.stack = -1, .syscall = -1, .kind = PT_TL_EV_STATE,
-						.state = PT_TL_RUNNING });
-	if (state != th->state || syscall_of(st->syscall) != th->syscall || st->ran) {
+	if (last_look(ts, th, &from, &run0) && from <= t)
+		at = draw_run(ts, th, from, t, st->run_ns > run0 ? st->run_ns - run0 : 0,
+			      st->wait_ns > th->wait_ns ? st->wait_ns - th->wait_ns : 0,
+			      state == PT_TL_RUNNING, &drawn);
+	if (state != th->state || syscall_of(st->syscall) != th->syscall || drawn) {
 		struct pt_sample smp = { .frames = st->stack, .n = st->n };
 		int32_t stk = state >= PT_TL_SYNC ? stack_id(ts, &smp) : -1;
 
-		emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx, .stack = stk,
+		emit(ts, &(struct pt_tl_event){ .t_ns = at, .thread = th->idx, .stack = stk,
 						.syscall = syscall_of(st->syscall),
 						.kind = PT_TL_EV_STATE, .state = state });
 	}
@@ -247,17 +309,24 @@ static void trace_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
 	thread_get(ts, child, "", since_start(ss, pt__now_ns()), 1);
 }
 
-static void trace_on_exit(struct pt_session *ss, pid_t tid)
+static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
-	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)tid);
+	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)x->tid);
+	uint64_t t = since_start(ss, x->at_ns), from, run0;
 	struct thr *th;
+	int drawn;
 
 	if (!at || ts->thrs[*at].exited)
 		return;
 	th = &ts->thrs[*at];
 	th->exited = 1;
-	emit(ts, &(struct pt_tl_event){ .t_ns = since_start(ss, pt__now_ns()), .thread = th->idx,
+	/* Its CPU since its last look, from its clock read at its end. */
+	if (x->run_ns && last_look(ts, th, &from, &run0) && from <= t &&
+	    (from = draw_run(ts, th, from, t, x->run_ns > run0 ? x->run_ns - run0 : 0, 0, 0,
+			     &drawn)) < t)
+		state_at(ts, th, from, PT_TL_RUNNABLE);
+	emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx,
 					.stack = -1, .syscall = -1, .kind = PT_TL_EV_EXIT });
 }
 

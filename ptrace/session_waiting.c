@@ -2,8 +2,18 @@
  * each tick, never from a stop of a blocked thread beyond the first (its
  * stack is the one cached since it blocked: it executed nothing since).
  *   block: every wait (state S or D), weighted by the time since the tick
- *          before; a new wait (the thread ran or changed system call in
+ *          before less what the thread spent on a core or waiting for one
+ *          meanwhile (its clocks: a thread that ran in between waited only
+ *          the rest); a new wait (the thread ran or changed system call in
  *          between, or is seen for the first time) counts one contention.
+ *          A thread born in the window counts from its birth, not from
+ *          the window's start. A thread that ends while waiting adds its
+ *          wait up to its end (its clocks read then), as the next tick
+ *          would have; one that waited where no tick saw it (a thread per
+ *          request that sleeps between two ticks), its clocks say how
+ *          long: that goes, under a frame that says so, to the stacks
+ *          the ended threads were seen waiting in, in proportion to their
+ *          time (as the CPU profile settles its unsampled CPU).
  *   mutex: the part of it spent in futex (lock and condition waiters).
  * With a window (seconds=) a session gathers its own; without one it
  * answers with what the continuous watch gathered since it started
@@ -16,6 +26,7 @@
 #include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
+#include "ptrace/profile.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/sampler.h"
 #include "ptrace/session.h"
@@ -25,7 +36,10 @@
 struct seen {
 	int syscall;
 	int waiting;           /* blocked at the tick before */
+	int32_t stack;         /* then, the entry its wait went to, or -1 */
+	int waited;            /* some wait of it went to an entry */
 	uint64_t at_ns;        /* when it was last looked at */
+	uint64_t run_ns, rq_ns;   /* its CPU and its time waiting for a core, then */
 };
 
 /* Waits gathered from thread states: futex_only keeps the futex ones
@@ -38,7 +52,14 @@ struct waits {
 	size_t nseen, cap;
 	struct base_map by_tid;   /* tid -> index into seen */
 	uint64_t samples;
+	uint64_t unseen_ns;       /* waits of ended threads that no tick saw */
+	struct base_map ended;    /* tids of the threads that ended, seen waiting */
 };
+
+/* Less than this of a thread's life neither on a core nor waiting for one,
+ * unseen, is not counted: a traced thread spends some in its birth stop and
+ * in podprof's stops, which its clocks cannot tell from a wait. */
+#define UNSEEN_MIN_NS 200000ull
 
 static void waits_free(struct waits *w)
 {
@@ -47,6 +68,7 @@ static void waits_free(struct waits *w)
 	pt_stacks_free(w->stacks);
 	base_free(w->seen);
 	base_map_free(&w->by_tid);
+	base_map_free(&w->ended);
 	base_free(w);
 }
 
@@ -83,7 +105,22 @@ static struct seen *seen_get(struct waits *w, pid_t tid)
 		return NULL;
 	}
 	sn->syscall = -1;
+	sn->stack = -1;
 	return sn;
+}
+
+/* The time since sn's last look, at_ns, at which the thread's clocks said
+ * run_ns and rq_ns, that it spent neither on a core nor waiting for one:
+ * blocked. The whole time if its clocks then are not known. */
+static uint64_t blocked_ns(const struct seen *sn, uint64_t since, uint64_t at_ns, uint64_t run_ns,
+			   uint64_t rq_ns)
+{
+	uint64_t span = at_ns - since, busy;
+
+	if (!sn->at_ns || run_ns < sn->run_ns || rq_ns < sn->rq_ns)
+		return span;
+	busy = (run_ns - sn->run_ns) + (rq_ns - sn->rq_ns);
+	return span > busy ? span - busy : 0;
 }
 
 static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
@@ -95,19 +132,103 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 	if (!sn)
 		return;
 	since = sn->at_ns ? sn->at_ns : w->since_ns;
+	sn->stack = -1;
 	if (waiting && (!w->futex_only || st->syscall == SYS_futex) && st->at_ns > since) {
 		int fresh = !sn->waiting || st->ran || st->syscall != sn->syscall;
-		int64_t v[PT_MAX_VALUES] = { fresh, (int64_t)(st->at_ns - since) };
+		int64_t v[PT_MAX_VALUES] = { fresh, (int64_t)blocked_ns(sn, since, st->at_ns,
+									  st->run_ns, st->wait_ns) };
 		struct pt_sample smp = { .pid = st->pid, .tid = st->tid, .comm = st->comm,
 					 .state = st->state, .syscall = st->syscall,
 					 .frames = st->stack, .n = st->stack ? st->n : 0 };
+		int id = pt_stacks_add(w->stacks, &smp, v);
 
 		w->samples++;
-		pt_stacks_add(w->stacks, &smp, v);
+		sn->stack = id >= 0 ? id : -1;
+		sn->waited |= id >= 0;
 	}
 	sn->waiting = waiting;
 	sn->syscall = st->syscall;
 	sn->at_ns = st->at_ns;
+	sn->run_ns = st->run_ns;
+	sn->rq_ns = st->wait_ns;
+}
+
+/* A thread ended: if it was waiting at its last look, its wait lasted until
+ * its end, less what its clocks (read at its end) say it ran or waited for
+ * a core since. Its record goes: a new thread may take its tid. */
+static void waits_on_exit(struct waits *w, const struct pt_exit *x)
+{
+	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)x->tid);
+	struct seen *sn = i ? &w->seen[*i] : NULL;
+
+	uint64_t blocked;
+
+	if (!sn)
+		return;
+	if (sn->at_ns && x->run_ns && x->at_ns > sn->at_ns) {
+		blocked = blocked_ns(sn, sn->at_ns, x->at_ns, x->run_ns, x->wait_ns);
+		if (sn->stack >= 0) {
+			int64_t v[PT_MAX_VALUES] = { 0, (int64_t)blocked };
+
+			pt_stacks_add_to(w->stacks, (size_t)sn->stack, v);
+		} else if (!w->futex_only && blocked >= UNSEEN_MIN_NS) {
+			w->unseen_ns += blocked;   /* where, no tick saw */
+		}
+	}
+	if (sn->waited)
+		base_map_put(&w->ended, (uint64_t)x->tid, 1);   /* no memory: less to settle on */
+	base_map_del(&w->by_tid, (uint64_t)x->tid);
+}
+
+/* A thread born: it counts from now, its clocks from 0. */
+static void waits_on_clone(struct waits *w, pid_t child, uint64_t at_ns)
+{
+	struct seen *sn = seen_get(w, child);
+
+	if (sn && !sn->at_ns)
+		sn->at_ns = at_ns;
+}
+
+/* The waits no tick saw, `unseen` ns, settled on st as the header says
+ * (ended: the tids of the threads that ended, seen waiting). */
+static void settle_unseen(struct pt_stacks *st, const struct base_map *ended, uint64_t unseen,
+			  pid_t pid)
+{
+	size_t n = pt_stacks_count(st);
+	uint64_t weight = 0, left = unseen;
+	struct pt_sample e;
+	int64_t v[PT_MAX_VALUES];
+	int err = 0;
+
+	if (!left)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		pt_stacks_get(st, i, &e, v);
+		if (e.tid > 0 && v[1] > 0 && base_map_get(ended, (uint64_t)e.tid))
+			weight += (uint64_t)v[1];
+	}
+	if (!weight) {
+		struct pt_sample none = { .pid = pid, .comm = "", .syscall = -1 };
+		int64_t u[PT_MAX_VALUES] = { 0, (int64_t)left };
+
+		pt_stacks_add_under(st, &none, PT_MARK_UNSEEN_WAIT, u);
+		return;
+	}
+	for (size_t i = 0; i < n && !err && weight; i++) {
+		int64_t u[PT_MAX_VALUES] = { 0, 0 };
+		uint64_t share;
+
+		pt_stacks_get(st, i, &e, v);
+		if (e.tid <= 0 || v[1] <= 0 || !base_map_get(ended, (uint64_t)e.tid))
+			continue;
+		/* in proportion to what is left: the last takes all of it */
+		share = (uint64_t)((double)left * (double)v[1] / (double)weight);
+		share = share > left ? left : share;
+		weight -= (uint64_t)v[1];
+		left -= share;
+		u[1] = (int64_t)share;
+		err = pt_stacks_add_under(st, &e, PT_MARK_UNSEEN_WAIT, u);
+	}
 }
 
 /* ---- the continuous watch's waits ---------------------------------------- */
@@ -158,6 +279,20 @@ void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *s
 	waits_on_state(w->mutex, st);
 }
 
+void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x)
+{
+	waits_on_exit(w->block, x);
+	waits_on_exit(w->mutex, x);
+}
+
+void pt__watched_on_clone(struct pt__watched *w, pid_t child)
+{
+	uint64_t now = pt__now_ns();
+
+	waits_on_clone(w->block, child, now);
+	waits_on_clone(w->mutex, child, now);
+}
+
 /* The watch's waits of ss's target, or NULL if no watch runs on it. */
 static const struct waits *watched_waits(struct pt_session *ss, int futex_only)
 {
@@ -173,7 +308,7 @@ struct waiting_session {
 	struct pt_session base;
 	struct waits *w;           /* a window's own */
 	struct pt_stacks *copy;    /* without a window: the watch's, copied */
-	uint64_t samples, since_ns;
+	uint64_t samples, since_ns, unseen_ns;
 };
 
 static int waiting_start(struct pt_session *ss)
@@ -190,7 +325,11 @@ static int waiting_start(struct pt_session *ss)
 		return err;
 	ws->samples = watch->samples;
 	ws->since_ns = watch->since_ns;
-	return pt_stacks_merge(ws->copy, watch->stacks, 1);
+	ws->unseen_ns = watch->unseen_ns;
+	if ((err = pt_stacks_merge(ws->copy, watch->stacks, 1)))
+		return err;
+	settle_unseen(ws->copy, &watch->ended, watch->unseen_ns, ss->req->pid);
+	return 0;
 }
 
 static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state *st)
@@ -201,19 +340,41 @@ static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state
 		waits_on_state(ws->w, st);
 }
 
+static void waiting_on_exit(struct pt_session *ss, const struct pt_exit *x)
+{
+	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
+
+	if (ws->w)
+		waits_on_exit(ws->w, x);
+}
+
+static void waiting_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+{
+	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
+
+	(void)parent;
+	if (ws->w)
+		waits_on_clone(ws->w, child, pt__now_ns());
+}
+
 static int waiting_finish(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 	const struct pt_stacks *st = ws->w ? ws->w->stacks : ws->copy;
 	uint64_t since = ws->w ? ss->start_ns : ws->since_ns;
 	struct pt_profile *p;
-	int err = pt_profile_build(st, ss->t, &ss->req->profile);
+	int err;
+
+	if (ws->w)
+		settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns, ss->req->pid);
+	err = pt_profile_build(st, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {
 		p->time_ns = ss->start_wall - (ss->start_ns - since);
 		p->duration_ns = pt__now_ns() - since;
 		p->hz = ss->req->hz;
 		p->thread_samples = ws->w ? ws->w->samples : ws->samples;
+		p->unsampled_ns = ws->w ? ws->w->unseen_ns : ws->unseen_ns;
 	}
 	pt__sampler_log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,
 			(int)ss->req->pid, (unsigned long long)(p ? p->thread_samples : 0),
@@ -236,6 +397,8 @@ const struct pt_session_kind pt_kind_block = {
 	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
 	.start = waiting_start,
 	.on_thread_state = waiting_on_state,
+	.on_clone = waiting_on_clone,
+	.on_exit = waiting_on_exit,
 	.finish = waiting_finish,
 	.free = waiting_free,
 };
@@ -246,6 +409,8 @@ const struct pt_session_kind pt_kind_mutex = {
 	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
 	.start = waiting_start,
 	.on_thread_state = waiting_on_state,
+	.on_clone = waiting_on_clone,
+	.on_exit = waiting_on_exit,
 	.finish = waiting_finish,
 	.free = waiting_free,
 };

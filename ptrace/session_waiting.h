@@ -21,5 +21,8 @@ extern const struct pt_session_kind pt_kind_mutex;
 struct pt__watched;
 int pt__watched_start(struct pt_session *ss, struct pt__watched **out);
 void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st);
+/* ... and each thread's birth and end. */
+void pt__watched_on_clone(struct pt__watched *w, pid_t child);
+void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x);
 
 #endif

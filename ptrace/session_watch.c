@@ -46,6 +46,21 @@ static void watch_on_state(struct pt_session *ss, const struct pt_thread_state *
 	}
 }
 
+static void watch_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+
+	(void)parent;
+	pt__watched_on_clone(ws->w, child);
+}
+
+static void watch_on_exit(struct pt_session *ss, const struct pt_exit *x)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+
+	pt__watched_on_exit(ws->w, x);
+}
+
 static int watch_finish(struct pt_session *ss)
 {
 	pt__sampler_log(ss->s, 2, "watch: pid=%d: the continuous watch ended after %.1f s",
@@ -59,5 +74,7 @@ const struct pt_session_kind pt_kind_watch = {
 	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
 	.start = watch_start,
 	.on_thread_state = watch_on_state,
+	.on_clone = watch_on_clone,
+	.on_exit = watch_on_exit,
 	.finish = watch_finish,
 };

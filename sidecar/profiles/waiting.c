@@ -16,6 +16,7 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "ptrace/proc.h"
+#include "ptrace/profile.h"
 #include "ptrace/session_waiting.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
@@ -58,7 +59,8 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
 	snprintf(comment, sizeof(comment),
 		 "podprof: %s: threads of pid %d seen blocked (%s) at %d Hz over %.1f s%s, each "
-		 "weighted by the time since the tick before; a contention is a new wait (the "
+		 "weighted by the time since the tick before (or its birth) less what it ran or "
+		 "waited for a core meanwhile (its clocks); a contention is a new wait (the "
 		 "thread ran or changed system call in between); stacks as cached since each "
 		 "thread blocked; leaf frame: the system call. waits=%" PRIu64,
 		 w->name, (int)w->job.req.pid,
@@ -69,6 +71,15 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 		 in.thread_samples);
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
+	if (pr->unsampled_ns) {
+		/* ptrace/session_waiting.c */
+		snprintf(comment, sizeof(comment),
+			 "podprof: unseen_ns=%" PRIu64 " waited by threads that ended where no tick saw "
+			 "(their clocks: life less CPU and run delay), added under \"" PT_MARK_UNSEEN_WAIT_NAME
+			 "\" to the stacks the ended threads were seen waiting in", pr->unsampled_ns);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
 	if ((err = sc_stacks_note_cut(e, pr)))
 		return err;
 	return sc_stacks_pprof(e, pr, &waiting_spec);

@@ -10,11 +10,13 @@ import subprocess
 import threading
 import time
 
+import lib  # noqa: E402
 from lib import (BUILD, PROCS, Podprof, ProfileInBackground, check, get_profile, pprof, save, test, traces,
                  wait_untraced)
 
 TPR = os.path.join(BUILD, "fixtures", "tpr")
 MARK = "[exited threads' CPU, not sampled]"
+UNSEEN = "[exited threads' waits, not seen]"
 
 
 class Tpr:
@@ -151,3 +153,108 @@ def settling_past_max_stacks_keeps_the_profile():
     check(traces(path), "no samples")
     pp.stop()
     f.stop()
+
+
+def in_window(pp, f, kind, fetch):
+    """fetch() on a thread (a request of a `kind` session), with the
+    fixture's marks at the session's start and end as podprof logs them:
+    (its result, mark at start, mark at end)."""
+    got = []
+    t = threading.Thread(target=lambda: got.append(fetch()))
+    t.start()
+    pp.wait_log(r"%s: started" % kind, 10)
+    m0 = f.mark()
+    pp.wait_log(r"%s: done" % kind, 20)
+    m1 = f.mark()
+    t.join(60)
+    check(got, "the %s request failed" % kind)
+    return got[0], m0, m1
+
+
+@test
+def trace_running_time_is_each_threads_cpu_time():
+    """The trace of a thread per request (1000 threads a second, 300 us of
+    CPU each, beside a steady thread): each thread's running time in the
+    timeline is drawn from its own CPU clock (at each tick, and at its end,
+    read before it is reaped), not from the state a tick saw. All running
+    slices add up to the process's CPU over the window, the steady thread's
+    to its own clock, within 10 %; the short threads' to their short_work
+    and a little more; most short threads, born and ended between two
+    ticks, are seen running; go tool trace reads it."""
+    import gzip
+    import json
+    from lib import http
+    from test_trace import go_trace
+    f = Tpr(1000)
+    pp = Podprof("--pid", str(f.pid))
+    (st, h, body), m0, m1 = in_window(pp, f, "trace", lambda: http(
+        pp.port, "/debug/pprof/trace?seconds=3&format=json&gz=1"))
+    check(st == 200, "trace: %d %r" % (st, body[:200]))
+    ev = json.loads(gzip.decompress(body))["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    run = {}
+    for e in ev:
+        if e["ph"] == "X" and e["name"] == "Running":
+            run[e["tid"]] = run.get(e["tid"], 0) + e["dur"] * 1e3
+    # The short threads: all but main, steady and reporter (a thread born
+    # and ended between two ticks has no name of its own: "?").
+    shorts = {tid for tid, n in names.items()
+              if tid != f.pid and not n.startswith(("steady ", "reporter "))}
+    short = sum(v for tid, v in run.items() if tid in shorts)
+    steady = sum(v for tid, v in run.items() if names.get(tid, "").startswith("steady "))
+    t_short, t_steady = m1["short_ns"] - m0["short_ns"], m1["steady_ns"] - m0["steady_ns"]
+    born, seen = len(shorts), sum(1 for tid in shorts if run.get(tid))
+    total, used = sum(run.values()), m1["cpu"] - m0["cpu"]
+    print("  info: running in the trace %.2f s, the process's CPU %.2f s; short threads %.2f s "
+          "(short_work on their clocks %.2f s), steady %.2f s (%.2f s); %d of %d short threads "
+          "seen running" % (total / 1e9, used / 1e9, short / 1e9, t_short / 1e9, steady / 1e9,
+                            t_steady / 1e9, seen, born))
+    check(abs(total / used - 1) <= 0.10, "the threads run %.2f s in the trace, the process used %.2f s" % (
+        total / 1e9, used / 1e9))
+    # A short thread's clock counts its short_work; its CPU is that and its
+    # start and end (clone, exit: about 15 % more here).
+    check(0.95 <= short / t_short <= 1.35, "short threads run %.2f s, short_work took %.2f s" % (
+        short / 1e9, t_short / 1e9))
+    check(abs(steady / t_steady - 1) <= 0.10, "the steady thread runs %.2f s, its clock says %.2f s" % (
+        steady / 1e9, t_steady / 1e9))
+    check(born > 1000 and seen >= 0.9 * born, "%d of %d short threads seen running" % (seen, born))
+    path = os.path.join(lib.TMP, "tpr.trace")
+    st, h, body = http(pp.port, "/debug/pprof/trace?seconds=1")
+    with open(path, "wb") as fh:
+        fh.write(body)
+    check(st == 200, "trace: %d" % st)
+    go_trace("-d", path)
+    pp.stop()
+    f.stop()
+
+
+@test
+def block_waits_of_short_threads_add_up():
+    """A thread per request that sleeps (300 threads a second, each 100 us
+    of CPU then a 3 ms nanosleep in short_nap): the block profile's time in
+    short_nap is the time the fixture's threads were blocked there (its own
+    measure: the sleep less the run delay after it) within 15 %. A thread
+    born in the window counts from its birth (it counted from the window's
+    start: 346 s of naps for 2.7 s), waits no tick saw are known from the
+    ended threads' clocks and go under their own frame, and the comment
+    says how much."""
+    f = Tpr(300, us=100, extra=["-w", "3000"])
+    pp = Podprof("--pid", str(f.pid))
+    body, m0, m1 = in_window(pp, f, "block", lambda: get_profile(
+        pp, "seconds=3", name="block", filename="block-delta"))
+    path = save(body, "tpr-block.pb.gz")
+    pp.stop()
+    f.stop()
+    tr = traces(path, "delay")
+    nap = sum(v for v, fr in tr if "short_nap" in fr)
+    unseen = sum(v for v, fr in tr if "short_nap" in fr and fr[0] == UNSEEN)
+    truth = m1["nap_ns"] - m0["nap_ns"]
+    print("  info: short_nap %.3f s in the profile (%.3f s of it unseen by a tick), the fixture's "
+          "threads were blocked there %.3f s (%d threads)" % (
+              nap / 1e9, unseen / 1e9, truth / 1e9, m1["done"] - m0["done"]))
+    check(abs(nap / truth - 1) <= 0.15, "short_nap %.3f s, the threads' truth %.3f s" % (nap / 1e9, truth / 1e9))
+    check(unseen > 0 and all(fr[0] == UNSEEN for v, fr in tr if UNSEEN in fr),
+          "no wait settled under its own leaf frame: %s" % [fr for _, fr in tr if UNSEEN in fr][:3])
+    raw = pprof("-raw", path)
+    check(re.search(r"unseen_ns=\d+ waited by threads that ended where no tick saw", raw),
+          "no comment on the unseen waits:\n%s" % raw[:1500])

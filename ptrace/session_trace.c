@@ -204,14 +204,14 @@ static void state_at(struct trace_session *ts, const struct thr *th, uint64_t t,
 }
 
 /* Draws the CPU th used between its last look (at `from`, or its
- * creation) and `to`, `ran` ns, as that much running: a thread shown
- * running since `from` that runs at `to` again (runs_on) ran but for the
- * time it waited for a core, `queued`, drawn runnable just before `to`
- * (its CPU clock moves in lumps, at scheduler ticks, while it keeps its
- * core: its wait for one is the better measure); one that does not ran
- * first and stopped at from + ran, when what `to` found began (returned);
- * one shown waiting or runnable ran last, just before `to` (drawn, *drawn
- * set). Returns when what `to` found began. So a thread's running time in the timeline is its CPU time (its
+ * creation) and `to`, `ran` ns, as that much running: a thread running or
+ * runnable at both ends (runs_on: `to` found it so) ran but for the time
+ * it waited for a core, `queued` (its CPU clock moves in lumps, at
+ * scheduler ticks, while it keeps its core: its wait for one is the better
+ * measure); one shown running that is not so at `to` ran first and
+ * stopped at from + ran, when what `to` found began (returned); one shown
+ * waiting ran last, just before `to` (drawn, *drawn set). Returns when
+ * what `to` found began. So a thread's running time in the timeline is its CPU time (its
  * clock, read at each tick and at its end), not the ticks' guess: a
  * thread born and ended between two ticks is seen running, and one a tick
  * found running is not drawn running until the next unless it was. Where
@@ -223,13 +223,22 @@ static uint64_t draw_run(struct trace_session *ts, const struct thr *th, uint64_
 	uint64_t slack = (to - from) / 50 > RAN_GAP_NS ? (to - from) / 50 : RAN_GAP_NS;
 
 	*drawn = 0;
-	if (th->state == PT_TL_RUNNING && runs_on) {
-		/* Within 2 % (clocks and looks are not read at one instant):
-		 * it ran all along. */
+	if (runs_on && (th->state == PT_TL_RUNNING || th->state == PT_TL_RUNNABLE)) {
+		/* Running or waiting for a core at both ends: it ran all but
+		 * `queued` of the interval (within 2 %: clocks and looks are
+		 * not read at one instant). Shown running at `from`: its wait
+		 * drawn last; shown waiting: first. */
 		if (queued <= slack)
-			return to;
-		state_at(ts, th, to > from + queued ? to - queued : from, PT_TL_RUNNABLE);
-		*drawn = 1;
+			queued = 0;
+		if (queued >= to - from - slack)
+			queued = to - from;
+		if (th->state == PT_TL_RUNNING && queued) {
+			state_at(ts, th, to - queued, PT_TL_RUNNABLE);
+			*drawn = 1;
+		} else if (th->state == PT_TL_RUNNABLE && queued < to - from) {
+			state_at(ts, th, from + queued, PT_TL_RUNNING);
+			*drawn = 1;
+		}
 		return to;
 	}
 	if (th->state == PT_TL_RUNNING)
@@ -262,7 +271,7 @@ static int last_look(struct trace_session *ts, const struct thr *th, uint64_t *f
 static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *st)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
-	uint64_t t = since_start(ss, st->at_ns), at = t, from, run0;
+	uint64_t t = since_start(ss, st->at_ns), at, from, run0, ran;
 	struct thr *th = thread_get(ts, st->tid, st->comm, t ? t : 0, 0);
 	uint8_t state;
 	int drawn = 0;
@@ -270,10 +279,19 @@ static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *
 	sample_rss(ts, st->at_ns);
 	if (!th || !(state = classify(st, th)))
 		return;
-	if (last_look(ts, th, &from, &run0) && from <= t)
-		at = draw_run(ts, th, from, t, st->run_ns > run0 ? st->run_ns - run0 : 0,
+	/* A tick that began before the thread was born looks at it after:
+	 * not before its birth. */
+	if (t < ts->tl->threads[th->idx].start_ns)
+		t = ts->tl->threads[th->idx].start_ns;
+	at = t;
+	if (last_look(ts, th, &from, &run0) && from <= t) {
+		/* A clock that moved only for our stop's restart (a blocked
+		 * thread stopped for its stack) is no run of its own. */
+		ran = st->ran && st->run_ns > run0 ? st->run_ns - run0 : 0;
+		at = draw_run(ts, th, from, t, ran,
 			      st->wait_ns > th->wait_ns ? st->wait_ns - th->wait_ns : 0,
-			      state == PT_TL_RUNNING, &drawn);
+			      state == PT_TL_RUNNING || state == PT_TL_RUNNABLE, &drawn);
+	}
 	if (state != th->state || syscall_of(st->syscall) != th->syscall || drawn) {
 		struct pt_sample smp = { .frames = st->stack, .n = st->n };
 		int32_t stk = state >= PT_TL_SYNC ? stack_id(ts, &smp) : -1;
@@ -313,7 +331,7 @@ static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
 	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)x->tid);
-	uint64_t t = since_start(ss, x->at_ns), from, run0;
+	uint64_t t = since_start(ss, x->at_ns), from, run0, end, queued;
 	struct thr *th;
 	int drawn;
 
@@ -321,11 +339,19 @@ static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 		return;
 	th = &ts->thrs[*at];
 	th->exited = 1;
-	/* Its CPU since its last look, from its clock read at its end. */
+	/* Its CPU since its last look, from its clocks read at its end. One
+	 * that stopped running before it ended (end < t) waited for a core
+	 * for `queued` of the rest, drawn last, and was blocked where no tick
+	 * saw for the rest (a system call unknown). */
 	if (x->run_ns && last_look(ts, th, &from, &run0) && from <= t &&
-	    (from = draw_run(ts, th, from, t, x->run_ns > run0 ? x->run_ns - run0 : 0, 0, 0,
-			     &drawn)) < t)
-		state_at(ts, th, from, PT_TL_RUNNABLE);
+	    (end = draw_run(ts, th, from, t, x->run_ns > run0 ? x->run_ns - run0 : 0, 0, 0,
+			    &drawn)) < t) {
+		queued = x->wait_ns > th->wait_ns ? x->wait_ns - th->wait_ns : 0;
+		if (t - end > queued + RAN_GAP_NS)
+			state_at(ts, th, end, PT_TL_SYSCALL);
+		if (queued > RAN_GAP_NS)
+			state_at(ts, th, t - end > queued ? t - queued : end, PT_TL_RUNNABLE);
+	}
 	emit(ts, &(struct pt_tl_event){ .t_ns = t, .thread = th->idx,
 					.stack = -1, .syscall = -1, .kind = PT_TL_EV_EXIT });
 }

@@ -34,10 +34,11 @@
 
 /* What the waits remember of a thread between ticks. */
 struct seen {
+	pid_t tid;
 	int syscall;
 	int waiting;           /* blocked at the tick before */
 	int32_t stack;         /* then, the entry its wait went to, or -1 */
-	int waited;            /* some wait of it went to an entry */
+	int32_t last;          /* the entry its last wait went to, or -1 */
 	uint64_t at_ns;        /* when it was last looked at */
 	uint64_t run_ns, rq_ns;   /* its CPU and its time waiting for a core, then */
 };
@@ -48,12 +49,13 @@ struct waits {
 	int futex_only;
 	uint64_t since_ns;     /* a thread first seen counts from here */
 	struct pt_stacks *stacks;
-	struct seen *seen;     /* by first sight */
+	struct seen *seen;     /* the live threads' (an ended one's goes) */
 	size_t nseen, cap;
 	struct base_map by_tid;   /* tid -> index into seen */
 	uint64_t samples;
 	uint64_t unseen_ns;       /* waits of ended threads that no tick saw */
-	struct base_map ended;    /* tids of the threads that ended, seen waiting */
+	struct base_map ended;    /* entry id + 1 -> 1: an ended thread's last wait
+				   * (bounded as the entries are, by max_stacks) */
 };
 
 /* Less than this of a thread's life neither on a core nor waiting for one,
@@ -104,9 +106,26 @@ static struct seen *seen_get(struct waits *w, pid_t tid)
 		base_map_del(&w->by_tid, (uint64_t)tid);
 		return NULL;
 	}
+	sn->tid = tid;
 	sn->syscall = -1;
-	sn->stack = -1;
+	sn->stack = sn->last = -1;
 	return sn;
+}
+
+/* Forgets tid's record: the last one takes its place. */
+static void seen_drop(struct waits *w, pid_t tid)
+{
+	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)tid), at;
+
+	if (!i)
+		return;
+	at = *i;
+	base_map_del(&w->by_tid, (uint64_t)tid);
+	if (at != --w->nseen) {
+		w->seen[at] = w->seen[w->nseen];
+		if ((i = base_map_get(&w->by_tid, (uint64_t)w->seen[at].tid)))
+			*i = at;
+	}
 }
 
 /* The time since sn's last look, at_ns, at which the thread's clocks said
@@ -132,6 +151,8 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 	if (!sn)
 		return;
 	since = sn->at_ns ? sn->at_ns : w->since_ns;
+	if (st->at_ns <= sn->at_ns)
+		return;   /* a look from before its birth (a tick that began before the clone) */
 	sn->stack = -1;
 	if (waiting && (!w->futex_only || st->syscall == SYS_futex) && st->at_ns > since) {
 		int fresh = !sn->waiting || st->ran || st->syscall != sn->syscall;
@@ -144,7 +165,8 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 
 		w->samples++;
 		sn->stack = id >= 0 ? id : -1;
-		sn->waited |= id >= 0;
+		if (id >= 0)
+			sn->last = id;
 	}
 	sn->waiting = waiting;
 	sn->syscall = st->syscall;
@@ -175,24 +197,27 @@ static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 			w->unseen_ns += blocked;   /* where, no tick saw */
 		}
 	}
-	if (sn->waited)
-		base_map_put(&w->ended, (uint64_t)x->tid, 1);   /* no memory: less to settle on */
-	base_map_del(&w->by_tid, (uint64_t)x->tid);
+	if (sn->last >= 0)
+		base_map_put(&w->ended, (uint64_t)sn->last + 1, 1);   /* no memory: less to settle on */
+	seen_drop(w, x->tid);
 }
 
-/* A thread born: it counts from now, its clocks from 0. */
+/* A thread born: it counts from now, its clocks from 0 (a record of the
+ * same tid, whose end was not seen, is forgotten). */
 static void waits_on_clone(struct waits *w, pid_t child, uint64_t at_ns)
 {
-	struct seen *sn = seen_get(w, child);
+	struct seen *sn;
 
-	if (sn && !sn->at_ns)
+	seen_drop(w, child);
+	if ((sn = seen_get(w, child)))
 		sn->at_ns = at_ns;
 }
 
 /* The waits no tick saw, `unseen` ns, settled on st as the header says
- * (ended: the tids of the threads that ended, seen waiting). */
-static void settle_unseen(struct pt_stacks *st, const struct base_map *ended, uint64_t unseen,
-			  pid_t pid)
+ * (ended: the entries of the ended threads' last waits). Returns how much
+ * of it went in (a table full refuses the rest). */
+static uint64_t settle_unseen(struct pt_stacks *st, const struct base_map *ended, uint64_t unseen,
+			      pid_t pid)
 {
 	size_t n = pt_stacks_count(st);
 	uint64_t weight = 0, left = unseen;
@@ -201,34 +226,34 @@ static void settle_unseen(struct pt_stacks *st, const struct base_map *ended, ui
 	int err = 0;
 
 	if (!left)
-		return;
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
-		if (e.tid > 0 && v[1] > 0 && base_map_get(ended, (uint64_t)e.tid))
+		if (v[1] > 0 && base_map_get(ended, (uint64_t)i + 1))
 			weight += (uint64_t)v[1];
 	}
 	if (!weight) {
 		struct pt_sample none = { .pid = pid, .comm = "", .syscall = -1 };
 		int64_t u[PT_MAX_VALUES] = { 0, (int64_t)left };
 
-		pt_stacks_add_under(st, &none, PT_MARK_UNSEEN_WAIT, u);
-		return;
+		return pt_stacks_add_under(st, &none, PT_MARK_UNSEEN_WAIT, u) ? 0 : left;
 	}
 	for (size_t i = 0; i < n && !err && weight; i++) {
 		int64_t u[PT_MAX_VALUES] = { 0, 0 };
 		uint64_t share;
 
 		pt_stacks_get(st, i, &e, v);
-		if (e.tid <= 0 || v[1] <= 0 || !base_map_get(ended, (uint64_t)e.tid))
+		if (v[1] <= 0 || !base_map_get(ended, (uint64_t)i + 1))
 			continue;
 		/* in proportion to what is left: the last takes all of it */
 		share = (uint64_t)((double)left * (double)v[1] / (double)weight);
 		share = share > left ? left : share;
 		weight -= (uint64_t)v[1];
-		left -= share;
 		u[1] = (int64_t)share;
-		err = pt_stacks_add_under(st, &e, PT_MARK_UNSEEN_WAIT, u);
+		if (!(err = pt_stacks_add_under(st, &e, PT_MARK_UNSEEN_WAIT, u)))
+			left -= share;
 	}
+	return unseen - left;
 }
 
 /* ---- the continuous watch's waits ---------------------------------------- */
@@ -325,10 +350,10 @@ static int waiting_start(struct pt_session *ss)
 		return err;
 	ws->samples = watch->samples;
 	ws->since_ns = watch->since_ns;
-	ws->unseen_ns = watch->unseen_ns;
 	if ((err = pt_stacks_merge(ws->copy, watch->stacks, 1)))
 		return err;
-	settle_unseen(ws->copy, &watch->ended, watch->unseen_ns, ss->req->pid);
+	/* An empty copy: its entries have the watch's ids. */
+	ws->unseen_ns = settle_unseen(ws->copy, &watch->ended, watch->unseen_ns, ss->req->pid);
 	return 0;
 }
 
@@ -366,7 +391,8 @@ static int waiting_finish(struct pt_session *ss)
 	int err;
 
 	if (ws->w)
-		settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns, ss->req->pid);
+		ws->unseen_ns = settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns,
+					      ss->req->pid);
 	err = pt_profile_build(st, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {
@@ -374,7 +400,7 @@ static int waiting_finish(struct pt_session *ss)
 		p->duration_ns = pt__now_ns() - since;
 		p->hz = ss->req->hz;
 		p->thread_samples = ws->w ? ws->w->samples : ws->samples;
-		p->unsampled_ns = ws->w ? ws->w->unseen_ns : ws->unseen_ns;
+		p->unsampled_ns = ws->unseen_ns;   /* what was settled */
 	}
 	pt__sampler_log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,
 			(int)ss->req->pid, (unsigned long long)(p ? p->thread_samples : 0),

@@ -5,6 +5,7 @@
 #include "ptrace/batch.h"
 
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 
 #include "ptrace/ptrace_internal.h"
@@ -15,6 +16,10 @@
 #include "ptrace/symbolize.h"
 #include "ptrace/unwind.h"
 
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
 #define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
 #define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
 
@@ -23,6 +28,43 @@
  * exec): read them again and redo the batch. If that did not place the
  * address (junk at the end of a frame-pointer chain), the least time
  * between such reads doubles, up to a second. */
+int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uint64_t *f, int max, int n)
+{
+	struct user_regs_struct regs = cap->regs;
+	size_t len = cap->stack_len, limit = cap->stack_limit;
+	const struct pt_map *m;
+	uint64_t ret;
+	int complete;
+
+	if (n > 1 || max < 2 || cap->stack_len < 16)
+		return n;
+	memcpy(&ret, cap->stack, sizeof(ret));
+	if (!(m = pt_maps_find(t->maps, ret)) || !(m->flags & PT_MAP_X))
+		return n;
+	cap->regs.rip = ret;
+	cap->regs.rsp += 8;
+	cap->stack += 8;
+	cap->stack_len -= 8;
+	if (cap->stack_limit > 8)
+		cap->stack_limit -= 8;
+	n = 1 + pt_unwind(t->unw, cap, f + 1, max - 1, &complete);
+	f[1] = ret - 1;   /* a return address: the call is the instruction before */
+	cap->stack -= 8;
+	cap->stack_used += 8;
+	cap->regs = regs;
+	cap->stack_len = len;
+	cap->stack_limit = limit;
+	return n;
+}
+
+/* A tick's capture of a thread back from clone or clone3 (the parent: rax
+ * its child's tid; the child, at 0, has no caller). */
+static int clone_parent(const struct pt_capture *cap)
+{
+	return (cap->regs.orig_rax == SYS_clone || cap->regs.orig_rax == SYS_clone3) &&
+	       (int64_t)cap->regs.rax > 0;
+}
+
 void pt__batch_unwind(struct pt_tracee *t, int ncap)
 {
 	if (!t->maps_backoff_ns)
@@ -37,6 +79,10 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
 						  t->frames + (size_t)k * t->o.max_frames,
 						  t->o.max_frames, &complete);
+			if (t->nframes[k] <= 1 && clone_parent(&t->caps[k]))
+				t->nframes[k] = pt__batch_unwind_clone_leaf(
+					t, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
+					t->o.max_frames, t->nframes[k]);
 			t->unwind_ns[k] = pt__now_ns() - t0;
 			incomplete += !complete;
 		}

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "base/mem.h"
+#include "ptrace/batch.h"
 #include "ptrace/capture.h"
 #include "ptrace/execfp.h"
 #include "ptrace/module.h"
@@ -100,35 +101,14 @@ static struct pt_capture *clone_capture(struct pt_tracee *t)
 	return t->clone_cap;
 }
 
-/* Unwinds the parent's capture at a clone into t->clone_frames. glibc's
- * clone3 marks its return address undefined after the system call (so
- * that the child's unwind ends there, on the same code), which ends the
- * parent's unwind at its first frame too. The parent is in a leaf with no
- * frame of its own there: its return address is the word at its stack
- * pointer. If that points into executable memory, unwind on from the caller.
- * Returns the number of frames. */
+/* Unwinds the parent's capture at a clone into t->clone_frames (see
+ * pt__batch_unwind_clone_leaf: at its clone event too, its unwind ends at
+ * its first frame). Returns the number of frames. */
 static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 {
-	uint64_t *f = t->clone_frames, ret;
-	const struct pt_map *m;
-	int n, complete, max = t->o.max_frames;
+	int complete, n = pt_unwind(t->unw, cap, t->clone_frames, t->o.max_frames, &complete);
 
-	n = pt_unwind(t->unw, cap, f, max, &complete);
-	if (n > 1 || max < 2 || cap->stack_len < 16)
-		return n;
-	memcpy(&ret, cap->stack, sizeof(ret));
-	if (!(m = pt_maps_find(t->maps, ret)) || !(m->flags & PT_MAP_X))
-		return n;
-	cap->regs.rip = ret;
-	cap->regs.rsp += 8;
-	cap->stack += 8;
-	cap->stack_len -= 8;
-	if (cap->stack_limit > 8)
-		cap->stack_limit -= 8;
-	n = 1 + pt_unwind(t->unw, cap, f + 1, max - 1, &complete);
-	f[1] = ret - 1;   /* a return address: the call is the instruction before */
-	cap->stack -= 8;
-	return n;
+	return pt__batch_unwind_clone_leaf(t, cap, t->clone_frames, t->o.max_frames, n);
 }
 
 /* A clone event: the new thread waits in its first stop until we let it

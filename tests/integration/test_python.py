@@ -165,8 +165,11 @@ def check_cpu_profile(python, release):
     print("  info: crunch_alpha %.1f%% of alpha+beta (fixture: %.1f%%); alpha %.1f%% beta %.1f%%" %
           (got, truth, a, b))
     check(abs(got - truth) <= 4.0, "alpha share %.1f%%, the fixture measured %.1f%%" % (got, truth))
-    # The fixture sizes its calls for 70% at start; its own measure decides.
-    check(abs(got - 70.0) <= 8.0, "alpha share %.1f%%, not ~70%%" % got)
+    # The fixture sizes its calls for 70% at start; its own measure decides
+    # (above, within 4 points). This only holds the split away from even,
+    # where a swap of the two would pass: a busy machine during the
+    # fixture's sizing gave 61.5 % (the profile 62.0 %), so not 70 +- 8.
+    check(abs(got - 70.0) <= 15.0, "alpha share %.1f%%, not ~70%%" % got)
     # square runs in a second eval call, under map's C code, under crunch_beta.
     sq = [fr for _, fr in tr if "square" in fr]
     check(sq, "no sample in square")

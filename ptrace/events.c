@@ -111,6 +111,16 @@ static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 	return pt__batch_unwind_clone_leaf(t, cap, t->clone_frames, t->o.max_frames, n);
 }
 
+/* Lets a new thread go from its first stop if it has reached it (a stop
+ * resumed before it is reaped is never reported); 1 if it runs now. Over
+ * the cap it is let go untraced at its stop (on_clone), never run traced
+ * and unknown. */
+static int let_child_go(struct pt_tracee *t, pid_t tid)
+{
+	return !t->detaching && t->n < (size_t)t->o.max_threads && !pt_threads_find(t, tid) &&
+	       !ptrace(PTRACE_CONT, tid, 0, 0);
+}
+
 /* A clone event: the new thread waits in its first stop until we let it
  * go, its parent in this event stop until we resume it. The child first:
  * if it is not known yet and has reached its stop, it is resumed at once,
@@ -135,19 +145,20 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
 		return resume(t, th, 0);
 	t->st.clones++;
-	/* Over the cap it is let go untraced at its stop (below), never run
-	 * traced and unknown. */
-	if (!t->detaching && t->n < (size_t)t->o.max_threads && !pt_threads_find(t, (pid_t)newtid) &&
-	    !ptrace(PTRACE_CONT, (pid_t)newtid, 0, 0)) {
-		t->st.clones_resumed_at_once++;
-		resumed = 1;
-	}
+	resumed = let_child_go(t, (pid_t)newtid);
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (pyc)
 		pt__capture_py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
 	took = cap && !t->detaching && pt__capture(t, th, cap, pyc) == 0;
 	e = resume(t, th, 0);
+	/* A child that had not reached its stop has had the parent's capture
+	 * to get there: a second try, before the unwind and the sessions'
+	 * work, which it would otherwise wait through. */
+	if (!resumed)
+		resumed = let_child_go(t, (pid_t)newtid);
+	if (resumed)
+		t->st.clones_resumed_at_once++;
 	if (pt__threads_add(t, (pid_t)newtid, 1) < 0) {
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);

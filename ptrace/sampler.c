@@ -584,11 +584,16 @@ static void update_stats(struct pt_sampler *s)
 
 /* ---- the thread ---------------------------------------------------------- */
 
+/* One read empties either fd: an eventfd's read takes its whole count, and
+ * the signalfd carries SIGCHLD alone, which is pending at most once (a
+ * standard signal does not queue). A second read would only say EAGAIN, a
+ * system call on every wake-up before a new thread's stop is answered. */
 static void drain_fd(int fd)
 {
 	char buf[1024];
 
-	while (read(fd, buf, sizeof(buf)) > 0) {
+	if (read(fd, buf, sizeof(buf)) < 0) {
+		/* EAGAIN: nothing was pending */
 	}
 }
 

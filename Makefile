@@ -250,7 +250,13 @@ $(BUILD)/bench-malloc: tests/bench/malloc.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread $(WARN) -D_GNU_SOURCE -o $@ $<
 
-bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc
+# The floor of make bench's new-thread stop: a tracer that only lets every
+# stop go, built like a fixture.
+$(BUILD)/bench-mintrace: tests/bench/mintrace.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $<
+
+bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc $(BUILD)/bench-mintrace
 	python3 tests/bench/bench.py build/$(FLAVOUR)
 
 # Long runs of the safety tests; the figures go in the closing notes.

@@ -567,6 +567,74 @@ def wait_log(pp, text, timeout):
         time.sleep(0.001)
 
 
+def resume_start(tracer_tid, seconds):
+    """Clone to resume, measured from outside: perf's scheduler tracepoints
+    for `seconds` (all CPUs), read by resume_us."""
+    data = os.path.join(TMP, "tpr-sched.data")
+    return subprocess.Popen(["perf", "record", "-q", "-a", "-e", "sched:sched_process_fork", "-e",
+                             "sched:sched_waking", "-o", data, "--", "sleep", str(seconds)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), data, tracer_tid
+
+
+def resume_us(rec, tpr_pid):
+    """From each thread the fixture's main thread created (sched_process_fork)
+    to the tracer thread's first wake-up of it (sched_waking: the PTRACE_CONT
+    that lets it go from its birth stop), in us: the stop a new thread gets,
+    including its own way to that stop. Returns the list (empty if perf could
+    not record)."""
+    p, data, tracer = rec
+    if p.wait() != 0:
+        return []
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,event,trace"], capture_output=True,
+                         text=True).stdout
+    born, took = {}, []
+    for line in out.splitlines():
+        m = re.match(r"\s*(\d+)\s+([\d.]+):\s+sched:(\w+):\s+(.*)", line)
+        if not m:
+            continue
+        tid, t, ev, rest = int(m.group(1)), float(m.group(2)), m.group(3), m.group(4)
+        if ev == "sched_process_fork" and re.search(r"\bpid=%d\b" % tpr_pid, rest):
+            born[int(re.search(r"child_pid=(\d+)", rest).group(1))] = t
+        elif ev == "sched_waking" and tid == tracer:
+            child = int(re.search(r"\bpid=(\d+)", rest).group(1))
+            if child in born:
+                took.append((t - born.pop(child)) * 1e6)
+    return took
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * q))] if v else float("nan")
+
+
+def sampler_tid(pid):
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == "sampler":
+                return int(tid)
+    raise SystemExit("podprof %d has no sampler thread" % pid)
+
+
+def tpr_mintrace(rate, seconds):
+    """The fixture under bench-mintrace, which lets every stop go at once:
+    the least any ptrace tracer costs a new thread."""
+    import time
+    f = Tpr(rate)
+    time.sleep(TPR_WARM_S)
+    mt = subprocess.Popen([os.path.join(BUILD, "bench-mintrace"), str(f.pid), str(seconds + 2)],
+                          stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    m0 = f.mark()
+    rec = resume_start(mt.pid, 1)
+    time.sleep(seconds)
+    m1 = f.mark()
+    mt.wait()
+    f.stop()
+    w = tpr_window(m0, m1, seconds)
+    w["resume"] = resume_us(rec, f.pid)
+    return w
+
+
 def tpr_podprof(rate, seconds, hz):
     """A CPU profile of the fixture at hz, the fixture's marks taken as
     podprof logs the session's start and end."""
@@ -579,6 +647,7 @@ def tpr_podprof(rate, seconds, hz):
                           % (port, seconds, hz)])
     wait_log(pp, "profile: started", 10)
     m0 = f.mark()
+    rec = resume_start(sampler_tid(pp.pid), 1)
     wait_log(pp, "profile: done", seconds + 30)
     m1 = f.mark()
     if c.wait() != 0:
@@ -587,8 +656,10 @@ def tpr_podprof(rate, seconds, hz):
     stop_podprof(pp)
     run_it.TMP = TMP
     tr = run_it.traces(out)
-    return tpr_account(tpr_window(m0, m1, seconds), sum(v for v, _ in tr),
-                       sum(v for v, fr in tr if "short_work" in fr), sum(v for v, fr in tr if "steady_work" in fr))
+    w = tpr_account(tpr_window(m0, m1, seconds), sum(v for v, _ in tr),
+                    sum(v for v, fr in tr if "short_work" in fr), sum(v for v, fr in tr if "steady_work" in fr))
+    w["resume"] = resume_us(rec, f.pid)
+    return w
 
 
 PERF_HEAD = re.compile(r"^\s*(\d+)/(\d+)\s+[\d.]+:\s+(\d+)")
@@ -640,13 +711,17 @@ def section_tpr():
     hz, secs = 100, args.seconds
     rows = []
     for rate in [int(x) for x in args.tpr_rates.split(",") if x]:
-        runs = {"alone": [], "podprof": [], "perf -p": [], "perf -a": []}
+        runs = {"alone": [], "mintrace": [], "podprof": [], "perf -p": [], "perf -a": []}
         for _ in range(args.reps):
             runs["alone"].append(tpr_alone(rate, secs))
+            runs["mintrace"].append(tpr_mintrace(rate, secs))
             runs["podprof"].append(tpr_podprof(rate, secs, hz))
             runs["perf -p"].append(tpr_perf(rate, secs, hz, False))
             runs["perf -a"].append(tpr_perf(rate, secs, hz, True))
-        rows.append((rate, {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}))
+        med = {k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "resume"} for k, v in runs.items()}
+        for k in ("mintrace", "podprof"):   # every rep's threads pooled
+            med[k]["resume"] = [x for r in runs[k] for x in r["resume"]]
+        rows.append((rate, med))
         print("  done: tpr %d/s" % rate, file=sys.stderr, flush=True)
     print("### Thread per request: 1 steady thread + N short threads a second, each %d us of CPU (tpr), "
           "%d Hz, %d s, %d reps; medians\n" % (args.tpr_us, hz, secs, args.reps))
@@ -676,6 +751,22 @@ def section_tpr():
         print("| %d | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |" % (
             (rate,) + tuple(r[k]["done_s"] for k in ("alone", "podprof", "perf -p", "perf -a")) +
             tuple(x for k in ("alone", "podprof", "perf -p", "perf -a") for x in (r[k]["lat50"], r[k]["lat99"]))))
+    print()
+    print("The stop a new thread gets, beside its floor: bench-mintrace (tests/bench/mintrace.c) traces the "
+          "fixture as podprof does (PTRACE_O_TRACECLONE, woken by SIGCHLD on a signalfd) and lets every stop go "
+          "at once, doing nothing else. *Clone to resume*: from the thread's creation (perf's "
+          "sched_process_fork) to the tracer thread's first wake-up of it (sched_waking: its PTRACE_CONT), "
+          "all CPUs traced for 1 s of each window (the tracepoints cost the start latency of those runs a "
+          "little), every rep's threads pooled.\n")
+    print("| threads/s | start latency us p50/p99 alone | mintrace | podprof | clone to resume us p50/p99 "
+          "mintrace (threads) | podprof (threads) |")
+    print("|---|---|---|---|---|---|")
+    for rate, r in rows:
+        mt, pp = r["mintrace"]["resume"], r["podprof"]["resume"]
+        print("| %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f (%d) | %.0f / %.0f (%d) |" % (
+            rate, r["alone"]["lat50"], r["alone"]["lat99"], r["mintrace"]["lat50"], r["mintrace"]["lat99"],
+            r["podprof"]["lat50"], r["podprof"]["lat99"], pct(mt, .5), pct(mt, .99), len(mt),
+            pct(pp, .5), pct(pp, .99), len(pp)))
     print()
 
 

@@ -165,6 +165,8 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 		return (l->name = base_strdup(PT_MARK_UNSAMPLED_NAME)) ? 0 : -ENOMEM;
 	if (a == PT_MARK_UNSEEN_WAIT)
 		return (l->name = base_strdup(PT_MARK_UNSEEN_WAIT_NAME)) ? 0 : -ENOMEM;
+	if (a == PT_MARK_PENDING)
+		return (l->name = base_strdup(PT_MARK_PENDING_NAME)) ? 0 : -ENOMEM;
 	t0 = pt__now_ns();
 	if (pt_py_is_token(a))
 		return add_python_location(t, p, l, a);

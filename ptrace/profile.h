@@ -127,7 +127,13 @@ struct pt_profile {
 	 * PT_MARK_UNSAMPLED to `exited_stacks` stacks of threads that were
 	 * sampled and exited, or alone when there were none. */
 	uint64_t process_cpu_ns, unsampled_ns;   /* block: unsampled_ns, the ended threads' waits no tick saw */
-	uint64_t pending_ns;   /* no thread ended: the CPU the next samples carry */
+	/* What live threads used since their last sample (their next one
+	 * would carry it), as far as the samples fall short of the process's
+	 * CPU: added under PT_MARK_PENDING to `pending_stacks` stacks, each
+	 * thread's last one in the window (or alone: a thread not sampled in
+	 * it). */
+	uint64_t pending_ns, pending_stacks;
+	uint64_t unsettled_ns;   /* what the profile still lacks of process_cpu_ns */
 	uint64_t exited_threads, exited_stacks;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
@@ -140,6 +146,8 @@ struct pt_profile {
 #define PT_MARK_UNSAMPLED_NAME "[exited threads' CPU, not sampled]"
 #define PT_MARK_UNSEEN_WAIT (PT_MARK_BASE + 2)   /* waits of threads that ended unseen */
 #define PT_MARK_UNSEEN_WAIT_NAME "[exited threads' waits, not seen]"
+#define PT_MARK_PENDING (PT_MARK_BASE + 3)   /* CPU of live threads since their last sample */
+#define PT_MARK_PENDING_NAME "[CPU since the thread's last sample]"
 
 /* The profile of stack table st against t's current maps (read again
  * unless the process is gone): one map per executable mapping, one named

@@ -62,19 +62,22 @@ void pt_rule_stats(const struct pt_rule *r, struct pt_rule_stats *out)
 	*out = r->st;
 }
 
-uint64_t pt_rule_pending_ns(struct pt_rule *r)
+uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)
 {
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < pt_threads_count(r->t); i++) {
 		struct pt_thread *th = pt_threads_at(r->t, i);
 		struct pt_rule_thread *rt;
-		uint64_t run;
+		uint64_t run, ns;
 
 		if (th->flags & PT_TH_GONE || pt_thread_read_sched(th, &run, NULL, NULL))
 			continue;
 		rt = pt__rt(th);
-		sum += rt->acc_ns + rt->cpu_ns + (run > rt->last_run_ns ? run - rt->last_run_ns : 0);
+		ns = rt->acc_ns + rt->cpu_ns + (run > rt->last_run_ns ? run - rt->last_run_ns : 0);
+		if (fn && ns)
+			fn(arg, th->tid, ns);
+		sum += ns;
 	}
 	return sum;
 }
@@ -125,7 +128,11 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	rt->tick_cpu = sched_getcpu();
 	if (rt->credit_ns > 4 * cpu_period_ns)
 		rt->credit_ns = 4 * cpu_period_ns;
-	rt->cpu_ns = rt->acc_ns;
+	/* Added to what an earlier selection's stop left: a capture that
+	 * failed, a batch dropped at an exec or a late stop with no slot gives
+	 * no sample and says nothing (1 s of 8 lost in a 2 Hz profile of four
+	 * busy threads on two cores, before). */
+	rt->cpu_ns += rt->acc_ns;
 	rt->acc_ns = 0;
 	return 1;
 }

@@ -27,8 +27,10 @@ int pt_rule_new(struct pt_rule **out, struct pt_tracee *t);
 void pt_rule_free(struct pt_rule *r);
 void pt_rule_stats(const struct pt_rule *r, struct pt_rule_stats *out);
 /* The CPU the live threads used since their last sample, which their next
- * sample will carry (one /proc read per thread). */
-uint64_t pt_rule_pending_ns(struct pt_rule *r);
+ * sample would carry (one /proc read per thread); each thread's, if fn is
+ * given, passed to it as it is read (threads with none are not). */
+typedef void (*pt_rule_pending_fn)(void *arg, pid_t tid, uint64_t ns);
+uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg);
 
 /* One CPU tick. A thread is due for a sample once it has used cpu_period_ns
  * of CPU since its last sample (one /proc read per thread that did not run,

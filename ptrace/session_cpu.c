@@ -10,7 +10,14 @@
  * are a fair draw of those that were not: 150 samples of short-lived
  * threads in a 5 s window at 100 Hz stood for 1.50 s, their clocks said
  * 1.52), each under a frame that says so (PT_MARK_UNSAMPLED); with none
- * sampled, to that frame alone. The profile's comment says how much. Owns
+ * sampled, to that frame alone. Before that, what the live threads used
+ * since their last sample (their next one would carry it: up to a period
+ * each, more for a thread a loaded machine kept off its core at the
+ * ticks), as far as the samples fall short: each thread's on its last stack
+ * of the window under PT_MARK_PENDING (alone for a thread not sampled in
+ * it). Settling only fills what the samples lack, so the total never
+ * passes the process's CPU (a window's first samples carry what their
+ * threads used before it). The profile's comment says how much. Owns
  * the session's stack table. Sampler thread only, as every session
  * hook. */
 #include "ptrace/session_cpu.h"
@@ -41,6 +48,9 @@ struct cpu_session {
 	struct base_map exited;  /* tids of the threads that ended in the window */
 	uint64_t exited_n;
 	int exited_full;         /* a tid could not be kept: no settling */
+	struct base_map last;    /* tid -> 1 + the entry of its last sample */
+	struct base_map by_entry;   /* at the end: entry + 1 -> its threads' pending CPU */
+	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
 };
 
 static int cpu_start(struct pt_session *ss)
@@ -58,25 +68,55 @@ static void cpu_on_exit(struct pt_session *ss, const struct pt_exit *x)
 	cs->exited_n++;
 	if (x->tid > 0 && base_map_put(&cs->exited, (uint64_t)x->tid, 1))
 		cs->exited_full = 1;
+	if (x->tid > 0)
+		base_map_del(&cs->last, (uint64_t)x->tid);   /* live threads only */
 }
 
-/* Adds a copy of entry e's stack under PT_MARK_UNSAMPLED, with cpu ns. */
-static int add_unsampled(struct pt_stacks *st, const struct pt_sample *e, uint64_t ns)
+/* At the end, each live thread's CPU since its last sample: summed per
+ * entry of its last stack of the window (by_entry: entry + 1 -> ns), or
+ * alone for a thread not sampled in it (or no room). */
+static void note_pending(void *arg, pid_t tid, uint64_t ns)
 {
-	int64_t v[PT_MAX_VALUES] = { 0, (int64_t)ns };
+	struct cpu_session *cs = arg;
+	uint64_t *id = base_map_get(&cs->last, (uint64_t)tid), *sum;
 
-	return pt_stacks_add_under(st, e, PT_MARK_UNSAMPLED, v);
+	if (!id)
+		cs->pend_alone += ns;
+	else if ((sum = base_map_get(&cs->by_entry, *id)))
+		*sum += ns;
+	else if (base_map_put(&cs->by_entry, *id, ns))
+		cs->pend_alone += ns;
 }
 
-/* The window's CPU that no sample carried, settled as the header says. */
+static uint64_t pending_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	struct cpu_session *cs = arg;
+	uint64_t *ns = base_map_get(&cs->by_entry, (uint64_t)id + 1);
+
+	(void)e;
+	(void)v;
+	return ns ? *ns : 0;
+}
+
+static uint64_t exited_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	struct cpu_session *cs = arg;
+
+	(void)id;
+	return e->tid > 0 && v[0] > 0 && base_map_get(&cs->exited, (uint64_t)e->tid) ? (uint64_t)v[0] : 0;
+}
+
+/* The window's CPU that no sample carried, settled as the header says. A
+ * stack refused (past max_stacks: counted as dropped) or no memory: the
+ * profile goes out with what is settled so far. */
 static void settle(struct cpu_session *cs, struct pt_profile *p)
 {
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
-	uint64_t cpu1 = pt_tracee_cpu_ns(cs->base.t), total = 0, weight = 0, left;
+	uint64_t cpu1 = pt_tracee_cpu_ns(cs->base.t), total, due, pending;
+	struct pt_spread spread = { .arg = cs };
 	struct pt_sample e;
 	int64_t v[PT_MAX_VALUES];
-	int err = 0;
 
 	p->exited_threads = cs->exited_n;
 	/* A window cut short by the target's exit or exec: its CPU clock then
@@ -90,40 +130,33 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
 		total += (uint64_t)v[1];
-		if (e.tid > 0 && base_map_get(&cs->exited, (uint64_t)e.tid))
-			weight += (uint64_t)v[0];
 	}
-	/* What the live threads used since their last sample, their next one
-	 * carries: said in the comment, not added (with no thread ended, all
-	 * that the samples lack). */
-	p->pending_ns = cs->base.rule ? pt_rule_pending_ns(cs->base.rule) : 0;
-	if (p->process_cpu_ns <= total + p->pending_ns || !cs->exited_n) {
-		p->pending_ns = p->process_cpu_ns > total ? p->process_cpu_ns - total : 0;
+	if (p->process_cpu_ns <= total)
+		return;
+	due = p->process_cpu_ns - total;
+	/* The live threads' first: what they used since their last sample. */
+	pending = cs->base.rule ? pt_rule_pending_ns(cs->base.rule, note_pending, cs) : 0;
+	if (pending) {
+		spread.mark = PT_MARK_PENDING;
+		spread.weight = pending_weight;
+		spread.alone = cs->pend_alone;
+		p->pending_ns = pt_stacks_spread(st, n, &spread, due < pending ? due : pending,
+						 &p->pending_stacks);
+		due -= p->pending_ns;
+	}
+	/* The rest is the ended threads' (with none ended, nobody's: left
+	 * out, the comment says how much the profile lacks). */
+	if (!due)
+		return;
+	if (!cs->exited_n) {
+		p->unsettled_ns = due;
 		return;
 	}
-	left = p->unsampled_ns = p->process_cpu_ns - total - p->pending_ns;
-	if (!weight) {
-		struct pt_sample none = { .pid = cs->base.req->pid, .comm = "", .syscall = -1 };
-
-		add_unsampled(st, &none, left);
-		return;
-	}
-	/* A stack refused (past max_stacks: counted as dropped) or no memory:
-	 * the profile goes out with what is settled so far. */
-	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t share;
-
-		pt_stacks_get(st, i, &e, v);
-		if (e.tid <= 0 || !base_map_get(&cs->exited, (uint64_t)e.tid) || v[0] <= 0)
-			continue;
-		/* in proportion to what is left: the last takes all of it */
-		share = (uint64_t)((double)left * (double)v[0] / (double)weight);
-		share = share > left ? left : share;
-		weight -= (uint64_t)v[0];
-		left -= share;
-		p->exited_stacks++;
-		err = add_unsampled(st, &e, share);
-	}
+	spread.mark = PT_MARK_UNSAMPLED;
+	spread.weight = exited_weight;
+	spread.alone = 0;
+	p->unsampled_ns = pt_stacks_spread(st, n, &spread, due, &p->exited_stacks);
+	p->unsettled_ns = due - p->unsampled_ns;
 }
 
 static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
@@ -132,11 +165,14 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	/* The CPU a thread used since it was last looked at covers one tick
 	 * period, or the session's if that is longer. */
 	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * ss->scale) };
+	int id;
 
 	cs->thread_samples++;
 	cs->scaled |= ss->scale > 1.0;
-	if (pt_stacks_add(cs->stacks, smp, v) < 0)
+	if ((id = pt_stacks_add(cs->stacks, smp, v)) < 0)
 		cs->dropped_ns += (uint64_t)v[1];
+	else if (smp->tid > 0)
+		base_map_put(&cs->last, (uint64_t)smp->tid, (uint64_t)id + 1);   /* no room: its pending goes alone */
 }
 
 static int cpu_finish(struct pt_session *ss)
@@ -160,6 +196,8 @@ static int cpu_finish(struct pt_session *ss)
 		p->process_cpu_ns = acct.process_cpu_ns;
 		p->unsampled_ns = acct.unsampled_ns;
 		p->pending_ns = acct.pending_ns;
+		p->pending_stacks = acct.pending_stacks;
+		p->unsettled_ns = acct.unsettled_ns;
 		p->exited_threads = acct.exited_threads;
 		p->exited_stacks = acct.exited_stacks;
 	}
@@ -169,7 +207,8 @@ static int cpu_finish(struct pt_session *ss)
 			"pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f "
 			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
 			" python_captures=%llu python_us_per_capture=%.2f"
-			" process_cpu_ms=%.1f unsampled_ms=%.1f exited_threads=%llu exited_stacks=%llu%s",
+			" process_cpu_ms=%.1f pending_ms=%.1f unsampled_ms=%.1f unsettled_ms=%.1f"
+			" exited_threads=%llu exited_stacks=%llu%s",
 			(int)req->pid, (unsigned long long)cs->thread_samples,
 			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
 			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
@@ -178,7 +217,8 @@ static int cpu_finish(struct pt_session *ss)
 			p ? p->nlocs : 0, (unsigned long long)ts.symtab_loads,
 			(double)ts.symtab_load_ns / 1e6, (unsigned long long)ts.py_captures,
 			ts.py_captures ? (double)ts.py_capture_ns / 1e3 / (double)ts.py_captures : 0.0,
-			(double)acct.process_cpu_ns / 1e6, (double)acct.unsampled_ns / 1e6,
+			(double)acct.process_cpu_ns / 1e6, (double)acct.pending_ns / 1e6,
+			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
 			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
 			atomic_load(&req->cancel) ? " (client gone)" : "");
 	return err;
@@ -190,6 +230,8 @@ static void cpu_free(struct pt_session *ss)
 
 	pt_stacks_free(cs->stacks);
 	base_map_free(&cs->exited);
+	base_map_free(&cs->last);
+	base_map_free(&cs->by_entry);
 }
 
 const struct pt_session_kind pt_kind_cpu = {

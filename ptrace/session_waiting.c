@@ -213,47 +213,21 @@ static void waits_on_clone(struct waits *w, pid_t child, uint64_t at_ns)
 		sn->at_ns = at_ns;
 }
 
+static uint64_t ended_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	(void)e;
+	return v[1] > 0 && base_map_get(arg, (uint64_t)id + 1) ? (uint64_t)v[1] : 0;
+}
+
 /* The waits no tick saw, `unseen` ns, settled on st as the header says
  * (ended: the entries of the ended threads' last waits). Returns how much
  * of it went in (a table full refuses the rest). */
-static uint64_t settle_unseen(struct pt_stacks *st, const struct base_map *ended, uint64_t unseen,
-			      pid_t pid)
+static uint64_t settle_unseen(struct pt_stacks *st, const struct base_map *ended, uint64_t unseen)
 {
-	size_t n = pt_stacks_count(st);
-	uint64_t weight = 0, left = unseen;
-	struct pt_sample e;
-	int64_t v[PT_MAX_VALUES];
-	int err = 0;
+	struct pt_spread spread = { .mark = PT_MARK_UNSEEN_WAIT, .weight = ended_weight,
+				    .arg = (void *)ended };
 
-	if (!left)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		pt_stacks_get(st, i, &e, v);
-		if (v[1] > 0 && base_map_get(ended, (uint64_t)i + 1))
-			weight += (uint64_t)v[1];
-	}
-	if (!weight) {
-		struct pt_sample none = { .pid = pid, .comm = "", .syscall = -1 };
-		int64_t u[PT_MAX_VALUES] = { 0, (int64_t)left };
-
-		return pt_stacks_add_under(st, &none, PT_MARK_UNSEEN_WAIT, u) ? 0 : left;
-	}
-	for (size_t i = 0; i < n && !err && weight; i++) {
-		int64_t u[PT_MAX_VALUES] = { 0, 0 };
-		uint64_t share;
-
-		pt_stacks_get(st, i, &e, v);
-		if (v[1] <= 0 || !base_map_get(ended, (uint64_t)i + 1))
-			continue;
-		/* in proportion to what is left: the last takes all of it */
-		share = (uint64_t)((double)left * (double)v[1] / (double)weight);
-		share = share > left ? left : share;
-		weight -= (uint64_t)v[1];
-		u[1] = (int64_t)share;
-		if (!(err = pt_stacks_add_under(st, &e, PT_MARK_UNSEEN_WAIT, u)))
-			left -= share;
-	}
-	return unseen - left;
+	return unseen ? pt_stacks_spread(st, pt_stacks_count(st), &spread, unseen, NULL) : 0;
 }
 
 /* ---- the continuous watch's waits ---------------------------------------- */
@@ -353,7 +327,7 @@ static int waiting_start(struct pt_session *ss)
 	if ((err = pt_stacks_merge(ws->copy, watch->stacks, 1)))
 		return err;
 	/* An empty copy: its entries have the watch's ids. */
-	ws->unseen_ns = settle_unseen(ws->copy, &watch->ended, watch->unseen_ns, ss->req->pid);
+	ws->unseen_ns = settle_unseen(ws->copy, &watch->ended, watch->unseen_ns);
 	return 0;
 }
 
@@ -391,8 +365,7 @@ static int waiting_finish(struct pt_session *ss)
 	int err;
 
 	if (ws->w)
-		ws->unseen_ns = settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns,
-					      ss->req->pid);
+		ws->unseen_ns = settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns);
 	err = pt_profile_build(st, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {

@@ -148,6 +148,57 @@ int pt_stacks_add_under(struct pt_stacks *st, const struct pt_sample *e, uint64_
 	return err < 0 ? err : 0;
 }
 
+/* share of `left` for weight w among `weight` left (w <= weight) */
+static uint64_t share_of(uint64_t left, uint64_t w, uint64_t weight)
+{
+	uint64_t share = w >= weight ? left : (uint64_t)((double)left * (double)w / (double)weight);
+
+	return share > left ? left : share;
+}
+
+uint64_t pt_stacks_spread(struct pt_stacks *st, size_t n, const struct pt_spread *s, uint64_t amount,
+			  uint64_t *copies)
+{
+	struct pt_sample alone = { .comm = "", .syscall = -1 }, e;
+	uint64_t weight = s->alone, left = amount, share;
+	int64_t v[PT_MAX_VALUES];
+
+	for (size_t i = 0; i < n; i++) {
+		pt_stacks_get(st, i, &e, v);
+		weight += s->weight(s->arg, i, &e, v);
+	}
+	if (!weight)
+		weight = 1;   /* nothing weighs: all of it alone */
+	for (size_t i = 0; i < n && left && weight > s->alone; i++) {
+		int64_t u[PT_MAX_VALUES] = { 0 };
+		uint64_t w;
+
+		pt_stacks_get(st, i, &e, v);
+		if (!(w = s->weight(s->arg, i, &e, v)))
+			continue;
+		share = share_of(left, w, weight);
+		weight -= w;
+		u[1] = (int64_t)share;
+		if (!share)
+			continue;
+		if (pt_stacks_add_under(st, &e, s->mark, u))
+			return amount - left;
+		left -= share;
+		if (copies)
+			(*copies)++;
+	}
+	if (left) {
+		int64_t u[PT_MAX_VALUES] = { 0, (int64_t)left };
+
+		if (pt_stacks_add_under(st, &alone, s->mark, u))
+			return amount - left;
+		left = 0;
+		if (copies)
+			(*copies)++;
+	}
+	return amount;
+}
+
 void pt_stacks_add_to(struct pt_stacks *st, size_t id, const int64_t *v)
 {
 	for (int k = 0; k < PT_MAX_VALUES; k++)

@@ -36,6 +36,23 @@ size_t pt_stacks_nframes(const struct pt_stacks *st);
  * as pt_stacks_add, 0 for an id. */
 int pt_stacks_add_under(struct pt_stacks *st, const struct pt_sample *e, uint64_t mark,
 			const int64_t *v);
+/* What pt_stacks_spread spreads, and over what. */
+struct pt_spread {
+	uint64_t mark;                 /* the leaf frame every share goes under */
+	/* entry id's weight (e, v: the entry), 0 for an entry that takes none */
+	uint64_t (*weight)(void *arg, size_t id, const struct pt_sample *e, const int64_t *v);
+	void *arg;
+	uint64_t alone;                /* a weight beside the entries': its share goes under the mark alone */
+};
+/* Adds `amount` (as the second value, the first 0) under s->mark to copies
+ * of entries 0..n-1 (n <= pt_stacks_count) in proportion to their weights
+ * and s->alone's, rounding losing nothing (each share is what is left in
+ * proportion to the weight left); all of it under the mark alone when
+ * nothing weighs. Stops at the first refusal (a table full: the rest is
+ * not added). Returns the amount added; *copies (if not NULL) counts the
+ * stacks that took a share. */
+uint64_t pt_stacks_spread(struct pt_stacks *st, size_t n, const struct pt_spread *s, uint64_t amount,
+			  uint64_t *copies);
 /* Adds v[0..PT_MAX_VALUES) to entry id (< pt_stacks_count). */
 void pt_stacks_add_to(struct pt_stacks *st, size_t id, const int64_t *v);
 /* Entry id (< pt_stacks_count) as a sample (its frames, name and state,

@@ -39,15 +39,21 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		 " dropped_stacks=%" PRIu64, in.hz, in.thread_samples, in.dropped_stacks);
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
-	if (pr->process_cpu_ns && !pr->unsampled_ns) {
+	/* What the samples did not carry (ptrace/session_cpu.c): the live
+	 * threads' CPU since their last sample, then the ended threads'. */
+	if (pr->process_cpu_ns) {
 		snprintf(comment, sizeof(comment),
 			 "podprof: process_cpu_ns=%" PRIu64 " over the window; pending_ns=%" PRIu64
-			 " used since their last sample by threads that carry it to their next one",
-			 pr->process_cpu_ns, pr->pending_ns);
+			 " (%.1f%%) used by live threads since their last sample, added under \""
+			 PT_MARK_PENDING_NAME "\" to %" PRIu64 " stacks (each thread's last); "
+			 "unsettled_ns=%" PRIu64 " the profile lacks",
+			 pr->process_cpu_ns, pr->pending_ns,
+			 100.0 * (double)pr->pending_ns / (double)pr->process_cpu_ns, pr->pending_stacks,
+			 pr->unsettled_ns);
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
-	} else if (pr->process_cpu_ns) {
-		/* What the samples did not carry (ptrace/session_cpu.c). */
+	}
+	if (pr->process_cpu_ns && pr->unsampled_ns) {
 		snprintf(comment, sizeof(comment),
 			 "podprof: process_cpu_ns=%" PRIu64 " over the window; unsampled_ns=%" PRIu64
 			 " (%.1f%%) used by threads between samples (%" PRIu64 " threads ended), "

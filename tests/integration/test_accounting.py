@@ -111,6 +111,46 @@ def short_lived_threads_cpu_adds_up():
           "no comment on the unsampled CPU:\n%s" % raw[:1500])
 
 
+PENDING = "[CPU since the thread's last sample]"
+
+
+@test
+def live_threads_cpu_since_their_last_sample_is_settled():
+    """Four busy threads on the machine's cores, profiled at 2 Hz for 4 s:
+    each is due a sample once it has used half a second of CPU and is found
+    running at a tick, so at the window's end each holds up to a second or
+    so its next sample would carry. That CPU goes to each thread's last
+    stack under its own frame (alone for a thread no tick sampled in the
+    window), as far as the samples fall short: the total is the process's
+    CPU within 5 %, and the comment says how much."""
+    b = lib.Fixture(threads=4)
+    pp = Podprof("--pid", str(b.pid))
+    bg = ProfileInBackground(pp, "seconds=4&hz=2")
+    pp.wait_log(r"profile: started", 10)
+    c0 = lib.cpu_ticks(b.pid) * 1e9 / os.sysconf("SC_CLK_TCK")
+    pp.wait_log(r"profile: done", 40)
+    c1 = lib.cpu_ticks(b.pid) * 1e9 / os.sysconf("SC_CLK_TCK")
+    path = save(bg.result(), "busy-hz2.pb.gz")
+    pp.stop()
+    b.stop()
+    tr = traces(path)
+    total, used = sum(v for v, _ in tr), c1 - c0
+    pend = [(v, fr) for v, fr in tr if PENDING in fr]
+    print("  info: profile %.2f s, process %.2f s (ratio %.3f); %.2f s of it on %d stacks under %s" % (
+        total / 1e9, used / 1e9, total / used, sum(v for v, _ in pend) / 1e9, len(pend), PENDING))
+    raw = pprof("-raw", path)
+    m = re.search(r"pending_ns=(\d+) \([\d.]+%\) used by live threads since their last sample", raw)
+    print("  info: %s" % " | ".join(re.findall(r"podprof: process_cpu_ns.*", raw)))
+    check(abs(total / used - 1) <= 0.05, "the profile holds %.2f s of the process's %.2f s" % (
+        total / 1e9, used / 1e9))
+    on_stacks = sum(v for v, fr in pend if "level3" in fr)
+    check(pend and all(fr[0] == PENDING and ("level3" in fr or fr == [PENDING]) for _, fr in pend) and
+          on_stacks >= 0.5 * sum(v for v, _ in pend),
+          "the live threads' pending CPU is not on their stacks: %s" % pend[:5])
+    check(m and abs(int(m.group(1)) - sum(v for v, _ in pend)) <= 0.01 * int(m.group(1)),
+          "the comment does not say the pending CPU settled:\n%s" % raw[:1500])
+
+
 @test
 def signals_raised_by_new_threads_all_delivered():
     """Each new thread (1000 a second) raises a signal at its first

@@ -86,6 +86,11 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 			F.wait[k] += F.wait_at_stop;
 			fake_burn(k, 0, 0);
 		}
+		if (F.lose) {   /* a capture that failed: no sample, nothing said */
+			F.lose--;
+			sel[i]->flags &= ~PT_TH_TICK;
+			continue;
+		}
 		if ((sel[i]->flags & PT_TH_TICK) && ops->keep &&
 		    !ops->keep(ops->arg, sel[i], pt__now_ns(), &F.regs)) {
 			sel[i]->flags &= ~PT_TH_TICK;

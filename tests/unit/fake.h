@@ -33,6 +33,7 @@ struct fake {
 	const uint64_t *frames;         /* each capture's stack */
 	int nframes;
 	int kept;                       /* stops keep() accepted */
+	int lose;                       /* stops that give no sample (a capture that failed) */
 	/* what fake_on_sample and fake_on_state got */
 	pid_t sampled[64];
 	uint64_t weight[64];

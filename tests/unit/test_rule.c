@@ -103,6 +103,24 @@ TEST(rule_credit_is_kept_to_four_periods)
 	fake_teardown();
 }
 
+TEST(rule_cpu_of_a_stop_that_gave_no_sample_goes_with_the_next)
+{
+	fake_setup(1, 16);
+	fake_running(0);
+	fake_burn(0, PERIOD, 0);
+	ASSERT_EQ(tick(), 1);
+	/* Selected, stopped, but its capture failed (or its batch was dropped,
+	 * or its late stop found no room): no sample carried that period. */
+	fake_burn(0, 2 * PERIOD, 0);
+	F.lose = 1;
+	ASSERT_EQ(tick(), 0);
+	ASSERT(selected(0));
+	fake_burn(0, PERIOD, 0);
+	ASSERT_EQ(tick(), 1);
+	ASSERT_U64_EQ(weight_of(0), 3 * PERIOD);   /* was PERIOD: two periods lost */
+	fake_teardown();
+}
+
 TEST(rule_tick_takes_max_per_tick_and_rotates)
 {
 	int seen[5] = { 0 };

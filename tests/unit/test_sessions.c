@@ -248,6 +248,79 @@ TEST(stacks_intern_by_thread_and_stack_in_first_sight_order)
 	pt_stacks_free(st);
 }
 
+static uint64_t spread_by_tid(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	(void)arg;
+	(void)id;
+	(void)v;
+	return e->tid == 1 ? 1 : e->tid == 2 ? 3 : 0;   /* thread 1: a quarter, 2: three */
+}
+
+static uint64_t spread_none(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	(void)arg;
+	(void)id;
+	(void)e;
+	(void)v;
+	return 0;
+}
+
+TEST(stacks_spread_in_proportion_losing_nothing)
+{
+	struct pt_stacks *st;
+	uint64_t f1[2] = { 0x1000, 0x2000 }, f2[2] = { 0x1000, 0x3000 }, copies = 0;
+	struct pt_sample a = { .tid = 1, .comm = "a", .frames = f1, .n = 2 };
+	struct pt_sample b = { .tid = 2, .comm = "b", .frames = f2, .n = 2 };
+	struct pt_sample c = { .tid = 3, .comm = "c", .frames = f2, .n = 2 };
+	struct pt_spread s = { .mark = 0x60000000000099ull, .weight = spread_by_tid };
+	int64_t v[PT_MAX_VALUES] = { 1, 10 };
+	struct pt_sample e;
+	uint64_t sum = 0;
+
+	ASSERT_OK(pt_stacks_new(&st, 16));
+	pt_stacks_add(st, &a, v);
+	pt_stacks_add(st, &b, v);
+	pt_stacks_add(st, &c, v);
+	/* 1001 over weights 1 and 3: 250 and the rest, under the mark, for no
+	 * thread; c weighs nothing */
+	ASSERT_EQ(pt_stacks_spread(st, 3, &s, 1001, &copies), 1001);
+	ASSERT_EQ(copies, 2);
+	ASSERT_EQ(pt_stacks_count(st), 5);
+	pt_stacks_get(st, 3, &e, v);
+	ASSERT(e.tid == 0 && e.n == 3 && e.frames[0] == s.mark && e.frames[2] == 0x2000);
+	ASSERT_EQ(v[0], 0);
+	ASSERT_EQ(v[1], 250);
+	pt_stacks_get(st, 4, &e, v);
+	ASSERT(e.frames[0] == s.mark && e.frames[2] == 0x3000);
+	ASSERT_EQ(v[1], 751);
+	/* with a weight beside the entries': its share goes under the mark
+	 * alone */
+	s.alone = 4;
+	copies = 0;
+	ASSERT_EQ(pt_stacks_spread(st, 3, &s, 800, &copies), 800);
+	ASSERT_EQ(copies, 3);
+	for (size_t i = 0; i < pt_stacks_count(st); i++) {
+		pt_stacks_get(st, i, &e, v);
+		if (e.n == 1 && e.frames[0] == s.mark)
+			ASSERT_EQ(v[1], 400);
+		if (e.tid == 0)
+			sum += (uint64_t)v[1];
+	}
+	ASSERT_EQ(sum, 1001 + 800);
+	/* nothing weighs: all of it alone */
+	s.weight = spread_none;
+	s.alone = 0;
+	ASSERT_EQ(pt_stacks_spread(st, 3, &s, 99, NULL), 99);
+	pt_stacks_free(st);
+	/* a table full refuses the copies: what went in is said */
+	ASSERT_OK(pt_stacks_new(&st, 3));
+	pt_stacks_add(st, &a, v);
+	pt_stacks_add(st, &b, v);
+	s.weight = spread_by_tid;
+	ASSERT_EQ(pt_stacks_spread(st, 2, &s, 1000, NULL), 250);   /* a's copy fits, b's does not */
+	pt_stacks_free(st);
+}
+
 TEST(stacks_merge_with_sign_and_drop_zero)
 {
 	struct pt_stacks *x, *y;

@@ -59,6 +59,22 @@ static enum pt__ev resume(struct pt_tracee *t, struct pt_thread *th, int sig)
 	return PT__EV_HANDLED;
 }
 
+/* A stop other than our interrupt's came to th: the interrupt we may have
+ * sent it is spent. PTRACE_INTERRUPT promises one trap after it, of any
+ * kind: every trap (a signal's stop, a clone or exec event) clears the
+ * interrupt pending when it begins, so one sent before this stop began
+ * brings no stop of its own. Kept waiting for it, th was never sampled
+ * again: a thread of a Go program running its own profiler (a SIGPROF
+ * every 2.5 ms) went unsampled for seconds, 20-35 % of the process's CPU
+ * in no sample. One sent while th was in this stop does bring a stop when
+ * it ends: that one is resumed as a late interrupt (on_event_stop). */
+static void interrupt_spent(struct pt_thread *th)
+{
+	/* and no sample comes of it: the CPU it was to carry waits for the
+	 * next (rule.c look) */
+	th->flags &= ~(PT_TH_INTERRUPTING | PT_TH_WANTED | PT_TH_LATE | PT_TH_TICK);
+}
+
 /* PTRACE_EVENT_STOP: our interrupt, a new thread's first stop, or a
  * group-stop. */
 static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int sig)
@@ -111,24 +127,45 @@ static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 	return pt__batch_unwind_clone_leaf(t, cap, t->clone_frames, t->o.max_frames, n);
 }
 
-/* Lets a new thread go from its first stop if it has reached it (a stop
- * resumed before it is reaped is never reported); 1 if it runs now. Over
- * the cap it is let go untraced at its stop (on_clone), never run traced
- * and unknown. */
+/* 1 if status is a new thread's first stop: its birth trap. A thread born
+ * while its process was stopping for a signal stops first in that
+ * group-stop instead (it joins it), which must be kept (on_event_stop). */
+static int is_birth_stop(int status)
+{
+	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(status) == SIGTRAP;
+}
+
+/* Lets a new thread go from its first stop if it has reached it; 1 if it
+ * runs now. Its stop is either reaped already, by the poll under way (the
+ * newest tracee is waited for first), and taken from there, or looked at
+ * now and ended by our PTRACE_CONT (a stop resumed before it is reaped is
+ * never reported). Anything but a birth stop is left to the poll, once the
+ * thread is known. Over the cap it is let go untraced at its stop
+ * (on_clone), never run traced and unknown. */
 static int let_child_go(struct pt_tracee *t, pid_t tid)
 {
-	return !t->detaching && t->n < (size_t)t->o.max_threads && !pt_threads_find(t, tid) &&
-	       !ptrace(PTRACE_CONT, tid, 0, 0);
+	struct pt_tracer *tr = t->tr;
+	int status, held, k;
+
+	if (t->detaching || t->n >= (size_t)t->o.max_threads || pt_threads_find(t, tid))
+		return 0;
+	for (k = 0; k < tr->nreaped && tr->reaped[k].tid != tid; k++) {
+	}
+	if (k < tr->nreaped) {
+		if (!is_birth_stop(tr->reaped[k].status))
+			return 0;
+		tr->reaped[k].tid = 0;   /* answered here */
+	} else if (pt__events_wait(tid, &status, 0, &held) != tid || !held || !is_birth_stop(status)) {
+		return 0;
+	}
+	return !ptrace(PTRACE_CONT, tid, 0, 0);
 }
 
 /* A clone event: the new thread waits in its first stop until we let it
  * go, its parent in this event stop until we resume it. The child first:
- * if it is not known yet and has reached its stop, it is resumed at once,
- * before anything else is done for it (a stop resumed before it was
- * reaped is never reported; one this poll has already reaped, waiting
- * among the statuses of unknown threads, is dropped there:
- * PT_TH_BIRTH_RESUMED, see tracer.c); else its stop comes through the poll
- * as any other, after it is known.
+ * if it is not known yet and has reached its birth stop, it is resumed at
+ * once, before anything else is done for it (let_child_go); else its stop
+ * comes through the poll as any other, after it is known.
  * The parent next, as soon as its stack is copied (when clone stacks are
  * asked for); then the child is registered (its /proc files opened when
  * first read, its CPU counted from its birth) and the event reported. */
@@ -138,10 +175,10 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
 	/* py_caps' last slot is the clone events' (see pt__capture_py_detect) */
 	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
-	struct pt_thread *child;
 	int took = 0, n = 0, resumed = 0;
 	enum pt__ev e;
 
+	interrupt_spent(th);
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
 		return resume(t, th, 0);
 	t->st.clones++;
@@ -162,8 +199,6 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (pt__threads_add(t, (pid_t)newtid, 1) < 0) {
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
-	} else if (resumed && (child = pt_threads_find(t, (pid_t)newtid))) {
-		child->flags |= PT_TH_BIRTH_RESUMED;
 	}
 	if (took)
 		n = unwind_clone_parent(t, cap);
@@ -254,12 +289,12 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 			 * interrupt at its handler's first instruction, as
 			 * often as it is signalled, not as often as it runs
 			 * there. So the sample is taken here, the thread
-			 * resumed with its signal (stop.c take), and the stop
-			 * our interrupt still owes comes later as a late one
-			 * (PT_TH_INTERRUPTING stays set: see on_event_stop). */
+			 * resumed with its signal (stop.c take). */
+			th->flags &= ~PT_TH_INTERRUPTING;   /* spent (interrupt_spent), its sample taken here */
 			th->resume_sig = WSTOPSIG(status);
 			return PT__EV_OURS;
 		}
+		interrupt_spent(th);
 		return resume(t, th, WSTOPSIG(status));
 	}
 }

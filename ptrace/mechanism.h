@@ -47,6 +47,13 @@ struct pt_tracer {
 	uint64_t late_ns;            /* time spent taking late stops (pt_tracer_take_late_ns) */
 	int self_sched_fd;           /* /proc/thread-self/schedstat, opened at first use */
 	int loadavg_fd;              /* /proc/loadavg, opened at first use */
+	/* Statuses a poll reaped from threads it did not know yet (a new
+	 * thread's first stop comes before its parent's clone event: the
+	 * newest tracee is waited for first), acted on at the poll's end once
+	 * their thread is known; a clone event in between takes its child's
+	 * (tid set to 0: events.c let_child_go). */
+	struct pt__reaped { pid_t tid; int status; } reaped[64];
+	int nreaped;
 };
 
 struct pt_tracee {

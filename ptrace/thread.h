@@ -22,7 +22,6 @@ struct pt_stat;
 #define PT_TH_TICK         0x20u   /* interrupted for a CPU sample (not a snapshot) */
 #define PT_TH_SIGNALLED    0x40u   /* resumed with a signal, maybe not on a core since */
 #define PT_TH_UNOPENED     0x80u   /* born while traced: its files opened at first use */
-#define PT_TH_BIRTH_RESUMED 0x100u /* let go at its parent's clone event (see events.c on_clone) */
 
 struct pt_thread {
 	pid_t pid, tid;            /* its process, itself (in our PID namespace) */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/events.h"
 #include "ptrace/proc.h"
@@ -95,8 +96,7 @@ static struct pt_tracee *owner(struct pt_tracer *tr, pid_t tid, struct pt_thread
 
 static int poll_events(struct pt_tracer *tr, int keep_woke)
 {
-	struct { pid_t tid; int status; } later[64];
-	int more = 1, nlater = 0, pending = 0, last_status = 0;
+	int more = 1, pending = 0, last_status = 0;
 	pid_t last = 0;
 
 	/* Not the tracer (no tracee of this thread): reap nothing, not even
@@ -113,9 +113,10 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 	if (!keep_woke)
 		tr->woke_ns = 0;
 
-	/* Stop reaping while later[] is full: a status taken must be acted on
+	/* Stop reaping while reaped[] is full: a status taken must be acted on
 	 * (a stop nobody resumes leaves its thread stopped). */
-	for (int k = 0; k < REAP_MAX && nlater < 64; k++) {
+	tr->nreaped = 0;
+	for (int k = 0; k < REAP_MAX && tr->nreaped < (int)BASE_LEN(tr->reaped); k++) {
 		struct pt_tracee *x;
 		struct pt_thread *th;
 		int status, held;
@@ -145,33 +146,28 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 			 * what is reaped is kept (an exit that came since, maybe). */
 			if (held && pt__events_reap(r, &status) <= 0)
 				continue;
-			later[nlater].tid = r;
-			later[nlater++].status = status;
+			tr->reaped[tr->nreaped].tid = r;
+			tr->reaped[tr->nreaped++].status = status;
 		}
 	}
-	for (int k = 0; k < nlater; k++) {
+	for (int k = 0; k < tr->nreaped; k++) {
+		struct pt__reaped *rp = &tr->reaped[k];
 		struct pt_tracee *x;
 		struct pt_thread *th;
 
-		if ((x = owner(tr, later[k].tid, &th))) {
-			/* A new thread's first stop, reaped before its parent's
-			 * clone event, whose handling has let it go since: the
-			 * thread runs, and may be in a stop of another kind now
-			 * that this one must not answer. */
-			if ((th->flags & PT_TH_BIRTH_RESUMED) && WIFSTOPPED(later[k].status) &&
-			    (later[k].status >> 16) == PTRACE_EVENT_STOP) {
-				th->flags &= ~PT_TH_BIRTH_RESUMED;
-				continue;
-			}
-			pt__stop_on_status(x, th, later[k].status, 0);
-		} else if (WIFSTOPPED(later[k].status)) {
+		if (!rp->tid)
+			continue;   /* a birth stop its parent's clone event answered */
+		if ((x = owner(tr, rp->tid, &th))) {
+			pt__stop_on_status(x, th, rp->status, 0);
+		} else if (WIFSTOPPED(rp->status)) {
 			/* Traced by us, known to no tracee (its process was
 			 * forgotten): let it go, with its signal if it had one. */
-			int sig = (later[k].status >> 16) == 0 ? WSTOPSIG(later[k].status) : 0;
+			int sig = (rp->status >> 16) == 0 ? WSTOPSIG(rp->status) : 0;
 
-			ptrace(PTRACE_DETACH, later[k].tid, 0, (void *)(long)sig);
+			ptrace(PTRACE_DETACH, rp->tid, 0, (void *)(long)sig);
 		}
 	}
+	tr->nreaped = 0;
 	for (struct pt_tracee *x = tr->tracees; x; x = x->next) {
 		pt_threads_compact(x);
 		for (size_t i = 0; i < x->n && !pending; i++)

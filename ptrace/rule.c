@@ -103,8 +103,12 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	rt->credit_ns += run - rt->last_run_ns;
 	rt->last_run_ns = run;
 	if (!sampling) {
-		/* A tick for thread states only: CPU used now is nobody's sample. */
+		/* A tick for thread states only: CPU used now is nobody's sample,
+		 * nor what an earlier stop left unreported (one in flight
+		 * reports its own). */
 		rt->acc_ns = rt->credit_ns = 0;
+		if (!(th->flags & PT_TH_INTERRUPTING))
+			rt->cpu_ns = 0;
 		return 0;
 	}
 	/* Resumed with a signal and not on a core since (events.c): the

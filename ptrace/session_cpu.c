@@ -50,14 +50,27 @@ struct cpu_session {
 	int exited_full;         /* a tid could not be kept: no settling */
 	struct base_map last;    /* tid -> 1 + the entry of its last sample */
 	struct base_map by_entry;   /* at the end: entry + 1 -> its threads' pending CPU */
+	struct base_map before;  /* tid -> its pending CPU at the start (used before the window) */
 	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
+	uint64_t pend_sum;       /* all the pending CPU of the window */
 };
+
+static void note_before(void *arg, pid_t tid, uint64_t ns)
+{
+	struct cpu_session *cs = arg;
+
+	base_map_put(&cs->before, (uint64_t)tid, ns);   /* no memory: counted as the window's */
+}
 
 static int cpu_start(struct pt_session *ss)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
 	cs->cpu0 = pt_tracee_cpu_ns(ss->t);
+	/* What each thread's next sample would carry from before the window:
+	 * not the window's, if it has no sample in it. */
+	if (ss->rule)
+		pt_rule_pending_ns(ss->rule, note_before, cs);
 	return pt_stacks_new(&cs->stacks, (size_t)ss->o->max_stacks);
 }
 
@@ -74,12 +87,16 @@ static void cpu_on_exit(struct pt_session *ss, const struct pt_exit *x)
 
 /* At the end, each live thread's CPU since its last sample: summed per
  * entry of its last stack of the window (by_entry: entry + 1 -> ns), or
- * alone for a thread not sampled in it (or no room). */
+ * alone for a thread not sampled in it (or no room), less what it had
+ * pending at the start. */
 static void note_pending(void *arg, pid_t tid, uint64_t ns)
 {
 	struct cpu_session *cs = arg;
-	uint64_t *id = base_map_get(&cs->last, (uint64_t)tid), *sum;
+	uint64_t *id = base_map_get(&cs->last, (uint64_t)tid), *sum, *was;
 
+	if (!id && (was = base_map_get(&cs->before, (uint64_t)tid)))
+		ns = ns > *was ? ns - *was : 0;
+	cs->pend_sum += ns;
 	if (!id)
 		cs->pend_alone += ns;
 	else if ((sum = base_map_get(&cs->by_entry, *id)))
@@ -113,7 +130,7 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 {
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
-	uint64_t cpu1 = pt_tracee_cpu_ns(cs->base.t), total, due, pending;
+	uint64_t cpu1 = pt_tracee_cpu_ns(cs->base.t), total, due, want;
 	struct pt_spread spread = { .arg = cs };
 	struct pt_sample e;
 	int64_t v[PT_MAX_VALUES];
@@ -134,29 +151,31 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	if (p->process_cpu_ns <= total)
 		return;
 	due = p->process_cpu_ns - total;
-	/* The live threads' first: what they used since their last sample. */
-	pending = cs->base.rule ? pt_rule_pending_ns(cs->base.rule, note_pending, cs) : 0;
-	if (pending) {
+	/* The live threads' first: what they used since their last sample
+	 * (a part the table refused is left unsettled, no ended thread's). */
+	if (cs->base.rule)
+		pt_rule_pending_ns(cs->base.rule, note_pending, cs);
+	if ((want = due < cs->pend_sum ? due : cs->pend_sum)) {
 		spread.mark = PT_MARK_PENDING;
 		spread.weight = pending_weight;
 		spread.alone = cs->pend_alone;
-		p->pending_ns = pt_stacks_spread(st, n, &spread, due < pending ? due : pending,
-						 &p->pending_stacks);
-		due -= p->pending_ns;
+		p->pending_ns = pt_stacks_spread(st, n, &spread, want, &p->pending_stacks);
+		p->unsettled_ns = want - p->pending_ns;
+		due -= want;
 	}
 	/* The rest is the ended threads' (with none ended, nobody's: left
 	 * out, the comment says how much the profile lacks). */
 	if (!due)
 		return;
 	if (!cs->exited_n) {
-		p->unsettled_ns = due;
+		p->unsettled_ns += due;
 		return;
 	}
 	spread.mark = PT_MARK_UNSAMPLED;
 	spread.weight = exited_weight;
 	spread.alone = 0;
 	p->unsampled_ns = pt_stacks_spread(st, n, &spread, due, &p->exited_stacks);
-	p->unsettled_ns = due - p->unsampled_ns;
+	p->unsettled_ns += due - p->unsampled_ns;
 }
 
 static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
@@ -169,10 +188,13 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 
 	cs->thread_samples++;
 	cs->scaled |= ss->scale > 1.0;
-	if ((id = pt_stacks_add(cs->stacks, smp, v)) < 0)
+	if ((id = pt_stacks_add(cs->stacks, smp, v)) < 0) {
 		cs->dropped_ns += (uint64_t)v[1];
-	else if (smp->tid > 0)
-		base_map_put(&cs->last, (uint64_t)smp->tid, (uint64_t)id + 1);   /* no room: its pending goes alone */
+		if (smp->tid > 0)
+			base_map_del(&cs->last, (uint64_t)smp->tid);   /* its pending goes alone */
+	} else if (smp->tid > 0 && base_map_put(&cs->last, (uint64_t)smp->tid, (uint64_t)id + 1)) {
+		base_map_del(&cs->last, (uint64_t)smp->tid);   /* no memory: the same */
+	}
 }
 
 static int cpu_finish(struct pt_session *ss)
@@ -232,6 +254,7 @@ static void cpu_free(struct pt_session *ss)
 	base_map_free(&cs->exited);
 	base_map_free(&cs->last);
 	base_map_free(&cs->by_entry);
+	base_map_free(&cs->before);
 }
 
 const struct pt_session_kind pt_kind_cpu = {

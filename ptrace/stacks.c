@@ -161,14 +161,15 @@ uint64_t pt_stacks_spread(struct pt_stacks *st, size_t n, const struct pt_spread
 {
 	struct pt_sample alone = { .comm = "", .syscall = -1 }, e;
 	uint64_t weight = s->alone, left = amount, share;
+	size_t had = pt_stacks_count(st);
 	int64_t v[PT_MAX_VALUES];
+	int refused = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
 		weight += s->weight(s->arg, i, &e, v);
 	}
-	if (!weight)
-		weight = 1;   /* nothing weighs: all of it alone */
+	/* nothing weighs: all of it alone, past the loop */
 	for (size_t i = 0; i < n && left && weight > s->alone; i++) {
 		int64_t u[PT_MAX_VALUES] = { 0 };
 		uint64_t w;
@@ -181,22 +182,19 @@ uint64_t pt_stacks_spread(struct pt_stacks *st, size_t n, const struct pt_spread
 		u[1] = (int64_t)share;
 		if (!share)
 			continue;
-		if (pt_stacks_add_under(st, &e, s->mark, u))
-			return amount - left;
+		if ((refused = pt_stacks_add_under(st, &e, s->mark, u) != 0))
+			break;
 		left -= share;
-		if (copies)
-			(*copies)++;
 	}
-	if (left) {
+	if (left && !refused) {
 		int64_t u[PT_MAX_VALUES] = { 0, (int64_t)left };
 
-		if (pt_stacks_add_under(st, &alone, s->mark, u))
-			return amount - left;
-		left = 0;
-		if (copies)
-			(*copies)++;
+		if (!pt_stacks_add_under(st, &alone, s->mark, u))
+			left = 0;
 	}
-	return amount;
+	if (copies)
+		*copies += pt_stacks_count(st) - had;
+	return amount - left;
 }
 
 void pt_stacks_add_to(struct pt_stacks *st, size_t id, const int64_t *v)

@@ -49,8 +49,8 @@ struct pt_spread {
  * and s->alone's, rounding losing nothing (each share is what is left in
  * proportion to the weight left); all of it under the mark alone when
  * nothing weighs. Stops at the first refusal (a table full: the rest is
- * not added). Returns the amount added; *copies (if not NULL) counts the
- * stacks that took a share. */
+ * not added). Returns the amount added; *copies (if not NULL) is added the
+ * number of new stacks (copies that merged with one made before are not). */
 uint64_t pt_stacks_spread(struct pt_stacks *st, size_t n, const struct pt_spread *s, uint64_t amount,
 			  uint64_t *copies);
 /* Adds v[0..PT_MAX_VALUES) to entry id (< pt_stacks_count). */

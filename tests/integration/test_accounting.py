@@ -115,6 +115,37 @@ PENDING = "[CPU since the thread's last sample]"
 
 
 @test
+def cpu_total_is_the_process_cpu_for_every_shape():
+    """The profile's total is the process's utime+stime over the window,
+    within 5 %, whatever the shape of the work (the thread per request has
+    its own test above): one busy thread; eight on two cores; threads in
+    bursts shorter than a tick; a churn of short threads created and
+    joined; a thread forking children that exit at once (the children's CPU
+    is theirs, not the process's)."""
+    shapes = (("one busy thread", 1, []), ("eight busy threads", 8, []),
+              ("bursts shorter than a tick", 1, ["-P", "4"]), ("thread churn", 1, ["-C", "2"]),
+              ("forking", 1, ["-F"]))
+    for name, threads, extra in shapes:
+        b = lib.Fixture(threads=threads, extra=extra)
+        pp = Podprof("--pid", str(b.pid))
+        bg = ProfileInBackground(pp, "seconds=3")
+        pp.wait_log(r"profile: started", 10)
+        c0 = lib.cpu_ticks(b.pid)
+        log = pp.wait_log(r"profile: done", 30)
+        c1 = lib.cpu_ticks(b.pid)
+        path = save(bg.result(), "shape.pb.gz")
+        pp.stop()
+        b.stop()
+        total = sum(v for v, _ in traces(path))
+        used = (c1 - c0) * 1e9 / os.sysconf("SC_CLK_TCK")
+        check(used > 0.2e9, "%s: the fixture used only %.2f s" % (name, used / 1e9))
+        print("  info: %s: profile %.2f s, process %.2f s (ratio %.3f); %s" % (
+            name, total / 1e9, used / 1e9, total / used, re.search(r"process_cpu_ms.*", log).group(0)))
+        check(abs(total / used - 1) <= 0.05, "%s: the profile holds %.2f s of the process's %.2f s" % (
+            name, total / 1e9, used / 1e9))
+
+
+@test
 def live_threads_cpu_since_their_last_sample_is_settled():
     """Four busy threads on the machine's cores, profiled at 2 Hz for 4 s:
     each is due a sample once it has used half a second of CPU and is found

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
 #include "ptrace/gopclntab.h"
@@ -142,8 +143,18 @@ static int add_go_location(struct pt_tracee *t, struct pt_profile_loc *l, uint64
 	return set_lines(l, gl, n) ? -ENOMEM : 1;
 }
 
-/* A new location for address a: its mapping and its name (the symbol, else
- * an honest "<module>+0x<vaddr>", else the address). */
+/* The frames podprof adds itself (profile.h), by name. */
+static const struct {
+	uint64_t addr;
+	const char *name;
+} marks[] = {
+	{ PT_MARK_UNSAMPLED, PT_MARK_UNSAMPLED_NAME },
+	{ PT_MARK_UNSEEN_WAIT, PT_MARK_UNSEEN_WAIT_NAME },
+	{ PT_MARK_PENDING, PT_MARK_PENDING_NAME },
+};
+
+/* A new location for address a: its mapping and its name (a mark's, the
+ * symbol, else an honest "<module>+0x<vaddr>", else the address). */
 static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 {
 	struct pt_profile_loc *l = &p->locs[p->nlocs];
@@ -161,12 +172,9 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 			l->map = (int)m;
 			break;
 		}
-	if (a == PT_MARK_UNSAMPLED)
-		return (l->name = base_strdup(PT_MARK_UNSAMPLED_NAME)) ? 0 : -ENOMEM;
-	if (a == PT_MARK_UNSEEN_WAIT)
-		return (l->name = base_strdup(PT_MARK_UNSEEN_WAIT_NAME)) ? 0 : -ENOMEM;
-	if (a == PT_MARK_PENDING)
-		return (l->name = base_strdup(PT_MARK_PENDING_NAME)) ? 0 : -ENOMEM;
+	for (size_t i = 0; i < BASE_LEN(marks); i++)
+		if (a == marks[i].addr)
+			return (l->name = base_strdup(marks[i].name)) ? 0 : -ENOMEM;
 	t0 = pt__now_ns();
 	if (pt_py_is_token(a))
 		return add_python_location(t, p, l, a);

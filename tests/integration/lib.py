@@ -340,7 +340,9 @@ LIBC_RE = re.compile(r"^(libc\.so\.6|ld-linux-x86-64\.so\.2)\+0x[0-9a-f]+$|^_dl_
 MAIN_TAIL = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 THREAD_TAIL = ["start_thread", "__clone3"]
 # The leaf frames podprof puts over CPU no sample carried (ptrace/profile.h).
-PODPROF_MARKS = {"[CPU since the thread's last sample]", "[exited threads' CPU, not sampled]"}
+MARK_UNSAMPLED = "[exited threads' CPU, not sampled]"
+MARK_PENDING = "[CPU since the thread's last sample]"
+PODPROF_MARKS = {MARK_UNSAMPLED, MARK_PENDING}
 KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
          # a sleeper caught while it runs between naps
          "sleeper", "clock_nanosleep", "__clock_nanosleep", "__nanosleep", "nanosleep"} | \

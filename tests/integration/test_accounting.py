@@ -15,7 +15,7 @@ from lib import (BUILD, PROCS, Podprof, ProfileInBackground, check, get_profile,
                  wait_untraced)
 
 TPR = os.path.join(BUILD, "fixtures", "tpr")
-MARK = "[exited threads' CPU, not sampled]"
+MARK = lib.MARK_UNSAMPLED
 UNSEEN = "[exited threads' waits, not seen]"
 
 
@@ -111,7 +111,7 @@ def short_lived_threads_cpu_adds_up():
           "no comment on the unsampled CPU:\n%s" % raw[:1500])
 
 
-PENDING = "[CPU since the thread's last sample]"
+PENDING = lib.MARK_PENDING
 
 
 @test

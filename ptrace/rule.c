@@ -291,7 +291,14 @@ static int select_due(struct pt_rule *r, uint64_t cpu_period_ns, uint64_t now, i
 	 * between a thread's look and the clock's reading at the last tick,
 	 * and a quiet thread read after the clock may count CPU the clock has
 	 * not seen yet; so every thread is looked at every FULL_LOOK_NS all
-	 * the same (what a thread used is never lost, only counted later). */
+	 * the same (what a thread used is never lost, only counted later).
+	 * Pass 1 runs only if pass 0 left room: with more running threads
+	 * than `max` it never does, and a thread once quiet (kept off its
+	 * core for QUIET_NS by a loaded machine) was never read again, never
+	 * sampled however long it ran after (one of four busy threads at
+	 * --max-stopped 1: no sample in 3 s). So the rotation's first thread
+	 * is read in pass 0, quiet or not: every thread is read at least every
+	 * n ticks, and a running one gets its turn. */
 	size_t first = n ? r->rr++ % n : 0;
 
 	for (int pass = 0; pass < 2 && nsel < max; pass++) {
@@ -306,9 +313,12 @@ static int select_due(struct pt_rule *r, uint64_t cpu_period_ns, uint64_t now, i
 		for (size_t k = 0; k < n && nsel < max; k++) {
 			struct pt_thread *th = pt_threads_at(r->t, (first + k) % n);
 
+			int quiet = pt__rt(th)->moved_at + QUIET_NS <= now;
+
 			if (partial && pcpu - r->pcpu_last <= moved)
 				break;   /* the threads that ran are all found */
-			if ((pt__rt(th)->moved_at + QUIET_NS <= now) != pass)
+			/* The rotation's first is read in pass 0 whatever it is. */
+			if (k == 0 ? pass == 1 : quiet != pass)
 				continue;
 			if (look(r, th, cpu_period_ns, now, &moved, sampling))
 				sel[nsel++] = th;

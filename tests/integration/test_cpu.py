@@ -59,7 +59,8 @@ def every_running_thread_gets_its_turn():
     tags = pprof("-tags", path)
     shares = {int(t): float(p) for p, t in re.findall(r"\(\s*([\d.]+)%\): (\d+)$", tags, re.M)}
     tids = set(int(t) for t in os.listdir("/proc/%d/task" % f.pid))
-    check(set(shares) == tids, "sampled tids %s, threads %s" % (sorted(shares), sorted(tids)))
+    done = [l for l in pp.log().splitlines() if "profile: done" in l]
+    check(set(shares) == tids, "sampled tids %s, threads %s; %s" % (sorted(shares), sorted(tids), done[-1:]))
     for tid, share in shares.items():
         truth = 100.0 * used.get(tid, 0) / total
         check(share >= 5 and abs(share - truth) <= 15,

@@ -141,6 +141,37 @@ TEST(rule_tick_takes_max_per_tick_and_rotates)
 	fake_teardown();
 }
 
+/* A thread whose CPU did not move at its looks for a while (kept off its
+ * core by a loaded machine) is "quiet": read after the others, only if
+ * they leave room. With more running threads than max_per_tick the others
+ * always fill the tick, so it was never looked at again and never sampled
+ * while it ran (CI: one of four busy threads at --max-stopped 1 had no
+ * sample in a 3 s profile). Its turn in the rotation now reads it. */
+TEST(rule_a_quiet_thread_still_gets_its_turn_when_others_fill_the_tick)
+{
+	int turns = 0;
+
+	fake_setup(4, 1);
+	for (int i = 0; i < 4; i++)
+		fake_running(i);
+	for (int k = 0; k < 4; k++) {
+		for (int i = 0; i < 4; i++)
+			fake_burn(i, 2 * PERIOD, 0);
+		ASSERT_EQ(tick(), 1);
+	}
+	/* Thread 1 last moved longer ago than the quiet threshold (20 ms). */
+	pt__rt(F.th[1])->moved_at -= 1000000000ull;
+	for (int k = 0; k < 16; k++) {
+		for (int i = 0; i < 4; i++)
+			fake_burn(i, 2 * PERIOD, 0);
+		ASSERT_EQ(tick(), 1);
+		turns += selected(1);
+	}
+	/* 16 stops over 4 equal threads: thread 1 gets its share. */
+	ASSERT(turns >= 3);
+	fake_teardown();
+}
+
 TEST(rule_skips_group_stopped_and_interrupted_threads)
 {
 	fake_setup(3, 16);

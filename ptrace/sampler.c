@@ -569,7 +569,10 @@ static void update_stats(struct pt_sampler *s)
 
 	for (int i = 0; i < s->ntg; i++) {
 		add_tracee_stats(&st, &s->tg[i]);
-		st.targets_attached += pt_tracee_attached(s->tg[i].t) != 0;
+		if (pt_tracee_attached(s->tg[i].t)) {
+			st.targets_attached++;
+			st.threads_traced += pt_threads_count(s->tg[i].t);
+		}
 	}
 	st.sessions_active = (uint64_t)count_sessions(s);
 	st.ticks = s->ticks;

@@ -91,6 +91,7 @@ struct pt_sampler_stats {
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's clone event */
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;
+	uint64_t threads_traced;      /* threads of the attached targets, now */
 	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (over budget) */
 	uint64_t rate_changes;
 };

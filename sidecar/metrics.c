@@ -79,6 +79,7 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("sessions_done_total", sessions_done, "Profiles finished."),
 	GAUGE("sessions_active", sessions_active, "Profiles running now."),
 	GAUGE("targets_attached", targets_attached, "Processes traced now (0 when idle)."),
+	GAUGE("threads_traced", threads_traced, "Threads of the traced processes followed now."),
 };
 
 /* A metric of the default target, from its /proc/<pid>/stat. */

@@ -49,7 +49,7 @@ ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads start
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
                 "these ';'-separated strings, e.g. '1 busy, 1000;8 busy, 100 Hz'")
-ap.add_argument("--versus", default="", help="cpu: also profile with this other build (a build "
+ap.add_argument("--versus", default="", help="cpu, tpr: also profile with this other build (a build "
                 "directory), in the same repetitions: an A/B of two builds")
 args = ap.parse_args()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -635,12 +635,12 @@ def tpr_mintrace(rate, seconds):
     return w
 
 
-def tpr_podprof(rate, seconds, hz):
+def tpr_podprof(rate, seconds, hz, binary=None):
     """A CPU profile of the fixture at hz, the fixture's marks taken as
     podprof logs the session's start and end."""
     import time
     f = Tpr(rate)
-    pp, port = start_podprof(f.pid)
+    pp, port = start_podprof(f.pid, binary=binary)
     time.sleep(TPR_WARM_S)
     out = os.path.join(TMP, "tpr.pb.gz")
     c = subprocess.Popen(["curl", "-sf", "-o", out, "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d"
@@ -712,15 +712,20 @@ def section_tpr():
     rows = []
     for rate in [int(x) for x in args.tpr_rates.split(",") if x]:
         runs = {"alone": [], "mintrace": [], "podprof": [], "perf -p": [], "perf -a": []}
+        if VERSUS:
+            runs["versus"] = []
         for _ in range(args.reps):
             runs["alone"].append(tpr_alone(rate, secs))
             runs["mintrace"].append(tpr_mintrace(rate, secs))
             runs["podprof"].append(tpr_podprof(rate, secs, hz))
+            if VERSUS:
+                runs["versus"].append(tpr_podprof(rate, secs, hz, binary=VERSUS))
             runs["perf -p"].append(tpr_perf(rate, secs, hz, False))
             runs["perf -a"].append(tpr_perf(rate, secs, hz, True))
         med = {k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "resume"} for k, v in runs.items()}
-        for k in ("mintrace", "podprof"):   # every rep's threads pooled
-            med[k]["resume"] = [x for r in runs[k] for x in r["resume"]]
+        for k in ("mintrace", "podprof", "versus"):   # every rep's threads pooled
+            if k in runs:
+                med[k]["resume"] = [x for r in runs[k] for x in r["resume"]]
         rows.append((rate, med))
         print("  done: tpr %d/s" % rate, file=sys.stderr, flush=True)
     print("### Thread per request: 1 steady thread + N short threads a second, each %d us of CPU (tpr), "
@@ -768,6 +773,18 @@ def section_tpr():
             r["podprof"]["lat50"], r["podprof"]["lat99"], pct(mt, .5), pct(mt, .99), len(mt),
             pct(pp, .5), pct(pp, .99), len(pp)))
     print()
+    if VERSUS:
+        print("The same for podprof of --versus %s, in the same repetitions:\n" % args.versus)
+        print("| threads/s | start latency us p50/p99 podprof | versus | clone to resume us p50/p99 podprof "
+              "| versus | accounting podprof | versus | done/s podprof | versus |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for rate, r in rows:
+            pp, vs = r["podprof"], r["versus"]
+            print("| %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.2f | %.2f | %.0f | %.0f |" % (
+                rate, pp["lat50"], pp["lat99"], vs["lat50"], vs["lat99"], pct(pp["resume"], .5),
+                pct(pp["resume"], .99), pct(vs["resume"], .5), pct(vs["resume"], .99), pp["ratio"], vs["ratio"],
+                pp["done_s"], vs["done_s"]))
+        print()
 
 
 def main():

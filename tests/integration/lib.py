@@ -347,8 +347,11 @@ KNOWN = {"hot_a", "hot_b", "level3", "level2", "level1", "worker",
          # a sleeper caught while it runs between naps
          "sleeper", "clock_nanosleep", "__clock_nanosleep", "__nanosleep", "nanosleep"} | \
     set(MAIN_TAIL) | set(THREAD_TAIL)
-# What threads run while handling SIGUSR1 (the handler, its write, sleepers).
-SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep"}
+# What threads run while handling SIGUSR1 (the handler, its write and the
+# cancellation point write is, named with libc's debug file; sleepers).
+SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock_nanosleep", "__nanosleep",
+                "__pthread_enable_asynccancel", "__GI___pthread_enable_asynccancel",
+                "__pthread_disable_asynccancel", "__GI___pthread_disable_asynccancel"}
 
 
 class PltFrames:

@@ -135,55 +135,34 @@ static int is_birth_stop(int status)
 	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(status) == SIGTRAP;
 }
 
-/* The poll sees a new thread's birth stop before its parent's clone event
- * (the newest tracee is waited for first), and the tracer can let it go
- * there, one wait and no more: else it reaps the stop, waits again for the
- * parent's event, reads the new tid from it, finds the child's stop in its
- * table and only then resumes it, 3-5 us more of the child's stop (a
- * tracer doing nothing else, bench-mintrace, resumed children 3-6 us
- * sooner at the median). Not while a tracee is detaching (the thread must
- * be let go untraced) or one is at its thread cap (it is let go untraced
- * at its stop, in on_clone): the thread could be either's. Resumed, it
- * runs traced and unknown until its parent's clone event registers it; a
- * stop or its end in between reaches the poll as an unknown thread's, and
- * the poll finds its process (tracer.c owner). */
-int pt__events_birth_early(struct pt_tracer *tr, pid_t tid, int status)
-{
-	if (!is_birth_stop(status))
-		return 0;
-	for (struct pt_tracee *x = tr->tracees; x; x = x->next)
-		if (x->detaching || x->n >= (size_t)x->o.max_threads)
-			return 0;
-	return !ptrace(PTRACE_CONT, tid, 0, 0);
-}
-
 /* Lets a new thread go from its first stop if it has reached it; 1 if it
- * runs now. Its stop is either seen already by the poll under way, which
- * resumed it (pt__events_birth_early) or reaped it, and taken from there,
- * or looked at now and ended by our PTRACE_CONT (a stop resumed before it
- * is reaped is never reported). Anything but a birth stop is left to the
- * poll, once the thread is known. Over the cap it is let go untraced at
- * its stop (on_clone). -1 if it has ended and is gone. */
+ * runs now. Its stop is either reaped already, by the poll under way (the
+ * newest tracee is waited for first), and taken from there, or looked at
+ * now and ended by our PTRACE_CONT (a stop resumed before it is reaped is
+ * never reported). Anything but a birth stop is left to the poll, once the
+ * thread is known. Over the cap it is let go untraced at its stop
+ * (on_clone), never run traced and unknown: an unknown thread's stop is
+ * reaped (tracer.c), and a signal's stop reaped loses its signal if
+ * podprof dies before resuming it (letting births go as the poll saw
+ * them, before their parent's event, did that: a SIGUSR1 lost in
+ * it/sigkill_at_random_moments_never_harms_the_target). -1 if the thread
+ * has ended and is gone. */
 static int let_child_go(struct pt_tracee *t, pid_t tid)
 {
 	struct pt_tracer *tr = t->tr;
 	int status, held, k;
 
-	for (k = 0; k < tr->nreaped && tr->reaped[k].tid != tid; k++) {
-	}
-	if (k < tr->nreaped && tr->reaped[k].resumed) {
-		tr->reaped[k].tid = 0;   /* running since the poll saw it */
-		return 1;
-	}
 	if (t->detaching || t->n >= (size_t)t->o.max_threads || pt_threads_find(t, tid))
 		return 0;
+	for (k = 0; k < tr->nreaped && tr->reaped[k].tid != tid; k++) {
+	}
 	if (k < tr->nreaped) {
 		if (!is_birth_stop(tr->reaped[k].status))
 			return 0;
 		tr->reaped[k].tid = 0;   /* answered here */
 	} else if ((k = pt__events_wait(tid, &status, 0, &held)) != tid || !held || !is_birth_stop(status)) {
-		/* No longer ours to wait for: resumed early by a poll before
-		 * this one, it ran and ended, its end reaped as no tracee's. */
+		/* No longer ours to wait for: it ended, its end reaped as no
+		 * tracee's (its process killed meanwhile, say). */
 		return k < 0 && errno == ECHILD ? -1 : 0;
 	}
 	return !ptrace(PTRACE_CONT, tid, 0, 0);

@@ -4,11 +4,8 @@
 #ifndef PT_EVENTS_H
 #define PT_EVENTS_H
 
-#include <sys/types.h>
-
 struct pt_thread;
 struct pt_tracee;
-struct pt_tracer;
 
 enum pt__ev { PT__EV_NONE, PT__EV_OURS, PT__EV_HANDLED, PT__EV_GONE };
 
@@ -27,11 +24,6 @@ int pt__events_wait(int pid, int *status, int flags, int *held);
  * (an exit that came since, maybe). */
 int pt__events_reap(int pid, int *status);
 
-/* A status held from a thread no tracee knows yet: if it is a new thread's
- * birth stop and every tracee could take one more thread, resumes it now,
- * before its parent's clone event is seen (see events.c). 1 if resumed:
- * its stop ended, never to be reported. */
-int pt__events_birth_early(struct pt_tracer *tr, pid_t tid, int status);
 /* Acts on one status of th, held (see pt__events_wait) or reaped. Returns
  * PT__EV_OURS when th is stopped for a capture we asked for (the caller
  * captures and resumes it). */

@@ -51,9 +51,8 @@ struct pt_tracer {
 	 * thread's first stop comes before its parent's clone event: the
 	 * newest tracee is waited for first), acted on at the poll's end once
 	 * their thread is known; a clone event in between takes its child's
-	 * (tid set to 0: events.c let_child_go). A birth stop resumed as it
-	 * was seen (pt__events_birth_early) is kept, not reaped, as resumed. */
-	struct pt__reaped { pid_t tid; int status; int resumed; } reaped[64];
+	 * (tid set to 0: events.c let_child_go). */
+	struct pt__reaped { pid_t tid; int status; } reaped[64];
 	int nreaped;
 };
 

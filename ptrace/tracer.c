@@ -141,15 +141,13 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 		last_status = status;
 		if ((x = known(tr, r, &th))) {
 			pt__stop_on_status(x, th, status, held);
-		} else if (held && pt__events_birth_early(tr, r, status)) {
-			/* A new thread's first stop, ended: never returned again. */
-			tr->reaped[tr->nreaped++] = (struct pt__reaped){ r, status, 1 };
 		} else {
 			/* Reaped now, else the next wait would return it again;
 			 * what is reaped is kept (an exit that came since, maybe). */
 			if (held && pt__events_reap(r, &status) <= 0)
 				continue;
-			tr->reaped[tr->nreaped++] = (struct pt__reaped){ r, status, 0 };
+			tr->reaped[tr->nreaped].tid = r;
+			tr->reaped[tr->nreaped++].status = status;
 		}
 	}
 	for (int k = 0; k < tr->nreaped; k++) {
@@ -159,8 +157,6 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 
 		if (!rp->tid)
 			continue;   /* a birth stop its parent's clone event answered */
-		if (rp->resumed)
-			continue;   /* running: its parent's clone event, to come, registers it */
 		if ((x = owner(tr, rp->tid, &th))) {
 			pt__stop_on_status(x, th, rp->status, 0);
 		} else if (WIFSTOPPED(rp->status)) {

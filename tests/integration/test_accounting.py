@@ -228,14 +228,11 @@ def metric(pp, name):
 @test
 def threads_that_end_at_once_are_not_kept():
     """Threads that end as soon as they start (2000 a second, 1 us of CPU
-    each) while a CPU profile runs: none is kept once it has ended. A new
-    thread is let go from its birth stop as the poll sees it, before its
-    parent's clone event, so it may end before that event registers it
-    (rare: not seen in 8000 threads); it must not be registered then, nor
-    kept by any other path (a thread that is no more, followed for good).
-    The threads followed (podprof_threads_traced) against the process's,
-    at a few moments: the exits not yet taken by the sampler come and go,
-    what is kept for good stays in every look."""
+    each) while a CPU profile runs: none is kept once it has ended (a
+    thread that is no more, followed for good). The threads followed
+    (podprof_threads_traced) against the process's, at a few moments: the
+    exits not yet taken by the sampler come and go, what is kept for good
+    stays in every look."""
     f = Tpr(2000, us=1)
     pp = Podprof("--pid", str(f.pid))
     bg = ProfileInBackground(pp, "seconds=4")

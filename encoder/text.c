@@ -29,6 +29,8 @@ static int cmp_id(const void *a, const void *b)
 	const struct enc_text_stack *x = *(const struct enc_text_stack *const *)a;
 	const struct enc_text_stack *y = *(const struct enc_text_stack *const *)b;
 
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
 	return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -48,6 +50,8 @@ int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **ou
 	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
 		const struct enc_text_stack *s = order[i];
 
+		if (s->pid && (!i || order[i - 1]->pid != s->pid))
+			base_buf_printf(&o, "process %" PRId64 " (%s):\n\n", s->pid, s->process ? s->process : "?");
 		base_buf_printf(&o, "goroutine %" PRId64 " [%s", s->id, s->state);
 		if (s->syscall)
 			base_buf_printf(&o, ", syscall %s", s->syscall);
@@ -76,6 +80,8 @@ struct group {
 static int cmp_stack(const struct enc_text_profile *p, const struct enc_text_stack *x,
 		     const struct enc_text_stack *y)
 {
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
 	for (uint32_t k = 0; k < x->n && k < y->n; k++) {
 		uint64_t a = p->locs[x->locs[k]].addr, c = p->locs[y->locs[k]].addr;
 
@@ -142,6 +148,9 @@ static void put_stack(struct base_buf *o, const struct enc_text_profile *p,
 	for (uint32_t k = 0; k < s->n; k++)
 		base_buf_printf(o, " %#" PRIx64, p->locs[s->locs[k]].addr);
 	base_buf_printf(o, "\n");
+	if (s->pid)
+		base_buf_printf(o, "# labels: {\"pid\":\"%" PRId64 "\", \"process\":\"%s\"}\n", s->pid,
+				s->process ? s->process : "?");
 	for (uint32_t k = 0; k < s->n; k++) {
 		const struct enc_text_loc *l = &p->locs[s->locs[k]];
 

@@ -30,6 +30,10 @@ struct enc_text_stack {
 	int64_t weight;         /* contention: the delay (ns) */
 	/* heap: inuse_objects, inuse_bytes, alloc_objects, alloc_bytes, as sampled */
 	int64_t heap[4];
+	/* A text of several processes: this stack's (its pid, 0: one process,
+	 * and name). Stacks of different processes are never grouped. */
+	int64_t pid;
+	const char *process;
 };
 
 struct enc_text_profile {
@@ -41,15 +45,19 @@ struct enc_text_profile {
 };
 
 /* debug=1: "<name> profile: total <nstacks>", then one record per distinct
- * stack (same addresses), counts summed, largest first: "N @ pc pc ...",
- * then "#\tpc\tname\tfile +off" per frame. The text goes into a new
+ * stack (same addresses, same process), counts summed, largest first:
+ * "N @ pc pc ...", a line "# labels: {"pid":"N", "process":"name"}" in a
+ * text of several processes (as Go prints a goroutine's labels), then
+ * "#\tpc\tname\tfile +off" per frame. The text goes into a new
  * buffer (the caller frees it with base_free) of at most max bytes.
  * Returns 0, -E2BIG past max, or -ENOMEM; *out is NULL on failure. */
 int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **out, size_t *len);
 
 /* goroutine?debug=2: one block per stack, by increasing id, shaped like
  * Go's panic output: "goroutine <id> [<state>, syscall <sc>, thread
- * "<name>"]:", then "name(...)" and "\tfile +off" per frame. Returns and
+ * "<name>"]:", then "name(...)" and "\tfile +off" per frame. In a text of
+ * several processes, by process (increasing pid), each under a line
+ * "process <pid> (<name>):". Returns and
  * owns as enc_text_count_encode. */
 int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **out, size_t *len);
 

@@ -295,5 +295,6 @@ void pt_profile_free(struct pt_profile *p)
 		base_free(p->timeline->events);
 		base_free(p->timeline);
 	}
+	base_free(p->procs);
 	base_free(p);
 }

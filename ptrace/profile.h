@@ -57,6 +57,14 @@ struct pt_timeline {
 	int truncated;       /* a cap was hit: the timeline ends early */
 };
 
+/* A process of a profile of several (pt_profile_merge). */
+struct pt_profile_proc {
+	pid_t pid;
+	char name[64];       /* comm, or the executable's base name */
+	const char *note;    /* what cut its part short ("exited", ...), a static string, or NULL */
+	int err;             /* it gave no part: the request's error for it (-ESRCH, -EPERM...), or 0 */
+};
+
 /* A finished profile in neutral form; indices are 0-based. */
 struct pt_profile_map {
 	uint64_t start, limit, offset;
@@ -90,6 +98,7 @@ struct pt_profile_sample {
 	char state;          /* R S D T ... when sampled */
 	int syscall;         /* system call it was in, or -1 */
 	unsigned int flags;  /* PT_SAMPLE_F_* */
+	uint32_t proc;       /* a profile of several processes: index into its procs */
 };
 #define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
 /* heap and allocs: what the target's allocation records said. */
@@ -137,6 +146,11 @@ struct pt_profile {
 	uint64_t exited_threads, exited_stacks;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
+	/* A profile of several processes: each sample's `proc` indexes these;
+	 * NULL and 0 for one process. */
+	struct pt_profile_proc *procs;
+	size_t nprocs;
+	size_t procs_left;   /* processes the request left out (a cap) */
 };
 
 /* Frames podprof adds itself, in place of an address (outside any user

@@ -24,16 +24,17 @@
 
 #include "ptrace/ptrace_internal.h"
 #include "base/mem.h"
+#include "ptrace/group.h"
 #include "ptrace/rate.h"
 #include "ptrace/rule.h"
 #include "ptrace/session.h"
+#include "ptrace/stats.h"
 #include "ptrace/stop.h"
 #include "ptrace/symbolize.h"
 #include "ptrace/threads.h"
 #include "ptrace/tracee.h"
 #include "ptrace/tracer.h"
 
-#define RING 4096          /* recent pauses kept for medians */
 #define MAX_TRACEES 64
 
 #define MAX_SLOTS 8
@@ -72,11 +73,11 @@ struct pt_sampler {
 	uint64_t next_tick;
 	uint64_t rng;              /* xorshift state for tick jitter */
 	uint64_t ticks, ticks_late;
+	int ngroups;               /* requests of several processes being served */
 	struct pt_sampler_stats retired;   /* counters of targets forgotten */
 	struct pt_rate rate;
 	/* stats */
-	uint64_t pauses[RING], unwinds[RING], sorted[RING];
-	size_t ring_n;
+	struct pt__timing_ring ring;   /* recent pauses and unwinds, under lock */
 	struct pt_sampler_stats st;
 };
 
@@ -126,15 +127,13 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 	return &tg->slot[tg->nslots++].p;
 }
 
-static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt__target *tg);
-
 /* Forgets target i, which no session uses: the last target takes its slot,
  * and the sessions of that one follow it there. */
 static void target_forget(struct pt_sampler *s, int i)
 {
 	struct pt__target *last = &s->tg[s->ntg - 1];
 
-	add_tracee_stats(&s->retired, &s->tg[i]);
+	pt__stats_add_target(&s->retired, s->tg[i].t, s->tg[i].rule);
 	target_free(&s->tg[i]);
 	s->tg[i] = *last;
 	s->ntg--;
@@ -215,17 +214,26 @@ static int target_attach(struct pt_sampler *s, struct pt__target *tg)
 
 /* ---- sessions ---------------------------------------------------------- */
 
+/* The requests with a window being served: a group's members count as
+ * one, their group. */
 static int count_sessions(const struct pt_sampler *s)
 {
-	int n = 0;
+	int n = s->ngroups;
 
 	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next)
-		n++;
+		n += !ss->req->group;
 	return n;
 }
 
+/* Answers req; a group's member is its group's, which is answered with
+ * its last member. */
 static void complete(struct pt_sampler *s, struct pt_request *req)
 {
+	if (req->group) {
+		if (!(req = pt__group_member_done(req)))
+			return;
+		s->ngroups--;
+	}
 	s->done(req, s->arg);
 }
 
@@ -298,6 +306,32 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 
 /* Serves one request: a session of its kind, answered now if it has no
  * window, else run by the ticks until it ends. */
+static void serve(struct pt_sampler *s, struct pt_request *req);
+
+/* Serves a request of several processes: each as a request of its own, the
+ * group answered with the last of them (complete). */
+static void serve_group(struct pt_sampler *s, struct pt_request *req)
+{
+	struct pt_request *members;
+	size_t n;
+
+	if (!req->kind || req->nprocs > PT_GROUP_MAX)
+		req->err = -EINVAL;
+	else if (windowed(req) && count_sessions(s) >= s->o.max_sessions)
+		req->err = -EBUSY;
+	else if (!pt__group_new(req, &members, &n))
+		req->err = -ENOMEM;
+	if (req->err) {
+		complete(s, req);
+		return;
+	}
+	s->ngroups++;
+	pt__sampler_log(s, 1, "%s: %zu processes", req->kind->name, n);
+	/* The last member answered frees them all: n and i are ours. */
+	for (size_t i = 0; i < n; i++)
+		serve(s, &members[i]);
+}
+
 static void serve(struct pt_sampler *s, struct pt_request *req)
 {
 	const struct pt_session_kind *k = req->kind;
@@ -305,9 +339,13 @@ static void serve(struct pt_sampler *s, struct pt_request *req)
 	struct pt_session *ss;
 	int err = 0;
 
+	if (req->nprocs && !req->group) {
+		serve_group(s, req);
+		return;
+	}
 	if (!k || (windowed(req) && (k->flags & PT_KIND_F_TICKS) && req->hz <= 0))
 		err = -EINVAL;
-	else if (windowed(req) && count_sessions(s) >= s->o.max_sessions)
+	else if (windowed(req) && !req->group && count_sessions(s) >= s->o.max_sessions)
 		err = -EBUSY;
 	else
 		tg = target_get(s, req->pid, &err);
@@ -343,7 +381,7 @@ static void end_sessions(struct pt_sampler *s, uint64_t now, int stopping)
 			   ((ss->kind->flags & PT_KIND_F_ATTACH) && !pt_tracee_attached(ss->t));
 		int execd = pt_tracee_exec_pending(ss->t);
 
-		if (!stopping && now < ss->end_ns && !atomic_load(&ss->req->cancel) && !gone &&
+		if (!stopping && now < ss->end_ns && !pt__request_cancelled(ss->req) && !gone &&
 		    !execd) {
 			pp = &ss->next;
 			continue;
@@ -413,9 +451,7 @@ static void on_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 	struct pt_sampler *s = arg;
 
 	pthread_mutex_lock(&s->lock);
-	s->pauses[s->ring_n % RING] = pause_ns;
-	s->unwinds[s->ring_n % RING] = unwind_ns;
-	s->ring_n++;
+	pt__stats_ring_add(&s->ring, pause_ns, unwind_ns);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -508,59 +544,12 @@ static void tick(struct pt_sampler *s, uint64_t now)
 
 /* ---- stats -------------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out)
 {
-	uint64_t *tmp = s->sorted;   /* guarded by s->lock */
-	size_t n;
-
 	pthread_mutex_lock(&s->lock);
 	*out = s->st;
-	n = s->ring_n < RING ? s->ring_n : RING;
-	if (n) {
-		memcpy(tmp, s->pauses, n * sizeof(*tmp));
-		qsort(tmp, n, sizeof(*tmp), cmp_u64);
-		out->pause_p50_ns = tmp[n / 2];
-		out->pause_p99_ns = tmp[n * 99 / 100];
-		memcpy(tmp, s->unwinds, n * sizeof(*tmp));
-		qsort(tmp, n, sizeof(*tmp), cmp_u64);
-		out->unwind_p50_ns = tmp[n / 2];
-		out->unwind_p99_ns = tmp[n * 99 / 100];
-	}
+	pt__stats_ring_quantiles(&s->ring, out);   /* its scratch guarded by s->lock */
 	pthread_mutex_unlock(&s->lock);
-}
-
-static void add_tracee_stats(struct pt_sampler_stats *st, const struct pt__target *tg)
-{
-	struct pt_tracee_stats ts;
-	struct pt_rule_stats rs;
-
-	pt_tracee_stats(tg->t, &ts);
-	pt_rule_stats(tg->rule, &rs);
-	st->thread_samples += ts.thread_samples;
-	st->stops += ts.stops;
-	st->late_stops += ts.late_stops;
-	st->preempted_stops += rs.preempted_stops;
-	st->incomplete_stacks += ts.incomplete_stacks;
-	st->signals_reinjected += ts.signals_reinjected;
-	st->frames_total += ts.frames_total;
-	st->pause_ns_total += ts.pause_ns_total;
-	st->unwind_ns_total += ts.unwind_ns_total;
-	st->snapshot_stops += rs.snapshot_stops;
-	st->snapshot_reused += rs.snapshot_reused;
-	st->maps_rereads += ts.maps_rereads;
-	st->short_copies += ts.short_copies;
-	st->signal_copies += ts.signal_copies;
-	st->group_stops += ts.group_stops;
-	st->clones += ts.clones;
-	st->clones_resumed_at_once += ts.clones_resumed_at_once;
-	st->execs += ts.execs;
 }
 
 static void update_stats(struct pt_sampler *s)
@@ -568,7 +557,7 @@ static void update_stats(struct pt_sampler *s)
 	struct pt_sampler_stats st = s->retired;
 
 	for (int i = 0; i < s->ntg; i++) {
-		add_tracee_stats(&st, &s->tg[i]);
+		pt__stats_add_target(&st, s->tg[i].t, s->tg[i].rule);
 		if (pt_tracee_attached(s->tg[i].t)) {
 			st.targets_attached++;
 			st.threads_traced += pt_threads_count(s->tg[i].t);

@@ -22,9 +22,18 @@
  * ptrace/session.h. */
 struct pt_session_kind;
 
+struct pt__group;
+
 struct pt_request {
 	const struct pt_session_kind *kind;
 	pid_t pid;
+	/* Several processes instead (nprocs > 0, pid ignored): each served
+	 * alone, the answer one profile of them all, each sample marked with
+	 * its process (pt_profile_merge). procs[i].pid and .name are the
+	 * caller's; at most PT_GROUP_MAX. */
+	const struct pt_profile_proc *procs;
+	size_t nprocs;
+	size_t nprocs_left;     /* more the caller left out (its cap): said in the profile */
 	uint64_t duration_ns;   /* kinds with a window: its length (0: none, where allowed) */
 	int hz;                 /* kinds with a window: the rate of its ticks */
 	uint64_t *addrs;        /* symbols: input, owned by the caller */
@@ -36,8 +45,11 @@ struct pt_request {
 	void *user;
 	/* private */
 	atomic_int cancel;
+	struct pt__group *group;   /* a group's member: its group */
 	struct pt_request *next;
 };
+
+#define PT_GROUP_MAX 64
 
 struct pt_sampler_opts {
 	size_t stack_bytes;

@@ -30,6 +30,7 @@
 
 #include "base/map.h"
 #include "base/mem.h"
+#include "ptrace/group.h"
 #include "ptrace/profile.h"
 #include "ptrace/rule.h"
 #include "ptrace/ptrace_internal.h"
@@ -242,7 +243,7 @@ static int cpu_finish(struct pt_session *ss)
 			(double)acct.process_cpu_ns / 1e6, (double)acct.pending_ns / 1e6,
 			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
 			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
-			atomic_load(&req->cancel) ? " (client gone)" : "");
+			pt__request_cancelled(req) ? " (client gone)" : "");
 	return err;
 }
 

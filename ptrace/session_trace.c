@@ -19,6 +19,7 @@
 #include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
+#include "ptrace/group.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/sampler.h"
@@ -375,7 +376,7 @@ static int trace_finish(struct pt_session *ss)
 			(int)ss->req->pid, p ? p->timeline->nthreads : 0,
 			p ? p->timeline->nevents : 0, pt_stacks_count(ts->stacks),
 			p && p->timeline->truncated ? " (truncated)" : "",
-			atomic_load(&ss->req->cancel) ? " (client gone)" : "");
+			pt__request_cancelled(ss->req) ? " (client gone)" : "");
 	return err;
 }
 

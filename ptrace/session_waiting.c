@@ -26,6 +26,7 @@
 #include "base/array.h"
 #include "base/map.h"
 #include "base/mem.h"
+#include "ptrace/group.h"
 #include "ptrace/profile.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/sampler.h"
@@ -378,7 +379,7 @@ static int waiting_finish(struct pt_session *ss)
 	pt__sampler_log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,
 			(int)ss->req->pid, (unsigned long long)(p ? p->thread_samples : 0),
 			pt_stacks_count(st), ws->w ? "" : " (since the watch began)",
-			atomic_load(&ss->req->cancel) ? " (client gone)" : "");
+			pt__request_cancelled(ss->req) ? " (client gone)" : "");
 	return err;
 }
 

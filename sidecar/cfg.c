@@ -36,6 +36,11 @@ static const struct cfg_def cfg_table[] = {
 	INT("pid", "PID", 0, 4194304, 0, pid, "profile this process (as seen in our PID namespace)"),
 	STR("comm", "COMM", NULL, comm, "profile the only process whose comm (name) is exactly this"),
 	STR("exe", "EXE", NULL, exe, "profile the only process whose executable path contains this"),
+	BOOL("tree", "TREE", tree,
+	     "take the selected process and its descendants, in one profile labelled by pid and process; "
+	     "with --comm or --exe matching several, their common root's tree (tree=0|1 per request)"),
+	INT("max-processes", "MAX_PROCESSES", 1, 64, 64, max_processes,
+	    "processes one profile takes (pid=all, a tree); past them, left out and said in the profile"),
 	STR("listen", "LISTEN", "127.0.0.1:8008", listen, "HOST:PORT to serve pprof on (':8008' for all addresses)"),
 	STR("log-format", "LOG_FORMAT", "text", log_format, "text or json (one JSON object per line)"),
 	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),

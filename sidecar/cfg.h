@@ -26,6 +26,8 @@ struct sc_cfg {
 	int max_seconds;
 	int wait_seconds;
 	int continuous;
+	int tree;                /* --tree: the target's process tree */
+	int max_processes;
 	int continuous_hz;
 	int max_sessions;
 	int stack_bytes;

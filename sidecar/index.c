@@ -67,7 +67,13 @@ static int pod_panel(struct sc_pod *pod, pid_t current, struct base_buf *b)
 		sc_html_escape(b, procs[i].comm);
 		base_buf_printf(b, "</td></tr>\n");
 	}
-	base_buf_printf(b, "</table>\n</p>\n");
+	base_buf_printf(b, "</table>\n</p>\n<p>\nAll of them in one profile (pid=all; tree=1: a process and its "
+			"descendants), each sample labelled with its pid and process:\n"
+			"<a href='profile?pid=all'>profile</a>\n"
+			"<a href='goroutine?debug=1&pid=all'>goroutine</a>\n"
+			"<a href='threadcreate?debug=1&pid=all'>threadcreate</a>\n"
+			"<a href='block?debug=1&pid=all'>block</a>\n"
+			"<a href='mutex?debug=1&pid=all'>mutex</a>\n</p>\n");
 	return 0;
 }
 

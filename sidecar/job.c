@@ -52,7 +52,18 @@ static void job_free(struct sc_job *j)
 		return;
 	job_release(j);
 	base_free(j->reply.body);
+	sc_procs_free(&j->procs);
 	base_free(j);
+}
+
+void sc_job_target(struct sc_job *j, struct sc_target_set *t)
+{
+	j->req.pid = t->pid;
+	j->procs = t->procs;
+	t->procs = (struct sc_procs){ 0 };
+	j->req.procs = j->procs.v;
+	j->req.nprocs = j->procs.n;
+	j->req.nprocs_left = j->procs.left;
 }
 
 /* The last of the jobs go when sc_jobs_close was called, the async handle

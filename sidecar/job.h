@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "ptrace/sampler.h"
+#include "sidecar/procs.h"
 #include "sidecar/reply.h"
 
 struct sc_conn;
@@ -46,8 +47,13 @@ struct sc_job {
 	int released;           /* job_release ran */
 	uv_work_t work;
 	struct sc_reply reply;
+	struct sc_procs procs;  /* a request of several processes: theirs (req.procs) */
 	struct sc_job *next;
 };
+
+/* Makes j a request for t's processes: its pid, or its several (moved into
+ * j, freed with it). Call before sc_job_submit. */
+void sc_job_target(struct sc_job *j, struct sc_target_set *t);
 
 /* The jobs of a server whose sampler is s: an async handle on loop, which
  * the sampler thread's answers wake. Returns 0, -ENOMEM or libuv's error. */

@@ -19,6 +19,7 @@
 #include "sidecar/job.h"
 #include "sidecar/log.h"
 #include "sidecar/pod.h"
+#include "sidecar/procs.h"
 #include "sidecar/query.h"
 #include "sidecar/reply.h"
 #include "sidecar/switch.h"
@@ -52,6 +53,59 @@ pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query
 		return 0;
 	}
 	return pid;
+}
+
+/* ?tree=: 1 for yes, 0 for no, dflt when absent; -1 for any other value. */
+static int query_tree(const char *query, int dflt)
+{
+	char v[8];
+	int rc = sc_query_get(query, "tree", v, sizeof(v));
+
+	if (rc == 0)
+		return dflt;
+	if (rc < 0 || (strcmp(v, "0") && strcmp(v, "1")))
+		return -1;
+	return v[0] == '1';
+}
+
+int sc_request_target(struct sc_server *srv, struct sc_conn *c, const char *query, int many,
+		      struct sc_target_set *out)
+{
+	const struct sc_cfg *cfg = srv->cfg;
+	char v[8], msg[160];
+	int all = sc_query_get(query, "pid", v, sizeof(v)) == 1 && !strcmp(v, "all");
+	int tree = query_tree(query, cfg->tree), err;
+
+	*out = (struct sc_target_set){ 0 };
+	if (tree < 0) {
+		sc_go_error(c, 400, "invalid value for \"tree\" - must be 0 or 1");
+		return 0;
+	}
+	if (!many && (all || (tree && !cfg->tree) || (tree && query_tree(query, -1) == 1))) {
+		sc_go_error(c, 400, "this endpoint answers for one process: pid=all and tree=1 are for "
+			    "profile, goroutine, threadcreate, block and mutex");
+		return 0;
+	}
+	if (!all && !(out->pid = sc_request_pid(srv, c, query)))
+		return 0;
+	if (!all && (!tree || !many))
+		return 1;
+	err = sc_procs_list("/proc", all ? 0 : out->pid, (size_t)cfg->max_processes, &out->procs);
+	if (err == -ESRCH) {
+		snprintf(msg, sizeof(msg), all ? "no process to profile in this pod" :
+			 "no process with pid %d in this pod", (int)out->pid);
+		sc_go_error(c, 404, msg);
+		return 0;
+	}
+	if (err) {
+		snprintf(msg, sizeof(msg), "listing the pod's processes: %s", strerror(-err));
+		sc_go_error(c, 500, msg);
+		return 0;
+	}
+	if (out->procs.left)
+		log_warn("%zu processes past --max-processes %d are left out of this profile",
+			 out->procs.left, cfg->max_processes);
+	return 1;
 }
 
 /* ---- dispatch ----------------------------------------------------------------- */

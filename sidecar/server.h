@@ -17,6 +17,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "sidecar/procs.h"
+
 struct pt_sampler;
 struct sc_cfg;
 struct sc_conn;
@@ -80,5 +82,15 @@ int sc_server_watching(struct sc_server *s);
 /* The process a request is about: ?pid=N or the default target. A bad
  * pid is answered here (400/404 in Go's shape) and 0 returned. */
 pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query);
+
+/* The processes a request is about: ?pid=N (or the default target) and,
+ * with ?tree=1 (or --tree, unless ?tree=0), its descendants; or ?pid=all,
+ * every process of the pod; at most --max-processes. `many`: the endpoint
+ * takes several; without it an explicit pid=all or tree=1 is a 400, and
+ * --tree gives its root alone. Returns 1 with *out set (out->procs.n > 0:
+ * several, to hand to the job with sc_job_take_procs), or 0 after
+ * answering the client (400, 404, 500). */
+int sc_request_target(struct sc_server *srv, struct sc_conn *c, const char *query, int many,
+		      struct sc_target_set *out);
 
 #endif

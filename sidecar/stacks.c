@@ -12,6 +12,7 @@
 #include "encoder/text.h"
 #include "ptrace/proc.h"
 #include "ptrace/sampler.h"
+#include "sidecar/util.h"
 
 static const char *state_name(char state)
 {
@@ -128,11 +129,19 @@ static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint6
 	return err;
 }
 
-/* The labels spec asks for, in SC_LABEL_* order; returns how many. */
-static size_t labels_of(const struct pt_profile_sample *s, unsigned want, struct enc_label *lab)
+/* The labels spec asks for, in SC_LABEL_* order, after the process's in
+ * a profile of several (pid, process: pprof -tagfocus=process=nginx);
+ * returns how many. */
+static size_t labels_of(const struct pt_profile *pr, const struct pt_profile_sample *s, unsigned want,
+			struct enc_label *lab)
 {
 	const char *sc = syscall_of(s);
 	size_t n = 0;
+
+	if (pr->nprocs && s->proc < pr->nprocs) {
+		lab[n++] = (struct enc_label){ .key = "pid", .num = pr->procs[s->proc].pid };
+		lab[n++] = (struct enc_label){ .key = "process", .str = pr->procs[s->proc].name };
+	}
 
 	/* Which thread: pprof -tagfocus=thread=NAME or -tagfocus=tid=N (not for
 	 * samples of no thread: stacks summed over threads). */
@@ -190,8 +199,8 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 		goto out;
 	for (size_t i = 0; i < pr->nsamples && !err; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
-		struct enc_label lab[6];
-		size_t nl = labels_of(s, spec->labels, lab), n = 0;
+		struct enc_label lab[8];
+		size_t nl = labels_of(pr, s, spec->labels, lab), n = 0;
 
 		for (size_t k = 0; k < spec->nvalues; k++)
 			v[k] = column(s, spec->values[k].column);
@@ -288,6 +297,10 @@ static int text_view_new(const struct pt_profile *pr, const char *name, struct t
 			.id = s->tid, .thread = s->thread, .state = state_name(s->state),
 			.syscall = syscall_of(s),
 		};
+		if (pr->nprocs && s->proc < pr->nprocs) {
+			v->stacks[i].pid = pr->procs[s->proc].pid;
+			v->stacks[i].process = pr->procs[s->proc].name;
+		}
 	}
 	v->tp = (struct enc_text_profile){ .name = name, .locs = v->locs, .nlocs = nl,
 					   .stacks = v->stacks, .nstacks = pr->nsamples };
@@ -351,10 +364,52 @@ int sc_stacks_heap_text(const struct pt_profile *pr, size_t max, char **out, siz
 	return err;
 }
 
+/* A profile of several processes: which, one comment each (pprof shows
+ * every comment on a line of its own). */
+static int note_procs(struct enc_pprof *e, const struct pt_profile *pr)
+{
+	char note[256];
+	int err;
+
+	snprintf(note, sizeof(note), "podprof: %zu processes, each sample labelled with its pid and process "
+		 "(pprof -tagfocus=process=NAME, -tags)", pr->nprocs);
+	if ((err = enc_pprof_comment(e, note)))
+		return err;
+	for (size_t i = 0; i < pr->nprocs; i++) {
+		const struct pt_profile_proc *p = &pr->procs[i];
+
+		if (p->err)
+			snprintf(note, sizeof(note), "podprof: pid %d (%s): not profiled: %s", (int)p->pid, p->name,
+				 sc_strerror(p->err));
+		else if (p->note)
+			snprintf(note, sizeof(note), "podprof: pid %d (%s) %s during the window: its part is what "
+				 "was gathered until then", (int)p->pid, p->name, p->note);
+		else
+			continue;
+		if ((err = enc_pprof_comment(e, note)))
+			return err;
+	}
+	if (!pr->procs_left)
+		return 0;
+	snprintf(note, sizeof(note), "podprof: %zu more processes left out (--max-processes)", pr->procs_left);
+	return enc_pprof_comment(e, note);
+}
+
+const char *sc_stacks_whose(const struct pt_profile *pr, pid_t pid, char *buf, size_t len)
+{
+	if (pr->nprocs)
+		snprintf(buf, len, "%zu processes", pr->nprocs);
+	else
+		snprintf(buf, len, "pid %d", (int)pid);
+	return buf;
+}
+
 int sc_stacks_note_cut(struct enc_pprof *e, const struct pt_profile *pr)
 {
 	char note[160];
 
+	if (pr->nprocs)
+		return note_procs(e, pr);
 	if (!pr->cut)
 		return 0;
 	snprintf(note, sizeof(note), "podprof: the target %s %.3f s into the window: this is what "

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ptrace/profile.h"
 
@@ -61,6 +62,12 @@ struct sc_stacks_info {
 /* Fills *out from pr. Never fails. */
 void sc_stacks_info(const struct pt_profile *pr, struct sc_stacks_info *out);
 
+/* "pid N" for a profile of process pid, "K processes" for one of several
+ * (comments), in buf; returns buf. */
+const char *sc_stacks_whose(const struct pt_profile *pr, pid_t pid, char *buf, size_t len);
+
+/* A profile of several processes: comments naming them, with what cut a
+ * process's part short or kept it out. Else: */
 /* Adds a comment when pr's window was cut short by its target (it exited
  * or exec'd): the profile holds what was gathered until then. Returns 0
  * or -ENOMEM. */

@@ -30,10 +30,40 @@ int sc_target_is_pause(const char *comm)
 }
 
 struct cand {
-	pid_t pid;
+	pid_t pid, ppid;
 	char comm[64];
 	char exe[PT_PROC_MAX_PATH];
 };
+
+/* The match all others descend from, or 0: each match's ancestors read
+ * from /proc up to PID 1 (a chain at most 64 long). */
+static pid_t tree_root(const char *proc_root, const struct cand *c, size_t n)
+{
+	pid_t root = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		pid_t up = c[i].ppid;
+		int below = 0;
+
+		for (int depth = 0; up > 1 && depth < 64 && !below; depth++) {
+			char path[PT_PROC_MAX_PATH], buf[1024];
+			struct pt_stat st;
+
+			for (size_t k = 0; k < n && !below; k++)
+				below = c[k].pid == up;
+			snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)up);
+			if (below || pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+				break;
+			up = (pid_t)st.ppid;
+		}
+		if (below)
+			continue;
+		if (root)
+			return 0;   /* a second root: several trees */
+		root = c[i].pid;
+	}
+	return root;
+}
 
 int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid,
 		     struct base_buf *msg)
@@ -81,6 +111,7 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 			goto out;
 		x = &c[n];
 		x->pid = (pid_t)v;
+		x->ppid = (pid_t)st.ppid;
 		snprintf(x->comm, sizeof(x->comm), "%s", st.comm);
 		snprintf(path, sizeof(path), "%s/%ld/exe", proc_root, v);
 		len = readlink(path, x->exe, sizeof(x->exe) - 1);
@@ -99,6 +130,13 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 		err = 0;
 		goto out;
 	}
+	/* With --tree, matches that descend from one of them (a pre-fork
+	 * server's workers, under its master) are its tree's: the one match
+	 * whose ancestors match nothing is the target. */
+	if (n > 1 && cfg->tree && (*pid = tree_root(proc_root, c, n))) {
+		err = 0;
+		goto out;
+	}
 	err = n ? -EEXIST : -ESRCH;
 	if (cfg->pid && cfg->pid == self)
 		base_buf_printf(msg, "--pid %d is podprof itself", cfg->pid);
@@ -112,8 +150,12 @@ int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid
 		base_buf_printf(msg, "no process matches %s%s%s", cfg->comm ? "--comm " : cfg->exe ? "--exe " : "",
 				cfg->comm ? cfg->comm : cfg->exe ? cfg->exe : "(any process besides pause and podprof)",
 				"; is shareProcessNamespace: true set on the pod?");
+	else if (cfg->tree)
+		base_buf_printf(msg, "%zu processes match, not all in one process tree; choose one with --pid, "
+				"--comm or --exe:", n);
 	else
-		base_buf_printf(msg, "%zu processes match; choose one with --pid, --comm or --exe:", n);
+		base_buf_printf(msg, "%zu processes match; choose one with --pid, --comm or --exe, or take a "
+				"process and its descendants with --tree:", n);
 	for (size_t i = 0; i < n && i < 50; i++)
 		base_buf_printf(msg, "\n  pid=%d comm=%s exe=%s", (int)c[i].pid, c[i].comm, c[i].exe);
 out:

@@ -10,9 +10,11 @@ struct base_buf;
 
 /* Picks by --pid, --comm or --exe, or else the only process that is neither
  * the pod's pause process (PID 1 named pause/catatonit/tini/...), a kernel
- * thread, nor podprof itself. Returns 0 with *pid set, -ESRCH when nothing
- * matches, or -EEXIST with several matches; in both failure cases `msg`
- * gets a message listing the candidates (pid, comm, exe). */
+ * thread, nor podprof itself. With several matches and --tree, the one
+ * all the others descend from (a pre-fork server's master: the target is
+ * then its tree). Returns 0 with *pid set, -ESRCH when nothing matches, or
+ * -EEXIST with several matches (not in one tree); in both failure cases
+ * `msg` gets a message listing the candidates (pid, comm, exe). */
 int sc_target_select(const struct sc_cfg *cfg, const char *proc_root, pid_t *pid,
 		     struct base_buf *msg);
 

@@ -16,10 +16,12 @@ void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct s
 	char path[64], *text;
 	size_t len;
 	int err;
-	pid_t pid = sc_request_pid(srv, c, req->query);
+	struct sc_target_set tg;
+	pid_t pid;
 
-	if (!pid)
+	if (!sc_request_target(srv, c, req->query, 0, &tg))
 		return;
+	pid = tg.pid;
 	/* Small (a megabyte at most): read on the loop, no job. */
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);

@@ -91,11 +91,9 @@ void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 {
 	const struct sc_cfg *cfg = sc_server_cfg(srv);
 	int seconds = sc_parse_profile_seconds(req->query), hz;
-	pid_t pid = sc_request_pid(srv, c, req->query);
+	struct sc_target_set tg;
 	struct sc_job *j;
 
-	if (!pid)
-		return;
 	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
 		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
 		return;
@@ -108,10 +106,14 @@ void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 		sc_go_error(c, 400, msg);
 		return;
 	}
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &cpu_ops, sizeof(*j))))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &cpu_ops, sizeof(*j)))) {
+		sc_procs_free(&tg.procs);
+		return;
+	}
 	j->req.kind = &pt_kind_cpu;
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	j->req.hz = hz;
 	sc_job_submit(j);

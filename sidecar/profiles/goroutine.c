@@ -32,7 +32,7 @@ static const struct sc_stack_spec dump_spec = {
 static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 {
 	struct sc_stacks_info in;
-	char comment[256];
+	char comment[256], whose[32];
 	int err;
 
 	sc_stacks_info(pr, &in);
@@ -41,9 +41,9 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, 0);
 	snprintf(comment, sizeof(comment),
-		 "podprof: every thread of pid %d, one sample each; threads=%zu stopped=%" PRIu64
+		 "podprof: every thread of %s, one sample each; threads=%zu stopped=%" PRIu64
 		 " (the others were blocked, unchanged since their last snapshot)",
-		 (int)pid, in.nsamples, in.threads_stopped);
+		 sc_stacks_whose(pr, pid, whose, sizeof(whose)), in.nsamples, in.threads_stopped);
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
 	if ((err = sc_stacks_note_cut(e, pr)))
@@ -86,22 +86,24 @@ void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct
 	struct sc_job *j;
 	int64_t debug;
 	int seconds;
-	pid_t pid;
+	struct sc_target_set tg;
 
 	if ((seconds = sc_named_seconds(srv, c, req)) < 0)
 		return;
-	if (!(pid = sc_request_pid(srv, c, req->query)))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
 	debug = sc_query_debug(req->query);
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &goroutine_ops, sizeof(*g))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &goroutine_ops, sizeof(*g)))) {
+		sc_procs_free(&tg.procs);
 		return;
+	}
 	g = SC_CONTAINER_OF(j, struct goroutine_job, job);
 	/* Go: any debug other than 0 is text, and only 2 (here: 2 or more)
 	 * the dump. */
 	g->debug = debug < 0 ? 1 : debug > 2 ? 2 : (int)debug;
 	g->delta = seconds > 0;
 	j->req.kind = &pt_kind_threads;
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	sc_job_submit(j);
 }

@@ -274,6 +274,7 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	struct sc_job *j;
 	char view[16];
 	int mappings = 0;
+	struct sc_target_set tg;
 	pid_t pid;
 
 	if (seconds < 0)
@@ -286,8 +287,9 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 		}
 		mappings = !strcmp(view, "mappings");
 	}
-	if (!(pid = sc_request_pid(srv, c, req->query)))
+	if (!sc_request_target(srv, c, req->query, 0, &tg))
 		return;
+	pid = tg.pid;
 	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m))))
 		return;
 	m = SC_CONTAINER_OF(j, struct memory_job, job);

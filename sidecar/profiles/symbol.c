@@ -90,14 +90,16 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 	const char *in = post ? req->body : req->query;
 	size_t len = post ? req->body_len : strlen(req->query);
 	size_t max = len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS;
-	pid_t pid = post ? sc_request_pid(srv, c, req->query) : sc_server_target(srv);
+	struct sc_target_set tg = { .pid = sc_server_target(srv) };
+	pid_t pid;
 	struct symbol_job *s;
 	struct sc_job *j;
 	uint64_t *addrs;
 	int n;
 
-	if (!pid)
+	if (post && !sc_request_target(srv, c, req->query, 0, &tg))
 		return;
+	pid = tg.pid;
 	if (!(addrs = base_calloc(max, sizeof(*addrs)))) {
 		sc_go_error(c, 500, "out of memory");
 		return;

@@ -87,19 +87,21 @@ void sc_profile_threadcreate(struct sc_server *srv, struct sc_conn *c, const str
 	struct threadcreate_job *t;
 	struct sc_job *j;
 	int seconds = sc_named_seconds(srv, c, req);
-	pid_t pid;
+	struct sc_target_set tg;
 
 	if (seconds < 0)
 		return;
-	if (!(pid = sc_request_pid(srv, c, req->query)))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &threadcreate_ops, sizeof(*t))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &threadcreate_ops, sizeof(*t)))) {
+		sc_procs_free(&tg.procs);
 		return;
+	}
 	t = SC_CONTAINER_OF(j, struct threadcreate_job, job);
 	t->debug = sc_query_debug(req->query) != 0;
 	t->delta = seconds > 0;
 	j->req.kind = &pt_kind_threadcreate;
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	sc_job_submit(j);
 }

@@ -150,11 +150,13 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 	struct trace_job *t;
 	struct sc_job *j;
 	char v[16], path[64];
+	struct sc_target_set tg;
 	int hz;
 	pid_t pid;
 
-	if (!(pid = sc_request_pid(srv, c, req->query)))
+	if (!sc_request_target(srv, c, req->query, 0, &tg))
 		return;
+	pid = tg.pid;
 	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
 		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
 		return;

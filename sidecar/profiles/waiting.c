@@ -49,7 +49,7 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 {
 	const struct pt_profile *pr = w->job.req.profile;
 	struct sc_stacks_info in;
-	char comment[512];
+	char comment[512], whose[32];
 	int err;
 
 	sc_stacks_info(pr, &in);
@@ -58,12 +58,12 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
 	snprintf(comment, sizeof(comment),
-		 "podprof: %s: threads of pid %d seen blocked (%s) at %d Hz over %.1f s%s, each "
+		 "podprof: %s: threads of %s seen blocked (%s) at %d Hz over %.1f s%s, each "
 		 "weighted by the time since the tick before (or its birth) less what it ran or "
 		 "waited for a core meanwhile (its clocks); a contention is a new wait (the "
 		 "thread ran or changed system call in between); stacks as cached since each "
 		 "thread blocked; leaf frame: the system call. waits=%" PRIu64,
-		 w->name, (int)w->job.req.pid,
+		 w->name, sc_stacks_whose(pr, w->job.req.pid, whose, sizeof(whose)),
 		 !strcmp(w->name, "mutex") ? "in futex: lock and condition waiters" : "S or D",
 		 in.hz, (double)in.duration_ns / 1e9,
 		 w->asked ? "" : w->cumulative ? " (since the continuous watch began)" :
@@ -125,31 +125,36 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 	const struct sc_cfg *cfg = sc_server_cfg(srv);
 	int seconds = sc_named_seconds(srv, c, req), hz;
 	struct waiting_job *w;
+	struct sc_target_set tg;
 	struct sc_job *j;
-	pid_t pid;
 
-	if (seconds < 0 || !(pid = sc_request_pid(srv, c, req->query)))
+	if (seconds < 0)
 		return;
 	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
 		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
 		return;
 	}
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &waiting_ops, sizeof(*w))))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &waiting_ops, sizeof(*w)))) {
+		sc_procs_free(&tg.procs);
+		return;
+	}
 	w = SC_CONTAINER_OF(j, struct waiting_job, job);
 	w->name = name;
 	w->debug = sc_query_debug(req->query) != 0;
 	w->asked = seconds > 0;
 	/* Without seconds=, Go answers with what accumulated since the start:
 	 * so does the continuous watch; else a default window. */
-	w->cumulative = !seconds && pid == sc_server_target(srv) && sc_server_watching(srv);
+	w->cumulative = !seconds && !tg.procs.n && tg.pid == sc_server_target(srv) &&
+			sc_server_watching(srv);
 	if (!seconds && !w->cumulative) {
 		seconds = cfg->wait_seconds;
 		log_info("%s: no seconds= given: measuring over the default window of %d s "
 			 "(--wait-seconds)", name, seconds);
 	}
 	j->req.kind = kind;
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	j->req.hz = w->cumulative ? cfg->continuous_hz : hz;
 	sc_job_submit(j);

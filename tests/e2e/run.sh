@@ -278,6 +278,10 @@ check "root model renders uid 0, allowPrivilegeEscalation: false, add SYS_PTRACE
 	--set auth.existingSecret=s "$C" > "$OUT/all-flags.yaml"
 "$RENDER" --set example.enabled=true --set example.app.image=x --set target.pid=7 "$C" >> "$OUT/all-flags.yaml"
 "$RENDER" --set example.enabled=true --set example.app.image=x --set target.exe=busy "$C" >> "$OUT/all-flags.yaml"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set target.comm=busy --set target.tree=true \
+	"$C" > "$OUT/tree.yaml"
+cat "$OUT/tree.yaml" >> "$OUT/all-flags.yaml"
+check "target.tree passes --tree beside the selector" all_in "$OUT/tree.yaml" "- --comm=busy" "- --tree"
 "$RENDER" --set example.enabled=true --set example.app.image=x --set continuous.enabled=true \
 	--set switch.configMap=podprof-switch "$C" > "$OUT/switch.yaml"
 cat "$OUT/switch.yaml" >> "$OUT/all-flags.yaml"

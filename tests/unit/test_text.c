@@ -14,10 +14,10 @@ static const struct enc_text_loc locs[] = {
 static const uint32_t reader[] = { 0, 1 };
 static const uint32_t runner[] = { 2, 1 };
 static const struct enc_text_stack stacks[] = {
-	{ reader, 2, 1, 12, "blocked", "sleeping", "read", 0, { 0 } },
-	{ runner, 2, 1, 10, "main", "running", NULL, 0, { 0 } },
-	{ reader, 2, 1, 11, "", "sleeping", "?", 0, { 0 } },
-	{ NULL, 0, 1, 13, "late", "running", NULL, 0, { 0 } },
+	{ reader, 2, 1, 12, "blocked", "sleeping", "read", 0, { 0 }, 0, NULL },
+	{ runner, 2, 1, 10, "main", "running", NULL, 0, { 0 }, 0, NULL },
+	{ reader, 2, 1, 11, "", "sleeping", "?", 0, { 0 }, 0, NULL },
+	{ NULL, 0, 1, 13, "late", "running", NULL, 0, { 0 }, 0, NULL },
 };
 static const struct enc_text_profile prof = { "goroutine", locs, 3, stacks, 4 };
 
@@ -100,7 +100,7 @@ TEST(text_source_lines)
 		{ 0x70000000000001, "<module>", "/app/hot.py", 0, 74 },
 	};
 	static const uint32_t ids[] = { 0, 1 };
-	static const struct enc_text_stack st[] = { { ids, 2, 1, 7, "python3", "running", NULL, 0, { 0 } } };
+	static const struct enc_text_stack st[] = { { ids, 2, 1, 7, "python3", "running", NULL, 0, { 0 }, 0, NULL } };
 	static const struct enc_text_profile p = { "goroutine", py, 2, st, 1 };
 	static const char want[] =
 		"goroutine 7 [running, thread \"python3\"]:\n"
@@ -112,5 +112,54 @@ TEST(text_source_lines)
 
 	ASSERT_OK(enc_text_dump_encode(&p, 1 << 20, &out, &len));
 	ASSERT_STR_EQ(out, want);
+	free(out);
+}
+
+/* Several processes: the same stack in two processes stays two records,
+ * each saying its process as Go says a goroutine's labels; the dump lists
+ * each process's threads under its own line. */
+TEST(text_of_several_processes_keeps_them_apart)
+{
+	static const struct enc_text_stack st[] = {
+		{ reader, 2, 1, 21, "w", "sleeping", "read", 0, { 0 }, 20, "nginx" },
+		{ reader, 2, 1, 11, "w", "sleeping", "read", 0, { 0 }, 10, "nginx" },
+		{ reader, 2, 1, 12, "w", "sleeping", "read", 0, { 0 }, 10, "nginx" },
+	};
+	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 3 };
+	static const char count[] =
+		"goroutine profile: total 3\n"
+		"2 @ 0x401010 0x402020\n"
+		"# labels: {\"pid\":\"10\", \"process\":\"nginx\"}\n"
+		"#\t0x401010\tread\t/lib/libc.so.6 +0x1010\n"
+		"#\t0x402020\tblocked_reader\t/app +0x2020\n"
+		"\n"
+		"1 @ 0x401010 0x402020\n"
+		"# labels: {\"pid\":\"20\", \"process\":\"nginx\"}\n"
+		"#\t0x401010\tread\t/lib/libc.so.6 +0x1010\n"
+		"#\t0x402020\tblocked_reader\t/app +0x2020\n"
+		"\n";
+	static const char dump[] =
+		"process 10 (nginx):\n\n"
+		"goroutine 11 [sleeping, syscall read, thread \"w\"]:\n"
+		"read(...)\n\t/lib/libc.so.6 +0x1010\n"
+		"blocked_reader(...)\n\t/app +0x2020\n"
+		"\n"
+		"goroutine 12 [sleeping, syscall read, thread \"w\"]:\n"
+		"read(...)\n\t/lib/libc.so.6 +0x1010\n"
+		"blocked_reader(...)\n\t/app +0x2020\n"
+		"\n"
+		"process 20 (nginx):\n\n"
+		"goroutine 21 [sleeping, syscall read, thread \"w\"]:\n"
+		"read(...)\n\t/lib/libc.so.6 +0x1010\n"
+		"blocked_reader(...)\n\t/app +0x2020\n"
+		"\n";
+	char *out;
+	size_t len;
+
+	ASSERT_OK(enc_text_count_encode(&p, 1 << 20, &out, &len));
+	ASSERT_STR_EQ(out, count);
+	free(out);
+	ASSERT_OK(enc_text_dump_encode(&p, 1 << 20, &out, &len));
+	ASSERT_STR_EQ(out, dump);
 	free(out);
 }

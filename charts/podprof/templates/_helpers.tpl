@@ -87,6 +87,9 @@ volumes when auth.existingSecret is set.
     {{- with $t.exe }}
     - --exe={{ . }}
     {{- end }}
+    {{- if $t.tree }}
+    - --tree
+    {{- end }}
     - --hz={{ int $v.hz }}
     - --max-seconds={{ int $v.maxSeconds }}
     - --max-sessions={{ int $v.maxSessions }}

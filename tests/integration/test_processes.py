@@ -1,0 +1,230 @@
+"""Every process of the pod (issue 25): a process and its descendants in
+one profile (tree=1, --tree), each sample labelled with its pid and process,
+the total the CPU the processes used."""
+import os
+import re
+import select
+import signal
+import subprocess
+
+import lib  # noqa: E402
+from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test, traces)
+from test_accounting import in_window
+
+PREFORK = os.path.join(BUILD, "fixtures", "prefork")
+
+
+class Prefork:
+    """tests/fixtures/prefork.c: a master and `workers` forked workers
+    burning CPU in worker_spin (recycled after `life_ms` when given)."""
+
+    def __init__(self, workers=2, life_ms=0):
+        r, w = os.pipe()
+        argv = [PREFORK, "-w", str(workers), "-r", str(w)] + (["-l", str(life_ms)] if life_ms else [])
+        self.proc = subprocess.Popen(argv, pass_fds=(w,), stdout=subprocess.PIPE, text=True)
+        PROCS.append(self.proc)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], 10)
+        line = os.read(r, 64).decode() if ready else ""
+        os.close(r)
+        check(line.startswith("ready"), "prefork did not start: %r" % line)
+        self.pid = self.proc.pid
+
+    def tree(self):
+        """The master and its live children."""
+        kids = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/stat" % d) as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == self.pid:
+                            kids.append(int(d))
+                except (OSError, IndexError, ValueError):
+                    pass
+        return [self.pid] + sorted(kids)
+
+    def cpu_ns(self):
+        """The tree's CPU so far: the master's own and its reaped
+        children's (cutime, cstime), and each live worker's."""
+        hz = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in self.tree():
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(st[11]) + int(st[12]) + (int(st[13]) + int(st[14]) if pid == self.pid else 0)
+        return total * 1e9 / hz
+
+    def stop(self):
+        os.kill(self.pid, signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=20)
+        return out
+
+
+def tags_of(path, key):
+    """pprof -tags for one key: {value: share %}."""
+    out = pprof("-tags", path)
+    got, on = {}, False
+    for line in out.splitlines():
+        m = re.match(r"^\s*(\S+):\s+Total", line)
+        if m:
+            on = m.group(1) == key
+            continue
+        m = re.search(r"\(\s*([\d.]+)%\): (\S+)$", line)
+        if on and m:
+            got[m.group(2)] = float(m.group(1))
+    return got
+
+
+@test
+def tree_profile_of_a_prefork_server():
+    """profile?tree=1 of a pre-fork server's master: one profile of the
+    master and its two workers, every sample labelled with its pid and
+    process (pprof -tags, -tagfocus), worker_spin on top, both workers in
+    it in about equal shares, and the total the CPU the tree used over the
+    window within 5 %."""
+    f = Prefork(workers=2)
+    pp = Podprof("--pid", str(f.pid))
+    tree = f.tree()
+    check(len(tree) == 3, "prefork's tree: %s" % tree)
+    f.mark = f.cpu_ns
+    body, c0, c1 = in_window(pp, f, "profile", lambda: get_profile(pp, "seconds=3&tree=1"))
+    path = save(body, "tree.pb.gz")
+    pids = tags_of(path, "pid")
+    names = tags_of(path, "process")
+    print("  info: pid shares %s, process %s" % (pids, names))
+    for w in tree[1:]:
+        check(str(w) in pids and 35 <= pids[str(w)] <= 65, "worker %d: shares %s" % (w, pids))
+    check(set(names) == {"prefork"}, "process labels %s" % names)
+    raw = pprof("-raw", path)
+    check("3 processes" in raw, "no comment naming the processes:\n%s" % raw[:1500])
+    top = pprof("-top", path)
+    check(re.search(r"worker_spin\s*$", top, re.M), top)
+    tr = traces(path)
+    total = sum(v for v, _ in tr)
+    ratio = total / (c1 - c0)
+    print("  info: profile total %.2f s, the tree's CPU %.2f s (%.3f)" % (total / 1e9, (c1 - c0) / 1e9, ratio))
+    check(abs(ratio - 1) <= 0.05, "the profile holds %.2f s, the tree used %.2f s" % (total / 1e9, (c1 - c0) / 1e9))
+    # -tagfocus keeps one worker's samples
+    one = pprof("-top", "-tagfocus=pid=%d" % tree[1], path)
+    check("worker_spin" in one, one)
+    pp.stop()
+    f.stop()
+
+
+@test
+def tree_option_takes_the_master_of_several_matches():
+    """--comm prefork matches the master and its workers: alone that is the
+    clear refusal naming them; with --tree podprof takes the master (the one
+    all others descend from), and a profile without tree= is its tree's."""
+    f = Prefork(workers=2)
+    r = subprocess.run([lib.PODPROF, "--comm", "prefork", "--listen", "127.0.0.1:0"], capture_output=True,
+                       text=True, timeout=20)
+    check(r.returncode != 0 and "3 processes match" in r.stderr and "--tree" in r.stderr,
+          "without --tree: rc %d, %s" % (r.returncode, r.stderr[-800:]))
+    pp = Podprof("--comm", "prefork", "--tree")
+    path = save(get_profile(pp, "seconds=2"), "tree-opt.pb.gz")
+    pids = tags_of(path, "pid")
+    check(len([p for p in pids if int(p) in f.tree()[1:]]) == 2, "workers in the profile: %s of %s" %
+          (pids, f.tree()))
+    # tree=0 asks for the master alone: no labels, no worker
+    path = save(get_profile(pp, "seconds=1&tree=0"), "tree-0.pb.gz")
+    check(not tags_of(path, "pid"), "tree=0 carries pid labels")
+    # an endpoint of one process answers for the master; asked for more, a 400
+    st, _, body = http(pp.port, "/debug/pprof/cmdline")
+    check(st == 200 and body.split(b"\0")[0].endswith(b"prefork"), "cmdline: %d %r" % (st, body[:80]))
+    st, _, body = http(pp.port, "/debug/pprof/heap?tree=1")
+    check(st == 400 and b"one process" in body, "heap?tree=1: %d %r" % (st, body[:200]))
+    st, _, body = http(pp.port, "/debug/pprof/profile?seconds=1&tree=2")
+    check(st == 400 and b"tree" in body, "tree=2: %d %r" % (st, body[:200]))
+    pp.stop()
+    f.stop()
+
+
+@test
+def thread_dump_of_a_tree():
+    """goroutine?debug=0 and ?tree=1: one sample per thread of every
+    process of the tree, labelled with its pid; the master in master_wait,
+    the workers in worker_main."""
+    f = Prefork(workers=2)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "tree=1", name="goroutine"), "dump-tree.pb.gz")
+    pids = tags_of(path, "pid")
+    check(set(int(p) for p in pids) == set(f.tree()), "pids %s, tree %s" % (pids, f.tree()))
+    tr = traces(path, "goroutine")
+    check(any("master_wait" in fr for _, fr in tr), "no master_wait: %s" % tr[:5])
+    check(sum(1 for _, fr in tr if "worker_main" in fr) >= 1, "no worker_main: %s" % tr[:5])
+    # debug=2: each process's threads under its own line, the master first
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=2&tree=1")
+    dump = body.decode()
+    heads = re.findall(r"^process (\d+) \(prefork\):$", dump, re.M)
+    check(st == 200 and [int(p) for p in heads] == sorted(f.tree()), "debug=2 headers %s, tree %s:\n%s" %
+          (heads, f.tree(), dump[:1500]))
+    check(re.search(r"^process %d \(prefork\):\n\ngoroutine %d \[.*\n(.*\n)*?master_wait\(" % (f.pid, f.pid),
+                    dump, re.M), "the master's block lacks master_wait:\n%s" % dump[:1500])
+    # debug=1: the workers' identical stacks stay apart, each with its labels
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=1&tree=1")
+    text = body.decode()
+    labels = re.findall(r'^# labels: \{"pid":"(\d+)", "process":"prefork"\}$', text, re.M)
+    check(st == 200 and sorted(int(p) for p in labels) == sorted(f.tree()), "debug=1 labels %s:\n%s" %
+          (labels, text[:1500]))
+    pp.stop()
+    f.stop()
+
+
+@test
+def tree_members_that_exit_end_cleanly():
+    """Workers recycled after 1 s, a 3 s profile of the tree: the workers
+    there at the start exit during it; the profile is whole (200, their
+    samples in worker_spin up to their end) and its comment names each
+    that exited."""
+    f = Prefork(workers=2, life_ms=1000)
+    pp = Podprof("--pid", str(f.pid))
+    first = f.tree()[1:]
+    path = save(get_profile(pp, "seconds=3&tree=1"), "tree-exit.pb.gz")
+    raw = pprof("-raw", path)
+    for w in first:
+        check("pid %d (prefork) exited during the window" % w in raw, "no exit of %d in the comments:\n%s" %
+              (w, raw[:2000]))
+    pids = tags_of(path, "pid")
+    check(all(str(w) in pids for w in first), "the first workers' samples: %s of %s" % (pids, first))
+    check(re.search(r"worker_spin\s*$", pprof("-top", path), re.M), "no worker_spin")
+    pp.stop()
+    f.stop()
+
+
+@test
+def pid_all_profiles_every_process_of_the_pod():
+    """In a pod-like PID namespace (pause as PID 1, two busy processes and
+    podprof): profile?pid=all is one profile of the two busy processes,
+    labelled with their pids as the pod sees them, neither pause nor
+    podprof in it; goroutine?pid=all the same for the thread dump; an
+    endpoint of one process refuses pid=all."""
+    from test_cli import PodNamespace
+    from lib import Fixture, Skip
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip("cannot create PID namespaces here: %s" % probe.stderr.decode().strip())
+    ns = PodNamespace()
+    f1 = Fixture(threads=1, wrap=ns.enter)
+    f2 = Fixture(threads=2, wrap=ns.enter)
+    pp = Podprof("--pid", str(f1.pid), prefix=ns.enter([]))
+    path = save(get_profile(pp, "seconds=2&pid=all"), "all.pb.gz")
+    pids = tags_of(path, "pid")
+    names = tags_of(path, "process")
+    print("  info: pid shares %s" % pids)
+    check(set(int(p) for p in pids) == {f1.pid, f2.pid}, "pids %s, the pod's busy processes %d and %d" %
+          (pids, f1.pid, f2.pid))
+    check(set(names) == {"busy"}, "processes %s" % names)
+    check(re.search(r"hot_a\s*$", pprof("-top", path), re.M), "no hot_a")
+    path = save(get_profile(pp, "pid=all", name="goroutine"), "all-dump.pb.gz")
+    check(set(int(p) for p in tags_of(path, "pid")) == {f1.pid, f2.pid}, "dump pids %s" % tags_of(path, "pid"))
+    st, _, body = http(pp.port, "/debug/pprof/")
+    check(st == 200 and b"href='profile?pid=all'" in body and b"href='goroutine?debug=1&pid=all'" in body,
+          "the index has no pid=all links: %d" % st)
+    st, _, body = http(pp.port, "/debug/pprof/heap?pid=all")
+    check(st == 400 and b"one process" in body, "heap?pid=all: %d %r" % (st, body[:200]))
+    pp.stop()
+    f1.stop(), f2.stop()

@@ -220,6 +220,24 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	return e;
 }
 
+/* A fork or vfork event: the new process is traced already (the tracee's
+ * PTRACE_O_TRACEFORK and _TRACEVFORK), its first stop to come or come.
+ * Whoever follows the parent adopts it during the event (pt_tracee_attach
+ * on a tracee of the child's pid): its first stop, known then, is resumed
+ * as a new thread's; else its stop, no tracee's, lets it go untraced
+ * (tracer.c). The parent goes on at once. */
+static enum pt__ev on_fork(struct pt_tracee *t, struct pt_thread *th)
+{
+	unsigned long child = 0;
+
+	interrupt_spent(th);
+	if (!ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &child) && child && !t->detaching) {
+		t->st.forks++;
+		emit(t, PT_EV_FORK, th->tid, (pid_t)child, NULL, 0);
+	}
+	return resume(t, th, 0);
+}
+
 static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 {
 	unsigned long former = 0;
@@ -281,6 +299,9 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 		return on_event_stop(t, th, WSTOPSIG(status));
 	case PTRACE_EVENT_CLONE:
 		return on_clone(t, th);
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		return on_fork(t, th);
 	case PTRACE_EVENT_EXEC:
 		return on_exec(t, th);
 	default:

@@ -27,59 +27,15 @@
 #include "ptrace/group.h"
 #include "ptrace/rate.h"
 #include "ptrace/rule.h"
+#include "ptrace/sampler_state.h"
 #include "ptrace/session.h"
 #include "ptrace/stats.h"
 #include "ptrace/stop.h"
 #include "ptrace/symbolize.h"
+#include "ptrace/targets.h"
 #include "ptrace/threads.h"
 #include "ptrace/tracee.h"
 #include "ptrace/tracer.h"
-
-#define MAX_TRACEES 64
-
-#define MAX_SLOTS 8
-
-struct pt__target {
-	struct pt_tracee *t;
-	struct pt_rule *rule;  /* t's sampling rule */
-	int nsessions;         /* sessions with a window on it */
-	uint64_t idle_since;
-	struct {               /* kinds' state that outlives sessions */
-		const void *key;
-		void *p;
-		void (*free)(void *);
-		void (*event)(void *p, const struct pt_event *ev);
-	} slot[MAX_SLOTS];
-	int nslots;
-};
-
-struct pt_sampler {
-	struct pt_sampler_opts o;
-	pt_done_cb done;
-	pt_log_cb log;
-	void *arg;
-	pthread_t thread;
-	int evfd, sigfd;
-	struct pt_tracer *tr;      /* the sampler thread as tracer */
-	pthread_mutex_t lock;      /* guards queue, stopping, stats ring */
-	struct pt_request *queue;
-	int stopping;
-	int paused;                /* pt_sampler_pause: cancel everything, detach */
-	atomic_int running;        /* the thread has not returned */
-	_Atomic uint64_t beat_ns;  /* when the loop last went round */
-	struct pt_session *sessions;   /* those with a window, running */
-	struct pt__target tg[MAX_TRACEES];
-	int ntg;
-	uint64_t next_tick;
-	uint64_t rng;              /* xorshift state for tick jitter */
-	uint64_t ticks, ticks_late;
-	int ngroups;               /* requests of several processes being served */
-	struct pt_sampler_stats retired;   /* counters of targets forgotten */
-	struct pt_rate rate;
-	/* stats */
-	struct pt__timing_ring ring;   /* recent pauses and unwinds, under lock */
-	struct pt_sampler_stats st;
-};
 
 void pt__sampler_log(struct pt_sampler *s, int level, const char *fmt, ...)
 {
@@ -95,18 +51,6 @@ void pt__sampler_log(struct pt_sampler *s, int level, const char *fmt, ...)
 }
 
 /* ---- targets ----------------------------------------------------------- */
-
-static void target_free(struct pt__target *tg)
-{
-	for (int i = 0; i < tg->nslots; i++)
-		if (tg->slot[i].free)
-			tg->slot[i].free(tg->slot[i].p);
-	tg->nslots = 0;
-	pt_tracee_free(tg->t);   /* before its rule: late stops still go to the rule */
-	pt_rule_free(tg->rule);
-	tg->t = NULL;
-	tg->rule = NULL;
-}
 
 void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(void *),
 		       void (*event_fn)(void *p, const struct pt_event *ev))
@@ -125,66 +69,6 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 	if (event_fn)
 		pt_tracee_clone_stacks(tg->t, 1);
 	return &tg->slot[tg->nslots++].p;
-}
-
-/* Forgets target i, which no session uses: the last target takes its slot,
- * and the sessions of that one follow it there. */
-static void target_forget(struct pt_sampler *s, int i)
-{
-	struct pt__target *last = &s->tg[s->ntg - 1];
-
-	pt__stats_add_target(&s->retired, s->tg[i].t, s->tg[i].rule);
-	target_free(&s->tg[i]);
-	s->tg[i] = *last;
-	s->ntg--;
-	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
-		if (ss->target == last)
-			ss->target = &s->tg[i];
-}
-
-static struct pt__target *target_get(struct pt_sampler *s, pid_t pid, int *err)
-{
-	struct pt_tracee_opts to = {
-		.stack_bytes = s->o.stack_bytes,
-		.max_frames = s->o.max_frames,
-		.max_threads = s->o.max_threads,
-		.max_per_tick = s->o.max_per_tick,
-		.spin_ns = s->o.spin_ns,
-		.debug_dir = s->o.debug_dir,
-		.python = s->o.python,
-	};
-	struct pt__target *tg;
-
-	*err = 0;
-	for (int i = 0; i < s->ntg; i++)
-		if (pt_tracee_pid(s->tg[i].t) == pid) {
-			if (!pt_tracee_gone(s->tg[i].t))
-				return &s->tg[i];
-			if (s->tg[i].nsessions)
-				break;
-			/* A process gone and no one using it: forget it (its
-			 * counters live on in the totals). */
-			target_forget(s, i);
-			break;
-		}
-	/* Full: make room by forgetting a target nobody uses or traces. */
-	for (int i = 0; s->ntg == MAX_TRACEES && i < s->ntg; i++)
-		if (!s->tg[i].nsessions && !pt_tracee_attached(s->tg[i].t))
-			target_forget(s, i);
-	if (s->ntg == MAX_TRACEES) {
-		*err = -EBUSY;
-		return NULL;
-	}
-	tg = &s->tg[s->ntg];
-	memset(tg, 0, sizeof(*tg));
-	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
-		return NULL;
-	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_symbolize_refresh_maps(tg->t))) {
-		target_free(tg);
-		return NULL;
-	}
-	s->ntg++;
-	return tg;
 }
 
 /* Seizes the target if it is not traced yet. Returns 0 or a negative errno. */
@@ -225,14 +109,29 @@ static int count_sessions(const struct pt_sampler *s)
 	return n;
 }
 
+/* Members of groups to serve once the poll under way is over (a forked
+ * process joining, or one going on into a new program). */
+static void follow_later(struct pt_sampler *s, struct pt_request *m)
+{
+	m->next = s->follow;
+	s->follow = m;
+}
+
 /* Answers req; a group's member is its group's, which is answered with
  * its last member. */
 static void complete(struct pt_sampler *s, struct pt_request *req)
 {
 	if (req->group) {
-		if (!(req = pt__group_member_done(req)))
+		struct pt_request *again;
+
+		req = pt__group_member_done(req, pt__now_ns(), &again);
+		if (again)
+			follow_later(s, again);
+		if (!req)
 			return;
 		s->ngroups--;
+		pt__sampler_log(s, 1, "%s: all processes done, %zu of them%s", req->kind->name,
+				req->profile ? req->profile->nprocs : 0, req->err ? " (failed)" : "");
 	}
 	s->done(req, s->arg);
 }
@@ -308,28 +207,49 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
  * window, else run by the ticks until it ends. */
 static void serve(struct pt_sampler *s, struct pt_request *req);
 
+/* Serves the group members waiting (follow_later), in the order they came. */
+static void serve_follows(struct pt_sampler *s)
+{
+	while (s->follow) {
+		struct pt_request *rev = NULL, *m;
+
+		while ((m = s->follow)) {
+			s->follow = m->next;
+			m->next = rev;
+			rev = m;
+		}
+		while ((m = rev)) {
+			rev = m->next;
+			m->next = NULL;
+			serve(s, m);
+		}
+	}
+}
+
 /* Serves a request of several processes: each as a request of its own, the
  * group answered with the last of them (complete). */
 static void serve_group(struct pt_sampler *s, struct pt_request *req)
 {
-	struct pt_request *members;
+	struct pt_request **members;
 	size_t n;
 
-	if (!req->kind || req->nprocs > PT_GROUP_MAX)
+	req->err = 0;
+	if (!req->kind)
 		req->err = -EINVAL;
 	else if (windowed(req) && count_sessions(s) >= s->o.max_sessions)
 		req->err = -EBUSY;
-	else if (!pt__group_new(req, &members, &n))
+	else if (!pt__group_new(req, pt__now_ns(), &members, &n))
 		req->err = -ENOMEM;
 	if (req->err) {
 		complete(s, req);
 		return;
 	}
 	s->ngroups++;
-	pt__sampler_log(s, 1, "%s: %zu processes", req->kind->name, n);
-	/* The last member answered frees them all: n and i are ours. */
+	pt__sampler_log(s, 1, "%s: started for %zu processes", req->kind->name, n);
+	/* The last member answered frees them all: served from a copy. */
 	for (size_t i = 0; i < n; i++)
-		serve(s, &members[i]);
+		follow_later(s, members[i]);
+	serve_follows(s);
 }
 
 static void serve(struct pt_sampler *s, struct pt_request *req)
@@ -348,7 +268,7 @@ static void serve(struct pt_sampler *s, struct pt_request *req)
 	else if (windowed(req) && !req->group && count_sessions(s) >= s->o.max_sessions)
 		err = -EBUSY;
 	else
-		tg = target_get(s, req->pid, &err);
+		tg = pt__target_get(s, req->pid, &err);
 	if (tg && (k->flags & PT_KIND_F_ATTACH))
 		err = target_attach(s, tg);
 	if (err) {
@@ -420,11 +340,50 @@ static void on_state(void *arg, const struct pt_thread_state *st)
 			ss->kind->on_thread_state(ss, st);
 }
 
+/* A process that a traced process forked: every group that follows the
+ * parent takes it, adopted as it stands in its first stop (its target
+ * attached now, during the poll that saw the fork, so that its stop, known
+ * by then, is resumed as a new thread's), its members served after the
+ * poll. Nobody following it: left alone, the poll lets it go untraced at
+ * its first stop. */
+static void follow_fork(struct pt_sampler *s, const struct pt_event *ev)
+{
+	uint64_t now = pt__now_ns();
+	struct pt__target *tg = NULL;
+	int err = 0, took = 0;
+
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next) {
+		struct pt_request *m;
+
+		if (!ss->req->group || pt_tracee_pid(ss->t) != ev->pid || !pt__group_follows(ss->req, now))
+			continue;
+		if (!tg && !err && (tg = pt__target_get(s, ev->child, &err)) && (err = pt_tracee_attach(tg->t)))
+			tg = NULL;
+		if (!tg)
+			break;
+		if ((m = pt__group_join(ss->req, ev->child, now))) {
+			follow_later(s, m);
+			took = 1;
+		}
+	}
+	if (err)
+		pt__sampler_log(s, 2, "pid=%d forked pid=%d, not followed: %s", (int)ev->pid, (int)ev->child,
+				strerror(-err));
+	else if (took)
+		pt__sampler_log(s, 1, "pid=%d forked pid=%d: followed", (int)ev->pid, (int)ev->child);
+	s->forks_followed += took;
+}
+
 static void on_event(void *arg, const struct pt_event *ev)
 {
 	struct pt_sampler *s = arg;
 	struct pt_exit x = { .tid = ev->tid, .at_ns = pt__now_ns(), .run_ns = ev->run_ns,
 			     .wait_ns = ev->wait_ns };
+
+	if (ev->kind == PT_EV_FORK) {
+		follow_fork(s, ev);
+		return;
+	}
 
 	for (int i = 0; i < s->ntg; i++) {
 		struct pt__target *tg = &s->tg[i];
@@ -568,6 +527,7 @@ static void update_stats(struct pt_sampler *s)
 	st.ticks_late = s->ticks_late;
 	st.rate_div = (uint64_t)s->rate.div;
 	st.rate_changes = s->rate.changes;
+	st.forks_followed = s->forks_followed;
 	pthread_mutex_lock(&s->lock);
 	st.sessions_done = s->st.sessions_done;
 	s->st = st;
@@ -735,11 +695,13 @@ static void loop(struct pt_sampler *s)
 		 * before it has run again: pt_thread_signal_pending). */
 		if (!polled || pfd[1].revents)
 			pt_tracer_poll_before_tick(s->tr);
+		serve_follows(s);   /* processes forked, followed */
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
 			tick(s, now);
 		/* and the stops that came after their tick */
 		again = pt_tracer_poll(s->tr);
+		serve_follows(s);
 		now = pt__now_ns();
 		/* Paused: every session ends (cancelled) and every target is
 		 * detached now, as when stopping, but the thread goes on. */
@@ -863,7 +825,7 @@ void pt_sampler_free(struct pt_sampler *s)
 	wake(s);
 	pthread_join(s->thread, NULL);
 	for (int i = 0; i < s->ntg; i++)
-		target_free(&s->tg[i]);
+		pt__target_free(&s->tg[i]);
 	pt_tracer_free(s->tr);
 	pthread_mutex_destroy(&s->lock);
 	close(s->evfd);

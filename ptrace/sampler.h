@@ -29,11 +29,14 @@ struct pt_request {
 	pid_t pid;
 	/* Several processes instead (nprocs > 0, pid ignored): each served
 	 * alone, the answer one profile of them all, each sample marked with
-	 * its process (pt_profile_merge). procs[i].pid and .name are the
-	 * caller's; at most PT_GROUP_MAX. */
+	 * its process (pt_profile_merge); with a window, the processes they
+	 * fork join from their first instruction, and one that execs goes on
+	 * into its new program (ptrace/group.h). procs[i].pid and .name are
+	 * the caller's; at most max_procs. */
 	const struct pt_profile_proc *procs;
 	size_t nprocs;
 	size_t nprocs_left;     /* more the caller left out (its cap): said in the profile */
+	size_t max_procs;       /* a group's cap, its children included (0: PT_GROUP_MAX) */
 	uint64_t duration_ns;   /* kinds with a window: its length (0: none, where allowed) */
 	int hz;                 /* kinds with a window: the rate of its ticks */
 	uint64_t *addrs;        /* symbols: input, owned by the caller */
@@ -101,6 +104,7 @@ struct pt_sampler_stats {
 	uint64_t pause_ns_total, unwind_ns_total;
 	uint64_t snapshot_stops, snapshot_reused, maps_rereads, short_copies, signal_copies, group_stops, clones, execs;
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's clone event */
+	uint64_t forks, forks_followed;    /* processes the targets forked; those a profile took */
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;
 	uint64_t threads_traced;      /* threads of the attached targets, now */

@@ -62,5 +62,6 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->group_stops += ts.group_stops;
 	st->clones += ts.clones;
 	st->clones_resumed_at_once += ts.clones_resumed_at_once;
+	st->forks += ts.forks;
 	st->execs += ts.execs;
 }

@@ -8,6 +8,7 @@
 #include "ptrace/tracee.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <unistd.h>
@@ -166,9 +167,23 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	}
 }
 
+/* 1 if t's leader is traced by this tracer already: a child its traced
+ * parent forked (the tracee's PTRACE_O_TRACEFORK), adopted as it is, in its
+ * first stop, its options its parent's. */
+static int traced_by_us(const struct pt_tracee *t)
+{
+	char path[64], buf[2048];
+	long long tracer;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	return pt_proc_slurp(path, buf, sizeof(buf)) > 0 && !pt_proc_status_value(buf, "TracerPid", &tracer) &&
+	       (pid_t)tracer == t->tr->tid;
+}
+
 int pt_tracee_attach(struct pt_tracee *t)
 {
-	const long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+	const long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
+			  PTRACE_O_TRACEVFORK;
 	int err, round;
 
 	if (t->attached)
@@ -187,7 +202,9 @@ int pt_tracee_attach(struct pt_tracee *t)
 	 * refuses to attach to an exiting task with EPERM, not ESRCH). */
 	if (ptrace(PTRACE_SEIZE, t->pid, 0, opts) < 0) {
 		err = -errno;
-		goto fail;
+		/* A child its traced parent forked is ours already. */
+		if (err != -EPERM || !traced_by_us(t))
+			goto fail;
 	}
 	if ((err = pt__threads_add(t, t->pid, 0)))
 		goto fail;

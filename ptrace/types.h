@@ -30,6 +30,7 @@ struct pt_tracee_stats {
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's event */
+	uint64_t forks;                    /* processes it forked while traced */
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t maps_rereads;      /* maps read again because an unwind left them */
 	uint64_t short_copies;      /* unwinds that needed more stack than was copied */
@@ -63,12 +64,14 @@ typedef void (*pt_sample_cb)(void *arg, const struct pt_sample *s);
 typedef void (*pt_timing_cb)(void *arg, uint64_t pause_ns, uint64_t unwind_ns);
 
 /* Thread life events seen while attached (pt_tracer_poll). */
-enum pt_event_kind { PT_EV_CLONE = 1, PT_EV_EXIT };
+enum pt_event_kind { PT_EV_CLONE = 1, PT_EV_EXIT, PT_EV_FORK };
 struct pt_event {
 	enum pt_event_kind kind;
 	pid_t pid;              /* the process */
-	pid_t tid;              /* CLONE: the parent thread; EXIT: the thread that ended */
-	pid_t child;            /* CLONE: the new thread */
+	pid_t tid;              /* CLONE, FORK: the parent thread; EXIT: the thread that ended */
+	pid_t child;            /* CLONE: the new thread; FORK: the new process, traced from
+	                         * its first instruction, stopped there until it is
+	                         * adopted (pt_tracee_attach) or let go (pt_tracer_poll) */
 	/* CLONE, with pt_tracee_clone_stacks on: the parent's stack at the
 	 * clone (leaf first, as pt_unwind gives it), else NULL. */
 	const uint64_t *stack;

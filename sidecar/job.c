@@ -64,6 +64,7 @@ void sc_job_target(struct sc_job *j, struct sc_target_set *t)
 	j->req.procs = j->procs.v;
 	j->req.nprocs = j->procs.n;
 	j->req.nprocs_left = j->procs.left;
+	j->req.max_procs = j->procs.max;
 }
 
 /* The last of the jobs go when sc_jobs_close was called, the async handle

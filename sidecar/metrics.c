@@ -53,6 +53,9 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("threads_resumed_at_clone_total", clones_resumed_at_once,
 		"Of them, those let go from their first stop as their parent's clone event was handled "
 		"(the others waited for their own stop to be reaped)."),
+	COUNTER("processes_forked_total", forks, "Processes the traced targets forked while traced."),
+	COUNTER("processes_followed_total", forks_followed,
+		"Forked processes a profile of several took from their first instruction (tree=1, pid=all)."),
 	COUNTER("snapshot_reused_total", snapshot_reused,
 		"Thread-dump stacks reused because the thread stayed blocked (no stop)."),
 	COUNTER("maps_rereads_total", maps_rereads,

@@ -127,6 +127,7 @@ int sc_procs_list(const char *proc_root, pid_t root, size_t max, struct sc_procs
 				queue[tail++] = i;
 			}
 	}
+	out->max = max;
 	err = out->n || out->left ? 0 : -ESRCH;
 done:
 	base_free(queue);

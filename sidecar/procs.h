@@ -15,6 +15,7 @@ struct sc_procs {
 	struct pt_profile_proc *v;   /* pid and name (comm) of each */
 	size_t n;
 	size_t left;                 /* found past `max`, left out */
+	size_t max;                  /* the cap it was listed with (and its children are held to) */
 };
 
 /* What a request is about (sidecar/server.h sc_request_target): one

@@ -9,7 +9,22 @@ import subprocess
 
 import lib  # noqa: E402
 from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test, traces)
-from test_accounting import in_window
+
+
+def in_group_window(pp, f, fetch):
+    """fetch() on a thread, with f.cpu_ns() as the group starts and as its
+    last process is done (podprof's log lines)."""
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(fetch()))
+    t.start()
+    pp.wait_log(r"profile: started for \d+ processes", 10)
+    c0 = f.cpu_ns()
+    pp.wait_log(r"profile: all processes done", 30)
+    c1 = f.cpu_ns()
+    t.join(60)
+    check(got, "the profile request failed")
+    return got[0], c0, c1
 
 PREFORK = os.path.join(BUILD, "fixtures", "prefork")
 
@@ -89,8 +104,7 @@ def tree_profile_of_a_prefork_server():
     pp = Podprof("--pid", str(f.pid))
     tree = f.tree()
     check(len(tree) == 3, "prefork's tree: %s" % tree)
-    f.mark = f.cpu_ns
-    body, c0, c1 = in_window(pp, f, "profile", lambda: get_profile(pp, "seconds=3&tree=1"))
+    body, c0, c1 = in_group_window(pp, f, lambda: get_profile(pp, "seconds=3&tree=1"))
     path = save(body, "tree.pb.gz")
     pids = tags_of(path, "pid")
     names = tags_of(path, "process")
@@ -228,3 +242,60 @@ def pid_all_profiles_every_process_of_the_pod():
     check(st == 400 and b"one process" in body, "heap?pid=all: %d %r" % (st, body[:200]))
     pp.stop()
     f1.stop(), f2.stop()
+
+
+@test
+def recycled_workers_are_followed_from_their_first_instruction():
+    """A pre-fork server recycling its workers every 0.5 s, a 3 s profile of
+    its tree: the workers forked during the window join it (their pids in
+    the labels beside the first ones', worker_spin in their stacks), and the
+    profile holds the CPU the whole tree used, the workers that ended
+    included (the master's cutime), within 5 %."""
+    f = Prefork(workers=2, life_ms=500)
+    pp = Podprof("--pid", str(f.pid))
+    first = set(f.tree()[1:])
+    body, c0, c1 = in_group_window(pp, f, lambda: get_profile(pp, "seconds=3&tree=1"))
+    path = save(body, "recycled.pb.gz")
+    pids = {int(p) for p in tags_of(path, "pid")}
+    later = pids - first - {f.pid}
+    total = sum(v for v, _ in traces(path))
+    ratio = total / (c1 - c0)
+    st, _, m = http(pp.port, "/metrics")
+    followed = re.search(rb"^podprof_processes_followed_total (\d+)", m, re.M)
+    print("  info: %d processes in the profile, %d forked during it; profile %.2f s, the tree's CPU %.2f s "
+          "(%.3f); followed %s" % (len(pids), len(later), total / 1e9, (c1 - c0) / 1e9, ratio,
+                                   followed and followed.group(1).decode()))
+    check(len(later) >= 6, "only %d workers forked in the window are in the profile: %s (first %s)" %
+          (len(later), sorted(pids), sorted(first)))
+    check(followed and int(followed.group(1)) >= len(later), "podprof_processes_followed_total: %r" % followed)
+    one = pprof("-top", "-tagfocus=pid=%d" % max(later), path)
+    check("worker_spin" in one, "a later worker's samples lack worker_spin:\n%s" % one)
+    check(abs(ratio - 1) <= 0.05, "the profile holds %.2f s, the tree used %.2f s" % (total / 1e9, (c1 - c0) / 1e9))
+    pp.stop()
+    out = f.stop()
+    check("forked=" in out, "prefork's end: %r" % out)
+
+
+@test
+def a_script_and_the_program_it_starts():
+    """--tree on a shell entrypoint that starts the real program as a child
+    (sleeps, then runs busy): a profile begun before the start follows the
+    fork and the exec into busy, whose hot_a and hot_b are in it under
+    process busy; the shell is there under its own name."""
+    script = "sleep 0.5; exec_me() { %s -t 1 -s 0; }; exec_me; :" % lib.BUSY
+    sh = subprocess.Popen(["sh", "-c", script])
+    PROCS.append(sh)
+    try:
+        pp = Podprof("--pid", str(sh.pid), "--tree")
+        path = save(get_profile(pp, "seconds=2"), "script.pb.gz")
+        names = tags_of(path, "process")
+        print("  info: processes %s" % names)
+        check("busy" in names, "busy is not in the profile: %s" % names)
+        top = pprof("-top", "-tagfocus=process=busy", path)
+        check(re.search(r"hot_a\s*$", top, re.M), "no hot_a under busy:\n%s" % top)
+        pp.stop()
+    finally:
+        for p in subprocess.run(["pgrep", "-P", str(sh.pid)], capture_output=True, text=True).stdout.split():
+            os.kill(int(p), signal.SIGKILL)
+        sh.kill()
+        sh.wait()

@@ -11,6 +11,8 @@
 #include "ptrace/merge.h"
 #include "ptrace/proc.h"
 
+_Static_assert(PT_GROUP_MAX <= PT_MERGE_MAX, "a group's members are merged in one call");
+
 /* A member joining with less of the window left does not (its session
  * would end before its first tick). */
 #define JOIN_MIN_NS 20000000ull

@@ -121,8 +121,8 @@ static void move_threads(struct pt_profile *p, const struct pt_profile *q)
 static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t n, uint64_t t0)
 {
 	struct pt_timeline *tl = p->timeline;
-	size_t at[64] = { 0 }, thr[64], stk[64], th = 0, sk = 0;
-	uint64_t shift[64];
+	size_t at[PT_MERGE_MAX] = { 0 }, thr[PT_MERGE_MAX], stk[PT_MERGE_MAX], th = 0, sk = 0;
+	uint64_t shift[PT_MERGE_MAX];
 
 	for (size_t i = 0; i < n; i++) {
 		thr[i] = th;
@@ -167,7 +167,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 	int timeline = 0, err = -ENOMEM;
 
 	*out = NULL;
-	if (n > 64) {
+	if (n > PT_MERGE_MAX) {
 		err = -E2BIG;   /* the caller's cap on processes is lower */
 		goto done;
 	}

@@ -52,7 +52,7 @@ struct pt_request {
 	struct pt_request *next;
 };
 
-#define PT_GROUP_MAX 64
+#define PT_GROUP_MAX 200
 
 struct pt_sampler_opts {
 	size_t stack_bytes;

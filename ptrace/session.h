@@ -84,6 +84,10 @@ struct pt_session_kind {
 	 * the client left): fill the request's results. Returns 0 or a negative
 	 * errno. Not called when start failed. */
 	int (*finish)(struct pt_session *ss);
+	/* The window is over: called for every session ending at once (a
+	 * group's members) before the first of them finishes, to read what
+	 * must be read as the window ends, not as it is finished. May be NULL. */
+	void (*on_end)(struct pt_session *ss);
 	/* Frees what the kind allocated (not the session itself). May be NULL. */
 	void (*free)(struct pt_session *ss);
 };

@@ -44,6 +44,7 @@ struct cpu_session {
 	struct pt_stacks *stacks;
 	uint64_t thread_samples;
 	uint64_t cpu0;           /* the process's CPU clock at the start; 0: unknown */
+	uint64_t cpu1;           /* and as the window ended (on_end), 0: read at finish */
 	uint64_t dropped_ns;     /* CPU of the samples the table refused */
 	int scaled;              /* a sample was scaled (ss->scale > 1) */
 	struct base_map exited;  /* tids of the threads that ended in the window */
@@ -131,7 +132,7 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 {
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
-	uint64_t cpu1 = pt_tracee_cpu_ns(cs->base.t), total, due, want;
+	uint64_t cpu1 = cs->cpu1 ? cs->cpu1 : pt_tracee_cpu_ns(cs->base.t), total, due, want;
 	struct pt_spread spread = { .arg = cs };
 	struct pt_sample e;
 	int64_t v[PT_MAX_VALUES];
@@ -196,6 +197,13 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	} else if (smp->tid > 0 && base_map_put(&cs->last, (uint64_t)smp->tid, (uint64_t)id + 1)) {
 		base_map_del(&cs->last, (uint64_t)smp->tid);   /* no memory: the same */
 	}
+}
+
+static void cpu_on_end(struct pt_session *ss)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+
+	cs->cpu1 = pt_tracee_cpu_ns(ss->t);
 }
 
 static int cpu_finish(struct pt_session *ss)
@@ -266,5 +274,6 @@ const struct pt_session_kind pt_kind_cpu = {
 	.on_sample = cpu_on_sample,
 	.on_exit = cpu_on_exit,
 	.finish = cpu_finish,
+	.on_end = cpu_on_end,
 	.free = cpu_free,
 };

@@ -44,7 +44,8 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,tpr,allocs (or one of its parts: allocs-micro,allocs-server,allocs-accuracy,allocs-memory)")
+                "python,tpr,allocs,processes (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
+                "allocs-memory)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
@@ -789,7 +790,7 @@ def section_tpr():
 
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python", "tpr", "allocs"}
+                                                        "continuous", "python", "tpr", "allocs", "processes"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -808,6 +809,12 @@ def main():
         section_python()
     if "tpr" in only:
         section_tpr()
+    if "processes" in only:
+        import types
+        import bench_procs
+        run_it.TMP = TMP
+        bench_procs.run(types.SimpleNamespace(build=BUILD, tmp=TMP, reps=args.reps, start_podprof=start_podprof,
+                                              stop_podprof=stop_podprof, traces=run_it.traces))
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

@@ -234,7 +234,7 @@ check "podprof --help runs in the image" grep -q -- '--auth-token-file' "$OUT/he
 phase "application image"
 if podman build --network=host --build-arg BASE="$BASE" --build-arg PKGS="$(section e2e-app)" \
 	-t "$APP" -f tests/e2e/app/Dockerfile tests/fixtures > "$OUT/build-app.log" 2>&1; then
-	pass "podman build the application image (busy.c, allocs.c)"
+	pass "podman build the application image (busy.c, allocs.c, prefork.c)"
 else
 	tail -n 30 "$OUT/build-app.log"; fail "podman build the application image"; finish
 fi
@@ -584,6 +584,34 @@ else
 	fail "ephemeral: podprof joined to the running app starts"
 fi
 podman rm -f -t 0 "$EPH" > /dev/null 2>&1
+
+# A pod of several processes: the app container runs a pre-fork server (its
+# master is the namespace's PID 1, two workers recycled every second), and
+# podprof joined to it takes them all with pid=all, the workers forked
+# during the window included.
+phase "several processes"
+podman run -d --name "$PREFIX-prefork" --user 65532:65532 --network none --entrypoint /usr/local/bin/prefork \
+	"$APP" -w 2 -l 1000 > /dev/null
+MP=$PREFIX-multi
+podman run -d --name "$MP" --pid="container:$PREFIX-prefork" --network="container:$PREFIX-prefork" \
+	--cap-drop ALL --cap-add SYS_PTRACE "$IMG" > /dev/null
+if wait_log "$MP" 'serving http' 20; then
+	pid=$(cpid "$MP")
+	get "$pid" "/debug/pprof/profile?seconds=3&pid=all" "$OUT/multi.pb.gz"
+	go tool pprof -tags "$OUT/multi.pb.gz" > "$OUT/multi.tags" 2>&1
+	go tool pprof -top "$OUT/multi.pb.gz" > "$OUT/multi.top" 2>&1
+	n=$(awk '/^ *pid:/ { on = 1; next } /^ *[a-z]+:/ { on = 0 } on && /%\)/' "$OUT/multi.tags" | wc -l)
+	check "several processes: profile?pid=all is one profile of the master and its workers ($n pids)" \
+		eval '[ "$CODE" = 200 ] && [ "$n" -ge 4 ]'
+	check "several processes: labelled process prefork, worker_spin on top" \
+		eval 'grep -q "): prefork$" "$OUT/multi.tags" && grep -q "worker_spin" "$OUT/multi.top"'
+	get "$pid" "/debug/pprof/goroutine?debug=2&pid=all" "$OUT/multi.dump"
+	check "several processes: goroutine?debug=2&pid=all lists PID 1 (the master) in master_wait" \
+		eval '[ "$CODE" = 200 ] && grep -q "^process 1 (prefork):" "$OUT/multi.dump" && grep -q "^master_wait(" "$OUT/multi.dump"'
+else
+	fail "several processes: podprof joined to the pre-fork app starts"
+fi
+podman rm -f -t 0 "$MP" "$PREFIX-prefork" > /dev/null 2>&1
 
 # A root-owned target. The kernel lets only a process's owner read
 # /proc/<tid>/syscall (mode 0400, no CAP_DAC_OVERRIDE here), which the sampler

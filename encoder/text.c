@@ -24,6 +24,21 @@ static void put_where(struct base_buf *o, const struct enc_text_loc *l)
 		base_buf_printf(o, "?");
 }
 
+/* A process name as Go's %q writes a string's contents: a name is the
+ * process's to choose (prctl PR_SET_NAME), and a quote or a newline in it
+ * must not end the label or the line. */
+static void put_name(struct base_buf *o, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)(s ? s : "?"); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			base_buf_printf(o, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			base_buf_printf(o, "\\x%02x", *p);
+		else
+			base_buf_printf(o, "%c", *p);
+	}
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	const struct enc_text_stack *x = *(const struct enc_text_stack *const *)a;
@@ -50,8 +65,11 @@ int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **ou
 	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
 		const struct enc_text_stack *s = order[i];
 
-		if (s->pid && (!i || order[i - 1]->pid != s->pid))
-			base_buf_printf(&o, "process %" PRId64 " (%s):\n\n", s->pid, s->process ? s->process : "?");
+		if (s->pid && (!i || order[i - 1]->pid != s->pid)) {
+			base_buf_printf(&o, "process %" PRId64 " (", s->pid);
+			put_name(&o, s->process);
+			base_buf_printf(&o, "):\n\n");
+		}
 		base_buf_printf(&o, "goroutine %" PRId64 " [%s", s->id, s->state);
 		if (s->syscall)
 			base_buf_printf(&o, ", syscall %s", s->syscall);
@@ -148,9 +166,11 @@ static void put_stack(struct base_buf *o, const struct enc_text_profile *p,
 	for (uint32_t k = 0; k < s->n; k++)
 		base_buf_printf(o, " %#" PRIx64, p->locs[s->locs[k]].addr);
 	base_buf_printf(o, "\n");
-	if (s->pid)
-		base_buf_printf(o, "# labels: {\"pid\":\"%" PRId64 "\", \"process\":\"%s\"}\n", s->pid,
-				s->process ? s->process : "?");
+	if (s->pid) {
+		base_buf_printf(o, "# labels: {\"pid\":\"%" PRId64 "\", \"process\":\"", s->pid);
+		put_name(o, s->process);
+		base_buf_printf(o, "\"}\n");
+	}
 	for (uint32_t k = 0; k < s->n; k++) {
 		const struct enc_text_loc *l = &p->locs[s->locs[k]];
 

@@ -54,6 +54,7 @@ struct pt_tracer {
 	 * (tid set to 0: events.c let_child_go). */
 	struct pt__reaped { pid_t tid; int status; } reaped[64];
 	int nreaped;
+	int polling;                 /* inside pt_tracer_poll (see poll_once) */
 };
 
 struct pt_tracee {

@@ -253,7 +253,7 @@ static void serve_group(struct pt_sampler *s, struct pt_request *req)
 		struct pt__target *tg;
 		int err;
 
-		if ((tg = pt__target_get(s, members[i]->pid, &err)))
+		if ((tg = pt__target_get(s, members[i]->pid, 1, &err)))
 			(void)target_attach(s, tg);
 	}
 	/* The last member answered frees them all: served from the list. */
@@ -279,7 +279,7 @@ static void serve(struct pt_sampler *s, struct pt_request *req)
 	else if (windowed(req) && !req->group && count_sessions(s) >= s->o.max_sessions)
 		err = -EBUSY;
 	else
-		tg = pt__target_get(s, req->pid, &err);
+		tg = pt__target_get(s, req->pid, 1, &err);
 	if (tg && (k->flags & PT_KIND_F_ATTACH))
 		err = target_attach(s, tg);
 	if (err) {
@@ -321,12 +321,15 @@ static void end_sessions(struct pt_sampler *s, uint64_t now, int stopping)
 			pp = &ss->next;
 			continue;
 		}
+		/* Its last tick's late stops are its samples: taken while it
+		 * is still listed (the ticks' callbacks serve listed sessions). */
+		pt_stop_report_late(ss->t);
+		if (ss->kind->on_end)
+			ss->kind->on_end(ss);
 		*pp = ss->next;
 		ss->next = NULL;
 		*tail = ss;
 		tail = &ss->next;
-		if (ss->kind->on_end)
-			ss->kind->on_end(ss);
 	}
 	while (ending) {
 		struct pt_session *ss = ending;
@@ -335,8 +338,6 @@ static void end_sessions(struct pt_sampler *s, uint64_t now, int stopping)
 		int execd = pt_tracee_exec_pending(ss->t);
 
 		ending = ss->next;
-		/* Its last tick's late stops are its samples. */
-		pt_stop_report_late(ss->t);
 		if (gone)
 			pt__sampler_log(s, 2, "%s: pid=%d exited during the profile", ss->kind->name,
 					(int)ss->req->pid);
@@ -385,7 +386,7 @@ static void follow_fork(struct pt_sampler *s, const struct pt_event *ev)
 
 		if (!ss->req->group || pt_tracee_pid(ss->t) != ev->pid || !pt__group_follows(ss->req, now))
 			continue;
-		if (!tg && !err && (tg = pt__target_get(s, ev->child, &err)) && (err = pt_tracee_attach(tg->t)))
+		if (!tg && !err && (tg = pt__target_get(s, ev->child, 0, &err)) && (err = pt_tracee_attach(tg->t)))
 			tg = NULL;
 		if (!tg)
 			break;
@@ -632,8 +633,8 @@ static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 		timeout_ms = wake <= now ? 0 : (int)((wake - now + 999999) / 1000000);
 	if (timeout_ms > 1000)
 		timeout_ms = 1000;
-	if (again)
-		timeout_ms = 0;   /* events were left: back to them */
+	if (again || s->follow)
+		timeout_ms = 0;   /* events were left, or group members to serve: back to them */
 	if (timeout_ms > 0) {
 		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
 

@@ -44,7 +44,7 @@ void pt__target_forget(struct pt_sampler *s, int i)
 			ss->target = &s->tg[i];
 }
 
-struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int *err)
+struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int evict, int *err)
 {
 	struct pt_tracee_opts to = {
 		.stack_bytes = s->o.stack_bytes,
@@ -66,11 +66,15 @@ struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int *err)
 				break;
 			/* A process gone and no one using it: forget it (its
 			 * counters live on in the totals). */
+			if (!evict) {
+				*err = -EBUSY;
+				return NULL;
+			}
 			pt__target_forget(s, i);
 			break;
 		}
 	/* Full: make room by forgetting a target nobody uses or traces. */
-	for (int i = 0; s->ntg == MAX_TRACEES && i < s->ntg; i++)
+	for (int i = 0; evict && s->ntg == MAX_TRACEES && i < s->ntg; i++)
 		if (!s->tg[i].nsessions && !pt_tracee_attached(s->tg[i].t))
 			pt__target_forget(s, i);
 	if (s->ntg == MAX_TRACEES) {
@@ -79,6 +83,7 @@ struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int *err)
 	}
 	tg = &s->tg[s->ntg];
 	memset(tg, 0, sizeof(*tg));
+	tg->idle_since = pt__now_ns();   /* not idle for a grace already: just made */
 	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
 	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_symbolize_refresh_maps(tg->t))) {

@@ -245,7 +245,10 @@ int pt_tracee_attach(struct pt_tracee *t)
 	pt__capture_py_detect(t);
 	return 0;
 fail:
-	pt_tracee_detach(t, 1000000000ull);
+	/* Inside a poll (a fork's child being adopted) the detach cannot wait
+	 * for the stops it asks for: the poll under way takes them. */
+	if (pt_tracee_detach(t, t->tr->polling ? 0 : 1000000000ull) == -EINPROGRESS)
+		return err;   /* detaching: the stops to come end it */
 	t->attached = 0;
 	return err;
 }

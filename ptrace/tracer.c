@@ -178,12 +178,28 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 	return more;
 }
 
+/* A poll from inside a poll (an event's handler that ends up polling: a
+ * fork's child adopted, whose attach failed and detaches) is none: the
+ * outer poll's statuses taken but not acted on yet (reaped[]) would be
+ * lost, their threads left stopped. The outer poll takes what comes. */
+static int poll_once(struct pt_tracer *tr, int keep_woke)
+{
+	int more;
+
+	if (tr->polling)
+		return 0;
+	tr->polling = 1;
+	more = poll_events(tr, keep_woke);
+	tr->polling = 0;
+	return more;
+}
+
 int pt_tracer_poll(struct pt_tracer *tr)
 {
-	return poll_events(tr, 0);
+	return poll_once(tr, 0);
 }
 
 int pt_tracer_poll_before_tick(struct pt_tracer *tr)
 {
-	return poll_events(tr, 1);
+	return poll_once(tr, 1);
 }

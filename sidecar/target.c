@@ -45,14 +45,17 @@ static pid_t tree_root(const char *proc_root, const struct cand *c, size_t n)
 		pid_t up = c[i].ppid;
 		int below = 0;
 
-		for (int depth = 0; up > 1 && depth < 64 && !below; depth++) {
+		/* A match that is PID 1 (a container's own entrypoint) is an
+		 * ancestor too: looked for before the walk stops there. */
+		for (int depth = 0; up > 0 && depth < 64 && !below; depth++) {
 			char path[PT_PROC_MAX_PATH], buf[1024];
 			struct pt_stat st;
 
 			for (size_t k = 0; k < n && !below; k++)
 				below = c[k].pid == up;
 			snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)up);
-			if (below || pt_proc_slurp(path, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
+			if (below || up == 1 || pt_proc_slurp(path, buf, sizeof(buf)) <= 0 ||
+			    pt_proc_parse_stat(buf, &st))
 				break;
 			up = (pid_t)st.ppid;
 		}

@@ -587,14 +587,15 @@ podman rm -f -t 0 "$EPH" > /dev/null 2>&1
 
 # A pod of several processes: the app container runs a pre-fork server (its
 # master is the namespace's PID 1, two workers recycled every second), and
-# podprof joined to it takes them all with pid=all, the workers forked
-# during the window included.
+# podprof joined to it (--tree: without it the master and its workers are
+# several candidates, refused) takes them all with pid=all, the workers
+# forked during the window included.
 phase "several processes"
 podman run -d --name "$PREFIX-prefork" --user 65532:65532 --network none --entrypoint /usr/local/bin/prefork \
 	"$APP" -w 2 -l 1000 > /dev/null
 MP=$PREFIX-multi
 podman run -d --name "$MP" --pid="container:$PREFIX-prefork" --network="container:$PREFIX-prefork" \
-	--cap-drop ALL --cap-add SYS_PTRACE "$IMG" > /dev/null
+	--cap-drop ALL --cap-add SYS_PTRACE "$IMG" --tree > /dev/null
 if wait_log "$MP" 'serving http' 20; then
 	pid=$(cpid "$MP")
 	get "$pid" "/debug/pprof/profile?seconds=3&pid=all" "$OUT/multi.pb.gz"

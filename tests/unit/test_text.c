@@ -163,3 +163,22 @@ TEST(text_of_several_processes_keeps_them_apart)
 	ASSERT_STR_EQ(out, dump);
 	free(out);
 }
+
+/* A process's name is its own to choose: a quote, a backslash or a newline
+ * in it stays inside the label and the header line. */
+TEST(text_escapes_process_names)
+{
+	static const struct enc_text_stack st[] = {
+		{ reader, 2, 1, 11, "w", "sleeping", "read", 0, { 0 }, 10, "a\"b\\c\nd" },
+	};
+	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 1 };
+	char *out;
+	size_t len;
+
+	ASSERT_OK(enc_text_count_encode(&p, 1 << 20, &out, &len));
+	ASSERT(strstr(out, "# labels: {\"pid\":\"10\", \"process\":\"a\\\"b\\\\c\\x0ad\"}\n"));
+	free(out);
+	ASSERT_OK(enc_text_dump_encode(&p, 1 << 20, &out, &len));
+	ASSERT(!strncmp(out, "process 10 (a\\\"b\\\\c\\x0ad):\n\n", 27));
+	free(out);
+}

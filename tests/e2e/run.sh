@@ -601,9 +601,9 @@ if wait_log "$MP" 'serving http' 20; then
 	get "$pid" "/debug/pprof/profile?seconds=3&pid=all" "$OUT/multi.pb.gz"
 	go tool pprof -tags "$OUT/multi.pb.gz" > "$OUT/multi.tags" 2>&1
 	go tool pprof -top "$OUT/multi.pb.gz" > "$OUT/multi.top" 2>&1
-	n=$(awk '/^ *pid:/ { on = 1; next } /^ *[a-z]+:/ { on = 0 } on && /%\)/' "$OUT/multi.tags" | wc -l)
-	check "several processes: profile?pid=all is one profile of the master and its workers ($n pids)" \
-		eval '[ "$CODE" = 200 ] && [ "$n" -ge 4 ]'
+	npids=$(awk '/^ *pid:/ { on = 1; next } /^ *[a-z]+:/ { on = 0 } on && /%\)/' "$OUT/multi.tags" | wc -l)
+	check "several processes: profile?pid=all is one profile of the master and its workers ($npids pids)" \
+		eval '[ "$CODE" = 200 ] && [ "$npids" -ge 4 ]'
 	check "several processes: labelled process prefork, worker_spin on top" \
 		eval 'grep -q "): prefork$" "$OUT/multi.tags" && grep -q "worker_spin" "$OUT/multi.top"'
 	get "$pid" "/debug/pprof/goroutine?debug=2&pid=all" "$OUT/multi.dump"

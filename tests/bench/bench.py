@@ -814,7 +814,8 @@ def main():
         import bench_procs
         run_it.TMP = TMP
         bench_procs.run(types.SimpleNamespace(build=BUILD, tmp=TMP, reps=args.reps, start_podprof=start_podprof,
-                                              stop_podprof=stop_podprof, traces=run_it.traces))
+                                              stop_podprof=stop_podprof, wait_log=wait_log,
+                                              traces=run_it.traces))
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

@@ -245,7 +245,7 @@ def part_micro(b):
 
 # ---- 2. a real server ----------------------------------------------------------
 
-NGINX_CONF = """worker_processes 1;
+NGINX_CONF = """worker_processes %(workers)d;
 daemon off;
 master_process on;
 pid %(dir)s/nginx.pid;
@@ -285,7 +285,7 @@ class Nginx:
         os.makedirs(os.path.join(self.dir, "html"))
         os.makedirs(os.path.join(self.dir, "tmp"))
         with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
-            f.write(NGINX_CONF % dict(dir=self.dir, port=self.port))
+            f.write(NGINX_CONF % dict(dir=self.dir, port=self.port, workers=1))
         with open(os.path.join(self.dir, "html", "small.txt"), "w") as f:
             f.write(("podprof allocation agent benchmark, a static file.\n" * 21)[:1024])
         words = ["alloc", "stack", "profile", "heap", "sample", "rate", "frame", "nginx", "podprof", "memory"]

@@ -67,9 +67,9 @@ def one(b, workers):
 
     t = threading.Thread(target=fetch)
     t.start()
-    wait_for(pp, "profile: started for", 20)
+    b.wait_log(pp, "profile: started for", 20)
     c0 = f.cpu_ns()
-    wait_for(pp, "profile: all processes done", 60)
+    b.wait_log(pp, "profile: all processes done", 60)
     c1 = f.cpu_ns()
     t.join(120)
     with open("/proc/%d/status" % pp.pid) as fh:
@@ -91,17 +91,9 @@ def one(b, workers):
     return out
 
 
-def wait_for(pp, text, timeout):
-    end = time.monotonic() + timeout
-    while not any(text in line for line in list(pp.lines)):
-        if time.monotonic() > end:
-            raise SystemExit("podprof never logged %r" % text)
-        time.sleep(0.005)
-
-
 def run(b):
     """b: bench.py's Bench-like object (build, tmp, reps, start_podprof,
-    stop_podprof, traces)."""
+    stop_podprof, wait_log, traces)."""
     rows = []
     for n in WORKERS:
         reps = [one(b, n) for _ in range(b.reps)]

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static atomic_int armed;             /* counting since base_mem_fail_at */
 static _Atomic uint64_t counted;     /* allocations since then */
@@ -111,4 +112,23 @@ char *base_strndup(const char *s, size_t n)
 char *base_strdup(const char *s)
 {
 	return s ? base_strndup(s, SIZE_MAX) : NULL;
+}
+
+void *base_calloc_pages(size_t n, size_t size)
+{
+	size_t bytes;
+	void *p;
+
+	if (base_size_mul(n, size, &bytes) || fail_now())
+		return NULL;
+	p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void base_free_pages(void *p, size_t n, size_t size)
+{
+	size_t bytes = n * size;
+
+	if (p)
+		munmap(p, bytes ? bytes : 1);
 }

@@ -26,6 +26,12 @@ void base_free(void *p);
 char *base_strdup(const char *s);
 char *base_strndup(const char *s, size_t n);
 void *base_memdup(const void *p, size_t n);
+/* n * size zeroed bytes of their own pages (anonymous mmap): a page
+ * becomes resident only when written, whatever malloc's thresholds, for
+ * large tables used sparsely. NULL on failure or overflow; freed with
+ * base_free_pages(p, n, size). */
+void *base_calloc_pages(size_t n, size_t size);
+void base_free_pages(void *p, size_t n, size_t size);
 
 /* Checked size arithmetic: *out = a * b (a + b); -E2BIG when it does not
  * fit in a size_t (*out is then left alone), else 0. */

@@ -56,6 +56,8 @@ int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *ca
 
 	if (pyc)
 		pyc->n = 0;
+	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
+		return -ENOMEM;
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
 		return -errno;
 	th->last_sp = cap->regs.rsp;

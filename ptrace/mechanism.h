@@ -19,6 +19,8 @@ struct pt_tracee;
 
 struct pt_capture;
 struct pt_mem;
+struct pt_mem_pool;
+struct pt_objects;
 struct pt_modules;
 struct pt_perfmap;
 struct pt_py;
@@ -55,6 +57,10 @@ struct pt_tracer {
 	struct pt__reaped { pid_t tid; int status; } reaped[64];
 	int nreaped;
 	int polling;                 /* inside pt_tracer_poll (see poll_once) */
+	/* What every tracee reads alike, kept once: pages of the files
+	 * they map (mem.h), their files' symbols and Go tables (objects.h). */
+	struct pt_mem_pool *pages;
+	struct pt_objects *objects;
 };
 
 struct pt_tracee {

@@ -21,6 +21,7 @@
 #include "base/mem.h"
 #include "ptrace/gopclntab.h"
 #include "ptrace/mem.h"
+#include "ptrace/objects.h"
 #include "ptrace/proc.h"
 
 #define MAX_ELF_FILE (4ull << 30)
@@ -32,12 +33,15 @@
 #define MAX_SEGS 32
 
 static void load_symbols(struct pt_modules *mods, struct pt_module *mod);
+static struct pt_object *object_of(struct pt_modules *mods, const struct pt_module *mod,
+				   const struct pt_map *m);
 static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct pt_maps *maps,
 		    size_t lo_idx, size_t hi_idx);
 
 struct pt_modules {
 	pid_t pid;
 	struct pt_mem *mem;
+	struct pt_objects *objs;
 	struct pt_module **v;
 	size_t n, cap;
 	int frozen;
@@ -46,7 +50,8 @@ struct pt_modules {
 	uint64_t load_ns, loads;   /* symbol tables read (cold symbolization) */
 };
 
-int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem)
+int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem,
+		   struct pt_objects *objs)
 {
 	struct pt_modules *m = base_calloc(1, sizeof(*m));
 
@@ -55,6 +60,7 @@ int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem)
 		return -ENOMEM;
 	m->pid = pid;
 	m->mem = mem;
+	m->objs = objs;
 	snprintf(m->debug_dir, sizeof(m->debug_dir), "/usr/lib/debug/.build-id");
 	return 0;
 }
@@ -64,17 +70,12 @@ void pt_modules_set_debug_dir(struct pt_modules *mods, const char *dir)
 	snprintf(mods->debug_dir, sizeof(mods->debug_dir), "%s", dir);
 }
 
-static void module_free(struct pt_module *mod)
+static void module_free(struct pt_modules *mods, struct pt_module *mod)
 {
 	if (!mod)
 		return;
 	base_free(mod->path);
-	pt_symtab_free(&mod->syms);
-	pt_gotab_free(mod->go);
-	if (mod->go_img_mapped)
-		munmap(mod->go_img, mod->go_img_len);
-	else
-		base_free(mod->go_img);
+	pt_object_put(mods->objs, mod->obj);
 	base_free(mod);
 }
 
@@ -86,7 +87,7 @@ void pt_modules_freeze(struct pt_modules *mods, int frozen)
 void pt_modules_reset(struct pt_modules *mods)
 {
 	for (size_t i = 0; i < mods->n; i++)
-		module_free(mods->v[i]);
+		module_free(mods, mods->v[i]);
 	mods->n = 0;
 	mods->ngo = 0;
 }
@@ -200,6 +201,10 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 	mod->hi = maps->v[hi_idx].end;
 	mod->base = first->start - first->offset;
 	read_layout(mods, mod);
+	if (!(mod->obj = object_of(mods, mod, m))) {
+		module_free(mods, mod);
+		return NULL;
+	}
 	mods->v[mods->n++] = mod;
 	load_go(mods, mod, maps, lo_idx, hi_idx);
 	/* Load the symbols now, while the process and its files are there: a
@@ -207,6 +212,23 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
 	 * exited and /proc/<pid>/root with it. */
 	load_symbols(mods, mod);
 	return mod;
+}
+
+/* The shared object of mod's file: by build-id, else by the file as the
+ * maps name it; the vDSO without one is its own. NULL on -ENOMEM. */
+static struct pt_object *object_of(struct pt_modules *mods, const struct pt_module *mod,
+				   const struct pt_map *m)
+{
+	char key[PT_PROC_MAX_PATH + 128];
+
+	if (mod->build_id[0])
+		snprintf(key, sizeof(key), "%s:%s", mod->path[0] == '[' ? "vdso" : "id", mod->build_id);
+	else if (m->inode)
+		snprintf(key, sizeof(key), "file:%x:%x:%llu:%s", m->dev_major, m->dev_minor,
+			 (unsigned long long)m->inode, m->path);
+	else
+		return pt_object_get(mods->objs, NULL);
+	return pt_object_get(mods->objs, key);
 }
 
 /* Maps a whole file read-only. Returns 0 and the mapping, or a negative errno. */
@@ -246,7 +268,7 @@ static int symbols_from_fd(struct pt_module *mod, int fd, int trust)
 
 		/* A file is only trusted when it is provably the mapped one. */
 		if (mod->build_id[0] ? (have && !strcmp(id, mod->build_id)) : trust)
-			rc = pt_elf_add_symbols(&e, &mod->syms);
+			rc = pt_elf_add_symbols(&e, &mod->obj->syms);
 		else
 			rc = -ESTALE;
 	}
@@ -291,10 +313,10 @@ static int symbols_from_memory(struct pt_modules *mods, struct pt_module *mod)
 
 		rc = pt_elf_open(&e, img, (size_t)got);
 		if (!rc)
-			rc = pt_elf_add_symbols(&e, &mod->syms);
+			rc = pt_elf_add_symbols(&e, &mod->obj->syms);
 	} else {
 		rc = pt_elf_add_dynamic_symbols(img, (size_t)got, mod->base, mod->base - mod->bias,
-						&mod->syms);
+						&mod->obj->syms);
 	}
 	base_free(img);
 	return rc;
@@ -304,13 +326,22 @@ static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod);
 
 static void load_symbols(struct pt_modules *mods, struct pt_module *mod)
 {
+	struct pt_object *obj = mod->obj;
 	struct timespec a, b;
 
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	load_symbols_timed(mods, mod);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	mods->load_ns += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
-	mods->loads++;
+	/* Loaded for another module of the same file: nothing to read. A
+	 * file none was found for is tried again (this process may see
+	 * through its root what another did not). */
+	if (obj->sym_state <= 0) {
+		pt_symtab_free(&obj->syms);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		load_symbols_timed(mods, mod);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		mods->load_ns += (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
+		mods->loads++;
+	}
+	mod->sym_state = obj->sym_state;
+	mod->sym_source = obj->sym_source;
 }
 
 void pt_modules_load_stats(const struct pt_modules *mods, uint64_t *ns, uint64_t *count)
@@ -324,10 +355,10 @@ static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod)
 	char path[PT_PROC_MAX_PATH + 64];
 	int fd, rc = -ENOENT;
 
-	mod->sym_state = -1;
+	mod->obj->sym_state = -1;
 	if (!strcmp(mod->path, "[vdso]")) {
 		if (symbols_from_memory(mods, mod) > 0)
-			mod->sym_source = "vdso";
+			mod->obj->sym_source = "vdso";
 		goto out;
 	}
 	/* 1. The file as the target sees it, if it is still the mapped file. */
@@ -352,7 +383,7 @@ static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod)
 		}
 	}
 	if (rc > 0)
-		mod->sym_source = "file";
+		mod->obj->sym_source = "file";
 	/* 3. A separate debug file with the same build-id (libc6-dbg and the
 	 *    like) has the local symbols a stripped library lacks. */
 	if (mod->build_id[0] && mod->build_id[1]) {
@@ -374,17 +405,17 @@ static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod)
 			close(fd);
 			if (r2 > 0) {
 				rc = r2;
-				mod->sym_source = "debug";
+				mod->obj->sym_source = "debug";
 				break;
 			}
 		}
 	}
 	/* 4. .dynsym from the loaded image. */
 	if (rc <= 0 && symbols_from_memory(mods, mod) > 0)
-		mod->sym_source = "memory";
+		mod->obj->sym_source = "memory";
 out:
-	if (mod->syms.n && pt_symtab_finish(&mod->syms) == 0)
-		mod->sym_state = 1;
+	if (mod->obj->syms.n && pt_symtab_finish(&mod->obj->syms) == 0)
+		mod->obj->sym_state = 1;
 }
 
 /* ---- Go: .gopclntab -------------------------------------------------- */
@@ -433,9 +464,9 @@ static int go_from_file(struct pt_module *mod, const uint8_t *img, size_t len)
 		for (int i = 0; i < nseg && rc; i++)
 			if (addr >= segs[i].vaddr && addr - segs[i].vaddr < segs[i].filesz &&
 			    off - segs[i].off == addr - segs[i].vaddr)
-				rc = pt_gotab_new(&mod->go, img + segs[i].off, segs[i].filesz,
+				rc = pt_gotab_new(&mod->obj->go, img + segs[i].off, segs[i].filesz,
 						  segs[i].vaddr, addr - segs[i].vaddr, size, text);
-		mod->go_source = "section";
+		mod->obj->go_source = "section";
 	} else {
 		/* No section headers (or a linker that names it otherwise):
 		 * the header's magic, in a segment that is neither code nor
@@ -448,17 +479,17 @@ static int go_from_file(struct pt_module *mod, const uint8_t *img, size_t len)
 			at = pt_gotab_scan(img + segs[i].off, segs[i].filesz, segs[i].vaddr,
 					   text_lo, text_hi);
 			if (at >= 0)
-				rc = pt_gotab_new(&mod->go, img + segs[i].off, segs[i].filesz,
+				rc = pt_gotab_new(&mod->obj->go, img + segs[i].off, segs[i].filesz,
 						  segs[i].vaddr, (size_t)at, segs[i].filesz - (size_t)at,
 						  text);
 		}
-		mod->go_source = "scan";
+		mod->obj->go_source = "scan";
 	}
 	if (rc)
 		return rc;
 	for (int i = 0; i < nseg; i++)
 		if ((segs[i].flags & PF_W) &&
-		    !pt_gotab_find_gofunc(mod->go, img + segs[i].off, segs[i].filesz, segs[i].vaddr, 0))
+		    !pt_gotab_find_gofunc(mod->obj->go, img + segs[i].off, segs[i].filesz, segs[i].vaddr, 0))
 			break;
 	return 0;
 }
@@ -486,15 +517,15 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 		at = got > 0 ? pt_gotab_scan(buf, (size_t)got, m->start - mod->bias,
 					     mod->text_lo - mod->bias, mod->text_hi - mod->bias) : -ENOENT;
 		if (at >= 0)
-			rc = pt_gotab_new(&mod->go, buf, (size_t)got, m->start - mod->bias, (size_t)at,
+			rc = pt_gotab_new(&mod->obj->go, buf, (size_t)got, m->start - mod->bias, (size_t)at,
 					  (size_t)got - (size_t)at, 0);
 		if (rc) {
 			base_free(buf);
 			continue;
 		}
-		mod->go_img = buf;
-		mod->go_img_len = len;
-		mod->go_source = "memory";
+		mod->obj->go_img = buf;
+		mod->obj->go_img_len = len;
+		mod->obj->go_source = "memory";
 	}
 	if (rc)
 		return rc;
@@ -508,7 +539,7 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 		if (!(m->flags & PT_MAP_W) || len > MAX_GO_MEM_DATA || !(buf = base_malloc(len)))
 			continue;
 		got = pt_mem_read_partial(mods->pid, m->start, buf, len);
-		found = got > 0 && !pt_gotab_find_gofunc(mod->go, buf, (size_t)got, m->start - mod->bias,
+		found = got > 0 && !pt_gotab_find_gofunc(mod->obj->go, buf, (size_t)got, m->start - mod->bias,
 							 mod->bias);
 		base_free(buf);
 		if (found)
@@ -522,31 +553,40 @@ static int go_from_memory(struct pt_modules *mods, struct pt_module *mod,
 static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct pt_maps *maps,
 		    size_t lo_idx, size_t hi_idx)
 {
+	struct pt_object *obj = mod->obj;
 	const uint8_t *img = NULL;
 	size_t len = 0;
 	int fd, rc = -ENOENT;
 
 	if (!mod->elf_ok || !strcmp(mod->path, "[vdso]"))
 		return;
-	fd = open_module_file(mods, mod);
-	if (fd >= 0) {
-		rc = map_file(fd, &img, &len);
-		close(fd);
-		if (!rc) {
-			rc = go_from_file(mod, img, len);
-			if (rc) {
-				munmap((void *)img, len);
-			} else {
-				mod->go_img = (void *)img;
-				mod->go_img_len = len;
-				mod->go_img_mapped = 1;
+	/* Looked for already, for another module of the same file: the
+	 * table (or that the file has none) holds for this one too. */
+	if (!obj->go_state) {
+		fd = open_module_file(mods, mod);
+		if (fd >= 0) {
+			rc = map_file(fd, &img, &len);
+			close(fd);
+			if (!rc) {
+				rc = go_from_file(mod, img, len);
+				if (rc) {
+					munmap((void *)img, len);
+				} else {
+					obj->go_img = (void *)img;
+					obj->go_img_len = len;
+					obj->go_img_mapped = 1;
+				}
 			}
 		}
+		if (fd < 0)
+			rc = go_from_memory(mods, mod, maps, lo_idx, hi_idx);
+		/* A file read and found without a table has none; memory
+		 * that did not show one is looked at again by the next. */
+		obj->go_state = !rc && obj->go ? 1 : fd >= 0 ? -1 : 0;
 	}
-	if (fd < 0)
-		rc = go_from_memory(mods, mod, maps, lo_idx, hi_idx);
-	if (rc || !mod->go)
+	if (obj->go_state <= 0)
 		return;
+	mod->go = obj->go;
 	pt_gotab_range(mod->go, &mod->go_lo, &mod->go_hi);
 	mod->go_lo += mod->bias;
 	mod->go_hi += mod->bias;
@@ -605,5 +645,5 @@ const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uin
 		load_symbols(mods, mod);
 	if (mod->sym_state < 0 || !mod->elf_ok)
 		return NULL;
-	return pt_symtab_lookup(&mod->syms, addr - mod->bias, NULL);
+	return pt_symtab_lookup(&mod->obj->syms, addr - mod->bias, NULL);
 }

@@ -14,6 +14,8 @@
 struct pt_gotab;
 struct pt_maps;
 struct pt_mem;
+struct pt_object;
+struct pt_objects;
 
 struct pt_module {
 	char *path;             /* as the target sees it ("[vdso]" for the vDSO) */
@@ -28,25 +30,25 @@ struct pt_module {
 	uint64_t eh_hdr, eh_table;
 	uint64_t eh_count;
 	char build_id[81];
-	/* symbols: loaded on first lookup */
+	/* Its file's symbols and Go table, shared with every module of any
+	 * process that maps the same file (objects.h). */
+	struct pt_object *obj;
+	/* symbols: loaded on first lookup (obj's, mirrored here) */
 	int sym_state;          /* 0 not tried, 1 loaded, -1 none */
 	const char *sym_source; /* "file", "debug", "memory", "vdso" */
-	struct pt_symtab syms;
-	/* Go: the module's .gopclntab (function names, SP deltas, inline
-	 * trees), NULL if it has none; read when the module is first found.
+	/* Go: obj's .gopclntab (function names, SP deltas, inline trees),
+	 * NULL if it has none; read when the module is first found.
 	 * [go_lo, go_hi): the runtime addresses of the code it describes. */
 	struct pt_gotab *go;
 	uint64_t go_lo, go_hi;
-	const char *go_source;  /* "section", "scan" (magic in the file), "memory" */
-	/* private: the image go points into (a file mapping or a copy) */
-	void *go_img;
-	size_t go_img_len;
-	int go_img_mapped;
 };
 
 struct pt_modules;
 
-int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem);
+/* objs: where files' symbols and Go tables are shared (NULL: each module
+ * its own). */
+int pt_modules_new(struct pt_modules **out, pid_t pid, struct pt_mem *mem,
+		   struct pt_objects *objs);
 void pt_modules_free(struct pt_modules *mods);
 /* Forgets every module (exec). */
 void pt_modules_reset(struct pt_modules *mods);

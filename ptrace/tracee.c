@@ -31,6 +31,17 @@
 #include "ptrace/tracer.h"
 #include "ptrace/unwind.h"
 
+/* The shared page pool sized for the tracer's tracees (a pool that cannot
+ * grow leaves reads uncached: slower, not wrong). */
+static void size_pool(struct pt_tracer *tr)
+{
+	unsigned int n = 0;
+
+	for (struct pt_tracee *x = tr->tracees; x; x = x->next)
+		n++;
+	(void)pt_mem_pool_size(tr->pages, n);
+}
+
 int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 		  const struct pt_tracee_opts *opts)
 {
@@ -57,10 +68,10 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	t->spin_slots = t->ncpu > 2 ? t->ncpu - 1 : 1;
 	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns || !t->slot_th || !t->slot_pause)
 		goto out;
-	for (size_t i = 0; i < slots; i++)
-		if (!(t->caps[i].stack = base_malloc(opts->stack_bytes)))
-			goto out;
-	if ((err = pt_mem_new(&t->mem, pid, 256)) || (err = pt_modules_new(&t->mods, pid, t->mem)) ||
+	/* The slots' stack copies are made at their first use: a process
+	 * of few threads never uses most of them (pt__capture). */
+	if ((err = pt_mem_new(&t->mem, pid, tr->pages)) ||
+	    (err = pt_modules_new(&t->mods, pid, t->mem, tr->objects)) ||
 	    (err = pt_unwinder_new(&t->unw, t->mem, t->mods)))
 		goto out;
 	if (opts->debug_dir)
@@ -70,6 +81,7 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	t->tr = tr;
 	t->next = tr->tracees;
 	tr->tracees = t;
+	size_pool(tr);
 	*out = t;
 	t = NULL;
 	err = 0;
@@ -87,6 +99,7 @@ void pt_tracee_free(struct pt_tracee *t)
 	for (struct pt_tracee **pp = t->tr ? &t->tr->tracees : NULL; pp && *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			*pp = t->next;
+			size_pool(t->tr);
 			break;
 		}
 	pt__threads_free(t);

@@ -13,6 +13,8 @@
 #include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/events.h"
+#include "ptrace/mem.h"
+#include "ptrace/objects.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/mechanism.h"
@@ -28,6 +30,10 @@ int pt_tracer_new(struct pt_tracer **out, int wake_fd)
 		return -ENOMEM;
 	tr->wake_fd = wake_fd;
 	tr->self_sched_fd = tr->loadavg_fd = -1;
+	if (pt_mem_pool_new(&tr->pages) || pt_objects_new(&tr->objects)) {
+		pt_tracer_free(tr);
+		return -ENOMEM;
+	}
 	*out = tr;
 	return 0;
 }
@@ -40,6 +46,8 @@ void pt_tracer_free(struct pt_tracer *tr)
 		close(tr->self_sched_fd);
 	if (tr->loadavg_fd >= 0)
 		close(tr->loadavg_fd);
+	pt_mem_pool_free(tr->pages);
+	pt_objects_free(tr->objects);
 	base_free(tr);
 }
 

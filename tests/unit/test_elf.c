@@ -26,9 +26,9 @@ struct self {
 static void self_open(struct self *s)
 {
 	ASSERT_OK(pt_proc_read_maps(getpid(), &s->maps));
-	ASSERT_OK(pt_mem_new(&s->mem, getpid(), 64));
+	ASSERT_OK(pt_mem_new(&s->mem, getpid(), NULL));
 	pt_mem_set_maps(s->mem, s->maps);
-	ASSERT_OK(pt_modules_new(&s->mods, getpid(), s->mem));
+	ASSERT_OK(pt_modules_new(&s->mods, getpid(), s->mem, NULL));
 }
 
 TEST(symbolize_own_function)

@@ -599,22 +599,44 @@ int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char 
 	const uint8_t *img = NULL;
 	size_t len = 0;
 	struct pt_elf e;
-	int fd, rc, found = 0;
+	int fd, rc, found = 0, missing = 0;
 
-	for (int i = 0; i < n; i++)
+	/* Looked up for another module of the same file already: no need
+	 * to map the file again (64 workers, one lookup). */
+	for (int i = 0; i < n; i++) {
+		const struct pt_object_name *on = pt_object_name(mod->obj, names[i]);
+
 		addrs[i] = sizes[i] = 0;
+		if (!on) {
+			missing++;
+		} else if (on->found) {
+			addrs[i] = on->vaddr + mod->bias;
+			sizes[i] = on->size;
+			found++;
+		}
+	}
+	if (!missing)
+		return found;
 	if (!mod->elf_ok || (fd = open_module_file(mods, mod)) < 0)
 		return -ENOENT;
 	rc = map_file(fd, &img, &len);
 	close(fd);
 	if (rc)
 		return rc;
+	found = 0;
 	if (pt_elf_open(&e, img, len) == 0)
-		for (int i = 0; i < n; i++)
-			if (!pt_elf_symbol(&e, names[i], &addrs[i], &sizes[i])) {
-				addrs[i] += mod->bias;
+		for (int i = 0; i < n; i++) {
+			uint64_t v = 0, sz = 0;
+			int ok = !pt_elf_symbol(&e, names[i], &v, &sz);
+
+			if (ok) {
+				addrs[i] = v + mod->bias;
+				sizes[i] = sz;
 				found++;
 			}
+			if (!pt_object_name(mod->obj, names[i]))
+				(void)pt_object_name_add(mod->obj, names[i], ok, v, sz);
+		}
 	munmap((void *)img, len);
 	return found;
 }

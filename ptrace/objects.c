@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/gopclntab.h"
 
@@ -70,8 +71,31 @@ void pt_object_put(struct pt_objects *objs, struct pt_object *obj)
 		munmap(obj->go_img, obj->go_img_len);
 	else
 		base_free(obj->go_img);
+	for (size_t i = 0; i < obj->nnames; i++)
+		base_free(obj->names[i].name);
+	base_free(obj->names);
 	base_free(obj->key);
 	base_free(obj);
+}
+
+const struct pt_object_name *pt_object_name(const struct pt_object *obj, const char *name)
+{
+	for (size_t i = 0; i < obj->nnames; i++)
+		if (!strcmp(obj->names[i].name, name))
+			return &obj->names[i];
+	return NULL;
+}
+
+int pt_object_name_add(struct pt_object *obj, const char *name, int found, uint64_t vaddr,
+		       uint64_t size)
+{
+	char *copy;
+
+	if (BASE_ARRAY_RESERVE(obj->names, obj->names_cap, obj->nnames + 1) ||
+	    !(copy = base_strdup(name)))
+		return -ENOMEM;
+	obj->names[obj->nnames++] = (struct pt_object_name){ copy, vaddr, size, found };
+	return 0;
 }
 
 void pt_objects_count(const struct pt_objects *objs, size_t *n, size_t *shared)

@@ -28,6 +28,14 @@ struct pt_object {
 	void *go_img;           /* the image go points into: a file mapping or a copy */
 	size_t go_img_len;
 	int go_img_mapped;
+	/* Names looked up in the file (pt_module_lookup: CPython's globals,
+	 * the agent's and Go's records): ELF vaddr and size, if found. */
+	struct pt_object_name {
+		char *name;
+		uint64_t vaddr, size;
+		int found;
+	} *names;
+	size_t nnames, names_cap;
 	struct pt_object *next;
 };
 
@@ -41,6 +49,12 @@ void pt_objects_free(struct pt_objects *objs);
 struct pt_object *pt_object_get(struct pt_objects *objs, const char *key);
 /* Drops a reference; the last one frees the object and what it holds. */
 void pt_object_put(struct pt_objects *objs, struct pt_object *obj);
+/* The looked-up name's entry, or NULL if it was never looked up. */
+const struct pt_object_name *pt_object_name(const struct pt_object *obj, const char *name);
+/* Remembers what looking name up found. Returns 0 or -ENOMEM (forgotten:
+ * looked up again next time). */
+int pt_object_name_add(struct pt_object *obj, const char *name, int found, uint64_t vaddr,
+		       uint64_t size);
 /* Objects held, and how many of them more than one module uses. */
 void pt_objects_count(const struct pt_objects *objs, size_t *n, size_t *shared);
 

@@ -112,6 +112,18 @@ TEST(forked_processes_share_symbols_and_code_pages)
 	pt_objects_count(objs, &n, &shared);
 	ASSERT(shared >= 1);
 
+	/* A name looked up in the file for one is known for the other. */
+	{
+		const char *names[2] = { "getpid", "no_such_symbol_here" };
+		uint64_t aa[2], as[2], ba[2], bs[2];
+
+		ASSERT_EQ(pt_module_lookup(ra.mods, a, names, aa, as, 2), 1);
+		ASSERT_EQ(a->obj->nnames, 2);
+		ASSERT_EQ(pt_module_lookup(rb.mods, b, names, ba, bs, 2), 1);
+		ASSERT_EQ(a->obj->nnames, 2);
+		ASSERT(aa[0] == fn && ba[0] == fn && as[0] == bs[0] && !aa[1] && !ba[1]);
+	}
+
 	/* A code page read for the first is a hit for the second. */
 	read_once(&ra, fn);
 	st = read_once(&rb, fn);

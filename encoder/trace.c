@@ -176,10 +176,16 @@ static uint64_t fake_pc(struct gw *w, uint64_t fn_id)
  * analysis groups goroutines by it). */
 static uint64_t name_stack(struct gw *w, const struct enc_trace_thread *th)
 {
-	char buf[96];
+	char buf[160];
 	uint64_t sid, id, *known;
 
-	snprintf(buf, sizeof(buf), "thread %s", th->name && th->name[0] ? th->name : "?");
+	/* Threads of several processes: the process too, so that the
+	 * goroutine analysis keeps each process's threads apart. */
+	if (th->pid)
+		snprintf(buf, sizeof(buf), "thread %s of %s", th->name && th->name[0] ? th->name : "?",
+			 th->process ? th->process : "?");
+	else
+		snprintf(buf, sizeof(buf), "thread %s", th->name && th->name[0] ? th->name : "?");
 	sid = string_id(w, buf);
 	if ((known = base_map_get(&w->names, sid + 1)))
 		return *known;

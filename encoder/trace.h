@@ -43,6 +43,8 @@ struct enc_trace_stack {
 };
 struct enc_trace_thread {
 	int64_t tid;
+	int64_t pid;         /* a trace of several processes: the thread's; 0: the trace's */
+	const char *process; /* its process's name, with pid */
 	const char *name;
 	uint64_t start_ns;   /* when first seen (since the trace began) */
 	int created;         /* its creation was seen at start_ns; else it was there at the start */
@@ -57,7 +59,7 @@ struct enc_trace_event {
 	uint8_t state;       /* enum enc_tr_state */
 };
 struct enc_trace {
-	int64_t pid;
+	int64_t pid;                 /* 0: a trace of several processes (their sums) */
 	const char *process;         /* the process's name */
 	uint64_t duration_ns;
 	const struct enc_trace_thread *threads;

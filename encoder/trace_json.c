@@ -33,11 +33,17 @@ static const char *state_name(uint8_t st)
 	}
 }
 
-static void meta(struct base_buf *ob, const struct enc_trace *tr, const char *name, int64_t tid,
+/* The process a thread's events go under: its own in a trace of several. */
+static int64_t pid_of(const struct enc_trace *tr, size_t i)
+{
+	return tr->threads[i].pid ? tr->threads[i].pid : tr->pid;
+}
+
+static void meta(struct base_buf *ob, int64_t pid, const char *name, int64_t tid,
 		 const char *key, const char *str, long num)
 {
 	base_buf_printf(ob, "{\"ph\":\"M\",\"cat\":\"__metadata\",\"name\":\"%s\",\"pid\":%lld,"
-			"\"tid\":%lld,\"ts\":0,\"args\":{\"%s\":", name, (long long)tr->pid,
+			"\"tid\":%lld,\"ts\":0,\"args\":{\"%s\":", name, (long long)pid,
 			(long long)tid, key);
 	if (str) {
 		base_buf_byte(ob, '"');
@@ -53,17 +59,30 @@ static void names(struct base_buf *ob, const struct enc_trace *tr)
 {
 	char proc[128];
 
-	snprintf(proc, sizeof(proc), "%s (pid %lld)", tr->process ? tr->process : "?",
-		 (long long)tr->pid);
-	meta(ob, tr, "process_name", tr->pid, "name", proc, 0);
+	/* Several processes: pid 0 holds what they add up to (RSS, threads
+	 * running), each thread is under its own process. */
+	if (tr->pid)
+		snprintf(proc, sizeof(proc), "%s (pid %lld)", tr->process ? tr->process : "?",
+			 (long long)tr->pid);
+	else
+		snprintf(proc, sizeof(proc), "%s", tr->process ? tr->process : "?");
+	meta(ob, tr->pid, "process_name", tr->pid, "name", proc, 0);
 	for (size_t i = 0; i < tr->nthreads; i++) {
 		const struct enc_trace_thread *th = &tr->threads[i];
+		int64_t pid = pid_of(tr, i);
 		char name[64];
 
+		/* Several processes: each its own, named once (a process's
+		 * threads come together). */
+		if (th->pid && (i == 0 || pid_of(tr, i - 1) != pid)) {
+			snprintf(proc, sizeof(proc), "%s", th->process ? th->process : "?");
+			meta(ob, pid, "process_name", pid, "name", proc, 0);
+			meta(ob, pid, "process_sort_index", pid, "sort_index", NULL, (long)i + 1);
+		}
 		snprintf(name, sizeof(name), "%s [tid %lld]", th->name && th->name[0] ? th->name : "?",
 			 (long long)th->tid);
-		meta(ob, tr, "thread_name", th->tid, "name", name, 0);
-		meta(ob, tr, "thread_sort_index", th->tid, "sort_index", NULL, (long)i);
+		meta(ob, pid, "thread_name", th->tid, "name", name, 0);
+		meta(ob, pid, "thread_sort_index", th->tid, "sort_index", NULL, (long)i);
 	}
 }
 
@@ -88,7 +107,7 @@ static void slices(struct base_buf *ob, const struct enc_trace *tr, const struct
 					enc__ob_json_str(ob, cur->syscall);
 				}
 				base_buf_printf(ob, "\",\"pid\":%lld,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f},\n",
-						(long long)tr->pid, (long long)tr->threads[i].tid,
+						(long long)pid_of(tr, i), (long long)tr->threads[i].tid,
 						(double)cur->t_ns / 1e3, (double)(end - cur->t_ns) / 1e3);
 			}
 			cur = e && e->kind == ENC_TR_STATE ? e : NULL;
@@ -233,7 +252,7 @@ static int profile(struct base_buf *ob, const struct enc_trace *tr, const struct
 	struct tree t = { .n = 2 };   /* 0 unused, 1 the root */
 	uint64_t prev = 0, first = UINT64_MAX, last = 0;
 	const char *sep = "";
-	int64_t tid = tr->threads[i].tid, pid = tr->pid;
+	int64_t tid = tr->threads[i].tid, pid = pid_of(tr, i);
 
 	for (size_t k = bk->first[i]; k < bk->first[i + 1]; k++) {
 		const struct enc_trace_event *e = &tr->events[bk->ev[k]];
@@ -310,7 +329,7 @@ int enc_trace_json(const struct enc_trace *tr, size_t max, int gz, uint8_t **out
 	if (err)
 		goto out;
 	/* A last event without a comma after it: the process's name again. */
-	meta(&ob, tr, "process_sort_index", tr->pid, "sort_index", NULL, 0);
+	meta(&ob, tr->pid, "process_sort_index", tr->pid, "sort_index", NULL, 0);
 	if (!ob.err)
 		ob.len -= 2;   /* the ",\n" meta() ended with: the next append overwrites it */
 	PUT_LIT(&ob, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"podprof\"}}\n");

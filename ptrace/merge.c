@@ -102,8 +102,9 @@ static void move_stacks(struct pt_profile *p, struct pt_profile *q, size_t *nids
 	}
 }
 
-/* Appends q's timeline threads to p's; events are merged afterwards. */
-static void move_threads(struct pt_profile *p, const struct pt_profile *q)
+/* Appends q's timeline threads to p's, each marked as process pid's;
+ * events are merged afterwards. */
+static void move_threads(struct pt_profile *p, const struct pt_profile *q, pid_t pid)
 {
 	struct pt_timeline *tl = p->timeline;
 
@@ -111,18 +112,22 @@ static void move_threads(struct pt_profile *p, const struct pt_profile *q)
 		return;
 	memcpy(tl->threads + tl->nthreads, q->timeline->threads,
 	       q->timeline->nthreads * sizeof(*tl->threads));
+	for (size_t k = 0; k < q->timeline->nthreads; k++)
+		tl->threads[tl->nthreads + k].pid = pid;
 	tl->nthreads += q->timeline->nthreads;
 	tl->truncated |= q->timeline->truncated;
 }
 
 /* The parts' events in time order (each part's are), each part's shifted
  * by when it began after the first (its time stamps count from its own
- * start), its thread and stack indices moved past the parts before it. */
+ * start), its thread and stack indices moved past the parts before it.
+ * RSS becomes the processes' sum: each part's last value counts until its
+ * next. */
 static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t n, uint64_t t0)
 {
 	struct pt_timeline *tl = p->timeline;
 	size_t at[PT_MERGE_MAX] = { 0 }, thr[PT_MERGE_MAX], stk[PT_MERGE_MAX], th = 0, sk = 0;
-	uint64_t shift[PT_MERGE_MAX];
+	uint64_t shift[PT_MERGE_MAX], rss[PT_MERGE_MAX] = { 0 }, rss_sum = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		thr[i] = th;
@@ -151,6 +156,11 @@ static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t
 		e = parts[best]->timeline->events[at[best]++];
 		e.t_ns = bt;
 		e.thread += (uint32_t)thr[best];
+		if (e.kind == PT_TL_EV_RSS) {
+			rss_sum += e.value - rss[best];
+			rss[best] = e.value;
+			e.value = rss_sum;
+		}
 		if (e.stack >= 0)
 			e.stack += (int32_t)stk[best];
 		tl->events[tl->nevents++] = e;
@@ -204,7 +214,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 		add_counts(p, q);
 		move_stacks(p, q, &nids, (uint32_t)i);
 		if (timeline)
-			move_threads(p, q);
+			move_threads(p, q, procs[i].pid);
 	}
 	if (timeline) {
 		merge_events(p, parts, n, p->time_ns);

@@ -35,6 +35,7 @@ enum pt_tl_kind {
 };
 struct pt_tl_thread {
 	pid_t tid;
+	pid_t pid;           /* a profile of several processes: the thread's; else 0 */
 	char name[16];
 	uint64_t start_ns;   /* first seen, since the trace began; 0: there at the start */
 	int created;         /* its creation was seen (a clone event) */

@@ -39,6 +39,7 @@ struct trace_job {
  * pr and into the arrays made here, freed by trace_free). */
 struct trace_in {
 	struct enc_trace tr;
+	char (*procs)[96];           /* several processes: each one's "name (pid N)" */
 	struct enc_trace_frame *frames;
 	struct enc_trace_stack *stacks;
 	struct enc_trace_thread *threads;
@@ -51,6 +52,16 @@ static void trace_free(struct trace_in *in)
 	base_free(in->stacks);
 	base_free(in->threads);
 	base_free(in->events);
+	base_free(in->procs);
+}
+
+/* The name of process pid of a profile of several, for its threads. */
+static const char *proc_name(const struct pt_profile *pr, struct trace_in *in, pid_t pid)
+{
+	for (size_t k = 0; k < pr->nprocs; k++)
+		if (pr->procs[k].pid == pid)
+			return in->procs[k];
+	return "?";
 }
 
 static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, struct trace_in *in)
@@ -66,8 +77,12 @@ static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, st
 	in->stacks = base_calloc(pr->nsamples + 1, sizeof(*in->stacks));
 	in->threads = base_calloc(tl->nthreads + 1, sizeof(*in->threads));
 	in->events = base_calloc(tl->nevents + 1, sizeof(*in->events));
-	if (!in->frames || !in->stacks || !in->threads || !in->events)
+	in->procs = base_calloc(pr->nprocs + 1, sizeof(*in->procs));
+	if (!in->frames || !in->stacks || !in->threads || !in->events || !in->procs)
 		return -ENOMEM;
+	for (size_t k = 0; k < pr->nprocs; k++)
+		snprintf(in->procs[k], sizeof(in->procs[k]), "%s (pid %d)", pr->procs[k].name,
+			 (int)pr->procs[k].pid);
 	nf = 0;
 	for (size_t i = 0; i < pr->nsamples; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
@@ -87,9 +102,11 @@ static int trace_of(const struct pt_profile *pr, const char *comm, pid_t pid, st
 		in->stacks[i] = (struct enc_trace_stack){ in->frames + start, (uint32_t)(nf - start) };
 	}
 	for (size_t i = 0; i < tl->nthreads; i++)
-		in->threads[i] = (struct enc_trace_thread){ tl->threads[i].tid, tl->threads[i].name,
-							    tl->threads[i].start_ns,
-							    tl->threads[i].created };
+		in->threads[i] = (struct enc_trace_thread){
+			.tid = tl->threads[i].tid, .pid = tl->threads[i].pid,
+			.process = tl->threads[i].pid ? proc_name(pr, in, tl->threads[i].pid) : NULL,
+			.name = tl->threads[i].name, .start_ns = tl->threads[i].start_ns,
+			.created = tl->threads[i].created };
 	for (size_t i = 0; i < tl->nevents; i++) {
 		const struct pt_tl_event *e = &tl->events[i];
 
@@ -118,7 +135,7 @@ static void trace_encode(struct sc_job *j, struct sc_reply *r)
 	struct trace_in in;
 	uint8_t *body = NULL;
 	size_t len = 0;
-	int err = trace_of(j->req.profile, t->comm, j->req.pid, &in);
+	int err = trace_of(j->req.profile, t->comm, j->req.profile->nprocs ? 0 : j->req.pid, &in);
 
 	if (!err)
 		err = t->json ? enc_trace_json(&in.tr, SC_MAX_PROFILE_BYTES, t->gz, &body, &len) :
@@ -154,9 +171,6 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 	int hz;
 	pid_t pid;
 
-	if (!sc_request_target(srv, c, req->query, 0, &tg))
-		return;
-	pid = tg.pid;
 	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
 		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
 		return;
@@ -167,16 +181,25 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 		sc_go_error(c, 400, path);
 		return;
 	}
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &trace_ops, sizeof(*t))))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
+	pid = tg.pid;
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &trace_ops, sizeof(*t)))) {
+		sc_procs_free(&tg.procs);
+		return;
+	}
 	t = SC_CONTAINER_OF(j, struct trace_job, job);
 	t->json = sc_query_get(req->query, "format", v, sizeof(v)) == 1 && !strcmp(v, "json");
 	t->gz = sc_query_get(req->query, "gz", v, sizeof(v)) == 1 && !strcmp(v, "1");
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	if (pt_proc_slurp(path, t->comm, sizeof(t->comm)) > 0)
-		t->comm[strcspn(t->comm, "\n")] = '\0';
+	if (tg.procs.n) {
+		snprintf(t->comm, sizeof(t->comm), "%zu processes", tg.procs.n);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		if (pt_proc_slurp(path, t->comm, sizeof(t->comm)) > 0)
+			t->comm[strcspn(t->comm, "\n")] = '\0';
+	}
 	j->req.kind = &pt_kind_trace;
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)(seconds * 1e9);
 	j->req.hz = hz;
 	sc_job_submit(j);

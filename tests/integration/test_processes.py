@@ -381,3 +381,42 @@ def nginx_master_and_workers_in_one_profile():
     finally:
         ng.terminate()
         ng.wait(20)
+
+
+@test
+def trace_of_a_tree_keeps_each_process_apart():
+    """trace?tree=1 of a pre-fork server: go tool trace opens it and its
+    goroutine analysis lists each worker's thread under its own process;
+    the JSON form puts each thread's events under its process's pid, with
+    a process_name for each, and the processes' RSS summed under pid 0."""
+    import json
+    from test_trace import Viewer, get_trace
+    f = Prefork(workers=2)
+    pp = Podprof("--pid", str(f.pid))
+    tree = f.tree()
+    path = get_trace(pp, "seconds=1&tree=1", "tree-trace")
+    page = Viewer(path).get("/goroutines")
+    for pid in tree:
+        check("thread prefork of prefork (pid %d)" % pid in page,
+              "goroutines page lacks process %d:\n%s" % (pid, page[:1500]))
+    st, h, body = http(pp.port, "/debug/pprof/trace?seconds=1&tree=1&format=json", timeout=60)
+    check(st == 200, "json trace %d %r" % (st, body[:200]))
+    ev = json.loads(body)["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+    check(names.get(0) == "3 processes", "process names %s" % names)
+    for pid in tree:
+        check(names.get(pid) == "prefork (pid %d)" % pid, "process names %s" % names)
+    for w in tree[1:]:
+        # A worker's one thread is its own tid: its slices and samples are under its pid.
+        mine = [e for e in ev if e.get("ph") in ("X", "P") and e.get("tid") == w]
+        check(mine and all(e["pid"] == w for e in mine), "worker %d's events: %s" % (w, mine[:3]))
+    rss = [e["args"]["bytes"] for e in ev if e.get("name") == "RSS"]
+    own = []
+    for pid in tree:
+        with open("/proc/%d/status" % pid) as fh:
+            own.append(int(re.search(r"VmRSS:\s+(\d+)", fh.read()).group(1)) * 1024)
+    print("  info: RSS counter last %d, the processes' own %s" % (rss[-1] if rss else -1, own))
+    check(rss and all(e["pid"] == 0 for e in ev if e.get("name") == "RSS"), "RSS counter")
+    check(abs(rss[-1] - sum(own)) <= 0.2 * sum(own), "RSS %d, the processes' sum %d" % (rss[-1], sum(own)))
+    pp.stop()
+    f.stop()

@@ -73,6 +73,61 @@ static void add_counts(struct pt_profile *p, const struct pt_profile *q)
 	p->exited_stacks += q->exited_stacks;
 }
 
+/* Memory with allocation stacks from some processes and by mapping from
+ * others: the two do not add up (values of another kind), so the
+ * profile is the stacks, and the processes without records are named. */
+static void keep_one_memory_view(struct pt_profile **parts, size_t n, const char **dropped)
+{
+	int stacks = 0;
+
+	for (size_t i = 0; i < n; i++)
+		stacks |= parts[i] && parts[i]->alloc.source;
+	for (size_t i = 0; i < n && stacks; i++)
+		if (parts[i] && !parts[i]->alloc.source) {
+			dropped[i] = parts[i]->alloc.why ? parts[i]->alloc.why :
+							   "it keeps no allocation records";
+			pt_profile_free(parts[i]);
+			parts[i] = NULL;
+		}
+}
+
+/* The processes' allocation records as one source: their sampling
+ * rates (Go's, the agent's) and what the records lost, summed. */
+static void add_allocs(struct pt_profile *p, const struct pt_profile *q)
+{
+	const struct pt_profile_allocs *a = &q->alloc;
+	struct pt_profile_allocs *z = &p->alloc;
+	int go = a->source && !strncmp(a->source, "go", 2);
+	int agent = a->source && strcmp(a->source, "go");
+	int had_go = z->source && !strncmp(z->source, "go", 2);
+	int had_agent = z->source && strcmp(z->source, "go");
+
+	if (!a->source) {
+		if (!z->why)
+			z->why = a->why;
+		if (!z->err)
+			z->err = a->err;
+		return;
+	}
+	if (go)
+		z->rate = a->rate;
+	if (agent)
+		z->agent_rate = !strcmp(a->source, "agent") ? a->rate : a->agent_rate;
+	had_go |= go;
+	had_agent |= agent;
+	z->source = had_go && had_agent ? "go+agent" : had_go ? "go" : "agent";
+	if (!had_go)
+		z->rate = z->agent_rate;
+	if (!z->why)
+		z->why = a->why;
+	z->samples += a->samples;
+	z->dropped += a->dropped;
+	z->lost_frees += a->lost_frees;
+	z->full |= a->full;
+	z->forked |= a->forked;
+	z->stopped |= a->stopped;
+}
+
 /* Moves q's maps, locations, samples and stack ids to the end of p's,
  * the samples marked as process `proc`; q keeps only its arrays. */
 static void move_stacks(struct pt_profile *p, struct pt_profile *q, size_t *nids, uint32_t proc)
@@ -170,6 +225,7 @@ static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t
 int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *procs, size_t n,
 		     struct pt_profile **out)
 {
+	const char *dropped[PT_MERGE_MAX] = { 0 };
 	struct pt_profile *p = NULL;
 	struct sizes z = { 0 };
 	uint64_t t0 = UINT64_MAX, end = 0;
@@ -181,6 +237,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 		err = -E2BIG;   /* the caller's cap on processes is lower */
 		goto done;
 	}
+	keep_one_memory_view(parts, n, dropped);
 	for (size_t i = 0; i < n; i++) {
 		const struct pt_profile *q = parts[i];
 
@@ -205,6 +262,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 
 		p->procs[i] = procs[i];
 		p->nprocs++;
+		p->procs[i].left_out = dropped[i];
 		if (!q)
 			continue;
 		if (!p->hz)
@@ -212,6 +270,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 		if (!p->procs[i].note)
 			p->procs[i].note = q->cut;
 		add_counts(p, q);
+		add_allocs(p, q);
 		move_stacks(p, q, &nids, (uint32_t)i);
 		if (timeline)
 			move_threads(p, q, procs[i].pid);

@@ -15,7 +15,9 @@
  * with its process (`proc`); a trace's timelines are merged in time order,
  * each part's shifted by when it began after the first; counts and the CPU
  * accounting are summed; the window is the first part's start to the last
- * part's end. At most PT_MERGE_MAX parts. Takes what the parts hold: each part is
+ * part's end. Memory with allocation stacks from some processes and by
+ * mapping from others keeps the stacks, the others named (left_out). At
+ * most PT_MERGE_MAX parts. Takes what the parts hold: each part is
  * freed, and set to NULL, whatever the result. Returns 0, -E2BIG or
  * -ENOMEM (*out NULL). */
 int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *procs, size_t n,

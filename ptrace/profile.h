@@ -64,6 +64,7 @@ struct pt_profile_proc {
 	char name[64];       /* comm, or the executable's base name */
 	const char *note;    /* what cut its part short ("exited", ...), a static string, or NULL */
 	int err;             /* it gave no part: the request's error for it (-ESRCH, -EPERM...), or 0 */
+	const char *left_out;   /* its part is not in the profile: why (a static string), or NULL */
 };
 
 /* A finished profile in neutral form; indices are 0-based. */

@@ -114,7 +114,9 @@ static void help_text(FILE *out, const char *s)
 
 void sc_routes_help(FILE *out)
 {
-	fprintf(out, "Endpoints (each profile also takes ?pid=N to look at another process of the pod):\n");
+	fprintf(out, "Endpoints (each profile also takes ?pid=N to look at another process of the pod;\n"
+		     "every one but cmdline and symbol takes ?pid=all for every process of the pod and\n"
+		     "?tree=1 for the process and its descendants, in one profile labelled by pid):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(routes); i++) {
 		if (!routes[i].desc)
 			continue;

@@ -83,7 +83,7 @@ int sc_request_target(struct sc_server *srv, struct sc_conn *c, const char *quer
 	}
 	if (!many && (all || (tree && !cfg->tree) || (tree && query_tree(query, -1) == 1))) {
 		sc_go_error(c, 400, "this endpoint answers for one process: pid=all and tree=1 are for "
-			    "profile, trace, goroutine, threadcreate, block and mutex");
+			    "profile, trace, heap, allocs, goroutine, threadcreate, block and mutex");
 		return 0;
 	}
 	if (!all && !(out->pid = sc_request_pid(srv, c, query)))

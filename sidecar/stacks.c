@@ -368,7 +368,7 @@ int sc_stacks_heap_text(const struct pt_profile *pr, size_t max, char **out, siz
  * every comment on a line of its own). */
 static int note_procs(struct enc_pprof *e, const struct pt_profile *pr)
 {
-	char note[256];
+	char note[512];
 	int err;
 
 	snprintf(note, sizeof(note), "podprof: %zu processes, each sample labelled with its pid and process "
@@ -381,6 +381,9 @@ static int note_procs(struct enc_pprof *e, const struct pt_profile *pr)
 		if (p->err)
 			snprintf(note, sizeof(note), "podprof: pid %d (%s): not profiled: %s", (int)p->pid, p->name,
 				 sc_strerror(p->err));
+		else if (p->left_out)
+			snprintf(note, sizeof(note), "podprof: pid %d (%s): not in this profile: %s (view=mappings "
+				 "shows its memory)", (int)p->pid, p->name, p->left_out);
 		else if (p->note)
 			snprintf(note, sizeof(note), "podprof: pid %d (%s) %s during the window: its part is what "
 				 "was gathered until then", (int)p->pid, p->name, p->note);

@@ -107,7 +107,11 @@ static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 		if ((err = enc_pprof_comment(e, note)))
 			return err;
 	}
-	if (in->alloc.forked &&
+	if (in->alloc.forked && m->job.req.profile->nprocs &&
+	    (err = enc_pprof_comment(e, "podprof: fork children among these processes: the records "
+					"of each began as its parent's at the fork")))
+		return err;
+	if (in->alloc.forked && !m->job.req.profile->nprocs &&
 	    (err = enc_pprof_comment(e, in->alloc.stopped ?
 					"podprof: this process is a fork child whose records were "
 					"being updated at the fork: they stopped there" :
@@ -201,7 +205,7 @@ static int cmp_rows(const void *a, const void *b, void *col)
 }
 
 /* debug=1: a table, largest first (RSS for heap, alloc_space for allocs),
- * and a totals line. */
+ * and a totals line; of several processes, each row's pid first. */
 static int table(const struct pt_profile *pr, int allocs, char **out, size_t *len)
 {
 	const struct pt_profile_sample **order = base_calloc(pr->nsamples + 1, sizeof(*order));
@@ -215,6 +219,8 @@ static int table(const struct pt_profile *pr, int allocs, char **out, size_t *le
 		order[i] = &pr->samples[i];
 	qsort_r(order, pr->nsamples, sizeof(*order), cmp_rows, &col);
 	base_buf_init(&b, SC_MAX_PROFILE_BYTES);
+	if (pr->nprocs)
+		base_buf_printf(&b, "%-8s ", "pid");
 	base_buf_printf(&b, "%-14s %14s %14s %14s %14s  %s\n", "class",
 			allocs ? "alloc_objects" : "rss", allocs ? "alloc_space" : "pss",
 			allocs ? "inuse_objects" : "private_dirty", allocs ? "inuse_space" : "swap",
@@ -224,11 +230,15 @@ static int table(const struct pt_profile *pr, int allocs, char **out, size_t *le
 		const char *map = s->n > 0 ? pr->locs[pr->loc_ids[s->first]].name : "?";
 		const char *cls = s->n > 1 ? pr->locs[pr->loc_ids[s->first + 1]].name : "?";
 
+		if (pr->nprocs)
+			base_buf_printf(&b, "%-8d ", s->proc < pr->nprocs ? (int)pr->procs[s->proc].pid : 0);
 		base_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64 "  %s\n",
 				cls, s->value[0], s->value[1], s->value[2], s->value[3], map);
 		for (int k = 0; k < 4; k++)
 			tot[k] += s->value[k];
 	}
+	if (pr->nprocs)
+		base_buf_printf(&b, "%-8s ", "all");
 	base_buf_printf(&b, "%-14s %14" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64
 			"  (%zu rows, bytes)\n", "total", tot[0], tot[1], tot[2], tot[3], pr->nsamples);
 	base_free(order);
@@ -275,7 +285,6 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	char view[16];
 	int mappings = 0;
 	struct sc_target_set tg;
-	pid_t pid;
 
 	if (seconds < 0)
 		return;
@@ -287,11 +296,12 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 		}
 		mappings = !strcmp(view, "mappings");
 	}
-	if (!sc_request_target(srv, c, req->query, 0, &tg))
+	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	pid = tg.pid;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m))))
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m)))) {
+		sc_procs_free(&tg.procs);
 		return;
+	}
 	m = SC_CONTAINER_OF(j, struct memory_job, job);
 	m->allocs = allocs;
 	m->debug = sc_query_debug(req->query) != 0;
@@ -299,7 +309,7 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	m->mappings = mappings;
 	j->req.kind = mappings ? (allocs ? &pt_kind_allocs_mappings : &pt_kind_heap_mappings) :
 				 (allocs ? &pt_kind_allocs : &pt_kind_heap);
-	j->req.pid = pid;
+	sc_job_target(j, &tg);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	j->req.hz = 1;   /* a window has ticks; memory needs none but its ends */
 	sc_job_submit(j);

@@ -150,8 +150,8 @@ def tree_option_takes_the_master_of_several_matches():
     # an endpoint of one process answers for the master; asked for more, a 400
     st, _, body = http(pp.port, "/debug/pprof/cmdline")
     check(st == 200 and body.split(b"\0")[0].endswith(b"prefork"), "cmdline: %d %r" % (st, body[:80]))
-    st, _, body = http(pp.port, "/debug/pprof/heap?tree=1")
-    check(st == 400 and b"one process" in body, "heap?tree=1: %d %r" % (st, body[:200]))
+    st, _, body = http(pp.port, "/debug/pprof/cmdline?tree=1")
+    check(st == 400 and b"one process" in body, "cmdline?tree=1: %d %r" % (st, body[:200]))
     st, _, body = http(pp.port, "/debug/pprof/profile?seconds=1&tree=2")
     check(st == 400 and b"tree" in body, "tree=2: %d %r" % (st, body[:200]))
     pp.stop()
@@ -239,8 +239,8 @@ def pid_all_profiles_every_process_of_the_pod():
     st, _, body = http(pp.port, "/debug/pprof/")
     check(st == 200 and b"href='profile?pid=all'" in body and b"href='goroutine?debug=1&pid=all'" in body,
           "the index has no pid=all links: %d" % st)
-    st, _, body = http(pp.port, "/debug/pprof/heap?pid=all")
-    check(st == 400 and b"one process" in body, "heap?pid=all: %d %r" % (st, body[:200]))
+    st, _, body = http(pp.port, "/debug/pprof/cmdline?pid=all")
+    check(st == 400 and b"one process" in body, "cmdline?pid=all: %d %r" % (st, body[:200]))
     pp.stop()
     f1.stop(), f2.stop()
 
@@ -420,3 +420,52 @@ def trace_of_a_tree_keeps_each_process_apart():
     check(abs(rss[-1] - sum(own)) <= 0.2 * sum(own), "RSS %d, the processes' sum %d" % (rss[-1], sum(own)))
     pp.stop()
     f.stop()
+
+
+@test
+def heap_of_a_tree_keeps_each_process_apart():
+    """heap?tree=1 of a process and its fork child, each with the agent's
+    records: one profile, each sample labelled with its pid, the child's
+    own allocation (child_delta) under its pid alone; a tree where only
+    the master has records names the workers left out and why; the
+    mapping view (view=mappings, debug=1) has every process's rows."""
+    import test_allocs
+    f = test_allocs.Allocs("-f", rate=65536)
+    check(f.child, "no fork child")
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "tree=1", name="heap"), "heap-tree.pb.gz")
+    pids = tags_of(path, "pid")
+    check(set(pids) == {str(f.pid), str(f.child)}, "pids %s, want %d and %d" % (pids, f.pid, f.child))
+    def focus(pid):
+        out = os.path.join(lib.TMP, "heap-tree-%d.pb.gz" % pid)
+        pprof("-proto", "-tagfocus=pid=%d" % pid, "-output=" + out, path)
+        return test_allocs.per_function(out, "inuse_space")
+    child, parent = focus(f.child), focus(f.pid)
+    check(test_allocs.near(child.get("child_delta", 0), 8 << 20, 0.25), "child's child_delta %s" % child)
+    check("child_delta" not in parent and "keep_alpha" in parent, "parent's: %r" % parent)
+    raw = pprof("-raw", path)
+    check("fork children among these processes" in raw, raw[:1500])
+    st, _, body = http(pp.port, "/debug/pprof/allocs?tree=1&view=mappings&debug=1")
+    check(st == 200, "allocs mapping table %d" % st)
+    rows = body.decode().splitlines()
+    check(rows[0].split()[0] == "pid" and {r.split()[0] for r in rows[1:-1]} == {str(f.pid), str(f.child)},
+          "mapping table's pids:\n%s" % "\n".join(rows[:5]))
+    pp.stop()
+    f.stop()
+    # A pre-fork server whose workers have the agent but nothing sampled yet.
+    import test_allocs as ta
+    env = dict(os.environ, LD_PRELOAD=ta.AGENT)
+    r, w = os.pipe()
+    pf = subprocess.Popen([PREFORK, "-w", "2", "-r", str(w)], pass_fds=(w,), stdout=subprocess.DEVNULL, env=env)
+    PROCS.append(pf)
+    os.close(w)
+    ready, _, _ = select.select([r], [], [], 10)
+    check(ready and os.read(r, 64).startswith(b"ready"), "prefork under the agent did not start")
+    os.close(r)
+    pp = Podprof("--pid", str(pf.pid))
+    raw = pprof("-raw", save(get_profile(pp, "tree=1", name="heap"), "heap-prefork.pb.gz"))
+    left = re.findall(r"pid (\d+) \(prefork\): not in this profile: (.*)", raw)
+    check(len(left) == 2 and all("view=mappings" in why for _, why in left), raw[:2000])
+    pp.stop()
+    pf.terminate()
+    pf.wait(20)

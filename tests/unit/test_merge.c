@@ -152,3 +152,75 @@ TEST(merge_fails_cleanly_without_memory)
 		}
 	}
 }
+
+TEST(merge_of_memory_keeps_the_stacks_and_names_who_has_none)
+{
+	struct pt_profile *parts[3] = { make("a", 2, 1000, 0), make("b", 1, 1000, 0), make("c", 2, 1000, 0) };
+	struct pt_profile_proc procs[3] = { { .pid = 10, .name = "agent" }, { .pid = 11, .name = "plain" },
+					    { .pid = 12, .name = "go" } };
+	struct pt_profile *m;
+
+	parts[0]->alloc = (struct pt_profile_allocs){ .source = "agent", .rate = 65536, .samples = 5,
+						      .dropped = 1 };
+	parts[1]->alloc = (struct pt_profile_allocs){ .why = "the agent is loaded but has no records yet" };
+	parts[2]->alloc = (struct pt_profile_allocs){ .source = "go", .rate = 524288, .samples = 7,
+						      .forked = 1 };
+	ASSERT_OK(pt_profile_merge(parts, procs, 3, &m));
+	/* By mapping and by stack do not add up: the stacks, and who is out. */
+	ASSERT_EQ(m->nsamples, 4);
+	for (size_t i = 0; i < m->nsamples; i++)
+		ASSERT(m->samples[i].proc == 0 || m->samples[i].proc == 2);
+	ASSERT(m->procs[0].left_out == NULL && m->procs[2].left_out == NULL);
+	ASSERT_STR_EQ(m->procs[1].left_out, "the agent is loaded but has no records yet");
+	/* One source: Go's records and the agent's, each its rate. */
+	ASSERT_STR_EQ(m->alloc.source, "go+agent");
+	ASSERT_EQ(m->alloc.rate, 524288);
+	ASSERT_EQ(m->alloc.agent_rate, 65536);
+	ASSERT_EQ(m->alloc.samples, 12);
+	ASSERT_EQ(m->alloc.dropped, 1);
+	ASSERT(m->alloc.forked);
+	pt_profile_free(m);
+}
+
+TEST(merge_of_memory_by_mapping_keeps_every_process)
+{
+	struct pt_profile *parts[2] = { make("a", 2, 1000, 0), make("b", 1, 1000, 0) };
+	struct pt_profile_proc procs[2] = { { .pid = 10, .name = "x" }, { .pid = 11, .name = "y" } };
+	struct pt_profile *m;
+
+	parts[0]->alloc.why = "no allocation agent in the process, and not a Go program";
+	ASSERT_OK(pt_profile_merge(parts, procs, 2, &m));
+	ASSERT_EQ(m->nsamples, 3);
+	ASSERT(m->alloc.source == NULL && m->procs[0].left_out == NULL && m->procs[1].left_out == NULL);
+	ASSERT_STR_EQ(m->alloc.why, "no allocation agent in the process, and not a Go program");
+	pt_profile_free(m);
+}
+
+TEST(merge_sums_the_processes_rss)
+{
+	struct pt_profile *parts[2] = { make("a", 1, 1000, 0), make("b", 1, 1000, 0) };
+	struct pt_profile_proc procs[2] = { { .pid = 10, .name = "x" }, { .pid = 11, .name = "y" } };
+	uint64_t want[4] = { 100, 300, 350, 650 };
+	struct pt_profile *m;
+
+	for (int i = 0; i < 2; i++) {
+		ASSERT((parts[i]->timeline = base_calloc(1, sizeof(*parts[i]->timeline))));
+		ASSERT((parts[i]->timeline->threads = base_calloc(1, sizeof(*parts[i]->timeline->threads))));
+		ASSERT((parts[i]->timeline->events = base_calloc(2, sizeof(*parts[i]->timeline->events))));
+		parts[i]->timeline->threads[0].tid = 100 + i;
+		parts[i]->timeline->nthreads = 1;
+		parts[i]->timeline->nevents = 2;
+	}
+	/* a: 100 at t=10, 150 at t=30; b: 200 at t=20, 500 at t=40 */
+	parts[0]->timeline->events[0] = (struct pt_tl_event){ .t_ns = 10, .value = 100, .stack = -1, .kind = PT_TL_EV_RSS };
+	parts[0]->timeline->events[1] = (struct pt_tl_event){ .t_ns = 30, .value = 150, .stack = -1, .kind = PT_TL_EV_RSS };
+	parts[1]->timeline->events[0] = (struct pt_tl_event){ .t_ns = 20, .value = 200, .stack = -1, .kind = PT_TL_EV_RSS };
+	parts[1]->timeline->events[1] = (struct pt_tl_event){ .t_ns = 40, .value = 500, .stack = -1, .kind = PT_TL_EV_RSS };
+	ASSERT_OK(pt_profile_merge(parts, procs, 2, &m));
+	ASSERT_EQ(m->timeline->nevents, 4);
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(m->timeline->events[i].value, want[i]);
+	ASSERT_EQ(m->timeline->threads[0].pid, 10);
+	ASSERT_EQ(m->timeline->threads[1].pid, 11);
+	pt_profile_free(m);
+}

@@ -682,24 +682,49 @@ static int serve_queue(struct pt_sampler *s, int *paused)
 	return stopping;
 }
 
+/* 1 if target tg is to be let go: no session used it for the grace
+ * period (any, when stopping). */
+static int idle(const struct pt_sampler *s, const struct pt__target *tg, uint64_t now, int stopping)
+{
+	return pt_tracee_attached(tg->t) && !tg->nsessions &&
+	       (stopping || now >= tg->idle_since + s->o.detach_grace_ns);
+}
+
 /* Detaches the targets no session used for the grace period (all of them
- * when stopping). */
+ * when stopping). Every thread of them all is interrupted first, then
+ * each target is let go as its threads' stops come: with many processes
+ * (a pre-fork server's workers on busy cores, each stopping only when it
+ * next runs) the waits overlap instead of adding up. */
 static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 {
+	uint64_t t0 = pt__now_ns(), deadline = t0 + 500000000ull;
+	int n = 0;
+
 	/* Every session that sampled an old program has ended: move on. */
 	for (int i = 0; i < s->ntg; i++)
 		pt_tracee_ack_exec(s->tg[i].t);
+	for (int i = 0; i < s->ntg; i++)
+		if (idle(s, &s->tg[i], now, stopping)) {
+			(void)pt_tracee_detach(s->tg[i].t, 0);   /* interrupts, takes what stopped */
+			s->tg[i].detach_started = 1;
+			n++;
+		}
 	for (int i = 0; i < s->ntg; i++) {
 		struct pt__target *tg = &s->tg[i];
+		uint64_t left = deadline > pt__now_ns() ? deadline - pt__now_ns() : 0;
+		int rc;
 
-		if (pt_tracee_attached(tg->t) && !tg->nsessions &&
-		    (stopping || now >= tg->idle_since + s->o.detach_grace_ns)) {
-			int rc = pt_tracee_detach(tg->t, 500000000ull);
-
-			pt__sampler_log(s, rc ? 2 : 1, "ptrace: %s pid=%d",
-					rc ? "detach pending" : "detached", (int)pt_tracee_pid(tg->t));
-		}
+		if (!tg->detach_started)
+			continue;
+		tg->detach_started = 0;
+		rc = pt_tracee_attached(tg->t) ? pt_tracee_detach(tg->t, left) : 0;
+		pt__sampler_log(s, rc ? 2 : 1, "ptrace: %s pid=%d in %.1f ms",
+				rc ? "detach pending" : "detached", (int)pt_tracee_pid(tg->t),
+				(double)(pt__now_ns() - t0) / 1e6);
 	}
+	if (n > 1)
+		pt__sampler_log(s, 1, "ptrace: detached %d processes in %.1f ms", n,
+				(double)(pt__now_ns() - t0) / 1e6);
 }
 
 static void loop(struct pt_sampler *s)

@@ -29,6 +29,7 @@ struct pt__target {
 	struct pt_rule *rule;  /* t's sampling rule */
 	int nsessions;         /* sessions with a window on it */
 	uint64_t idle_since;
+	int detach_started;    /* detach_idle interrupted it: let go in its second pass */
 	struct {               /* kinds' state that outlives sessions */
 		const void *key;
 		void *p;

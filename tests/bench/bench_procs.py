@@ -84,6 +84,10 @@ def one(b, workers):
     total = sum(v for v, _ in b.traces(path))
     out["attach_ms"] = sum(float(x) for x in re.findall(r"ptrace: attached pid=\d+ threads=\d+ in ([\d.]+) ms",
                                                        log))
+    # All of them at once (one line), or the one process's.
+    every = re.findall(r"ptrace: detached \d+ processes in ([\d.]+) ms", log)
+    out["detach_ms"] = float(every[-1]) if every else \
+        sum(float(x) for x in re.findall(r"ptrace: detached pid=\d+ in ([\d.]+) ms", log))
     out["over_s"] = got["secs"] - 3
     out["kb"] = len(got["body"]) / 1024
     out["ratio"] = total / (c1 - c0) if c1 > c0 else float("nan")
@@ -100,10 +104,10 @@ def run(b):
         rows.append((n, {k: statistics.median(r[k] for r in reps) for k in reps[0]}))
     print("### Every process of a tree: the pre-fork fixture's master and N workers, a 3 s CPU profile of "
           "its tree (tree=1) at 100 Hz, %d reps; medians\n" % b.reps)
-    print("| workers | processes attached | podprof peak RSS MB | attach ms, all | request beyond 3 s | "
-          "profile KB | total / the tree's CPU |")
-    print("|---|---|---|---|---|---|---|")
+    print("| workers | processes attached | podprof peak RSS MB | attach ms, all | detach ms, all | "
+          "request beyond 3 s | profile KB | total / the tree's CPU |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, r in rows:
-        print("| %d | %d | %.1f | %.1f | %.2f s | %.1f | %.3f |" % (n, r["procs"], r["rss_mb"], r["attach_ms"],
-                                                               r["over_s"], r["kb"], r["ratio"]))
+        print("| %d | %d | %.1f | %.1f | %.1f | %.2f s | %.1f | %.3f |" % (
+            n, r["procs"], r["rss_mb"], r["attach_ms"], r["detach_ms"], r["over_s"], r["kb"], r["ratio"]))
     print()

@@ -609,6 +609,14 @@ if wait_log "$MP" 'serving http' 20; then
 	get "$pid" "/debug/pprof/goroutine?debug=2&pid=all" "$OUT/multi.dump"
 	check "several processes: goroutine?debug=2&pid=all lists PID 1 (the master) in master_wait" \
 		eval '[ "$CODE" = 200 ] && grep -q "^process 1 (prefork):" "$OUT/multi.dump" && grep -q "^master_wait(" "$OUT/multi.dump"'
+	get "$pid" "/debug/pprof/trace?seconds=1&pid=all" "$OUT/multi.trace"
+	HOME=$OUT go tool trace -d "$OUT/multi.trace" > "$OUT/multi.trace.txt" 2>&1
+	check "several processes: trace?pid=all opens in go tool trace, the master's thread named with its process" \
+		eval '[ "$CODE" = 200 ] && grep -q "GoCreate" "$OUT/multi.trace.txt" && grep -qa "thread prefork of prefork (pid 1)" "$OUT/multi.trace"'
+	get "$pid" "/debug/pprof/heap?pid=all&debug=1" "$OUT/multi.heap"
+	heap_pids=$(awk 'NR > 1 && $1 != "all" { print $1 }' "$OUT/multi.heap" | sort -u | wc -l)
+	check "several processes: heap?pid=all&debug=1 has rows of PID 1 and of its workers ($heap_pids pids)" \
+		eval '[ "$CODE" = 200 ] && [ "$heap_pids" -ge 3 ] && grep -q "^1 " "$OUT/multi.heap"'
 else
 	fail "several processes: podprof joined to the pre-fork app starts"
 fi

@@ -21,8 +21,8 @@ struct key {
 	uint64_t addr;           /* page address + 1; 0 = empty slot */
 	uint64_t inode, offset;  /* shared pages; 0, 0 otherwise */
 	uint64_t owner;          /* a reader's generation for its own pages; 0 shared */
+	uint64_t reader;         /* the generation that read it */
 	uint32_t dev;
-	uint32_t reader;         /* the generation that read it (low bits): stats */
 };
 
 struct pt_mem_pool {
@@ -104,17 +104,32 @@ int pt_mem_new(struct pt_mem **out, pid_t pid, struct pt_mem_pool *pool)
 	return 0;
 }
 
+/* Forgets every page this reader's generation read, shared ones too: a
+ * page read while the maps were stale (an exec during an unwind, a library
+ * replaced between two maps reads) may hold another file's bytes under
+ * this file's key. The keys only are scanned, no page touched. */
+static void drop_read_by(struct pt_mem_pool *p, uint64_t gen)
+{
+	for (unsigned int i = 0; p && i < p->npages; i++)
+		if (p->keys[i].addr && p->keys[i].reader == gen)
+			p->keys[i].addr = 0;
+}
+
 void pt_mem_free(struct pt_mem *m)
 {
+	if (m)
+		drop_read_by(m->pool, m->gen);
 	base_free(m);
 }
 
 void pt_mem_flush(struct pt_mem *m)
 {
-	/* A new generation: the pages keyed by the old one are never hit
-	 * again and go as others take their slots. */
-	if (m->pool)
+	/* A new generation: what the old one read is dropped (above); its
+	 * own pages would never be hit again anyway. */
+	if (m->pool) {
+		drop_read_by(m->pool, m->gen);
 		m->gen = ++m->pool->next_gen;
+	}
 	m->last = NULL;
 }
 
@@ -183,10 +198,11 @@ static int page_key(struct pt_mem *m, uint64_t page, struct key *key)
 	if (!mp || page < mp->start || page >= mp->end)
 		mp = m->last = m->maps ? pt_maps_find(m->maps, page) : NULL;
 	memset(key, 0, sizeof(*key));
-	/* Only non-writable mappings of a file (or the vDSO) hold bytes that
-	 * cannot change under us. */
-	if (!mp || (mp->flags & PT_MAP_W) || !(mp->inode || mp->path[0] == '[') ||
-	    mp->end < page + PT_MEM_PAGE)
+	/* Only private non-writable mappings of a file (or the vDSO) hold
+	 * bytes that cannot change under us (a shared one may be written
+	 * through another mapping of the file). */
+	if (!mp || (mp->flags & PT_MAP_W) || !(mp->flags & PT_MAP_P) ||
+	    !(mp->inode || mp->path[0] == '[') || mp->end < page + PT_MEM_PAGE)
 		return 0;
 	key->addr = page + 1;
 	/* The loader writes a read-only mapping before it protects it (RELRO:
@@ -236,14 +252,14 @@ int pt_mem_read(struct pt_mem *m, uint64_t addr, void *dst, size_t len)
 				return err;
 		} else if (same_key(&p->keys[i = slot_of(p, &k)], &k)) {
 			m->st.hits++;
-			m->st.shared_hits += p->keys[i].reader != (uint32_t)m->gen;
+			m->st.shared_hits += p->keys[i].reader != m->gen;
 			memcpy(out, p->pages[i] + off, n);
 		} else {
 			m->st.misses++;
 			p->keys[i].addr = 0;
 			if ((err = vm_read(m->pid, page, p->pages[i], PT_MEM_PAGE)))
 				return err;
-			k.reader = (uint32_t)m->gen;
+			k.reader = m->gen;
 			p->keys[i] = k;
 			memcpy(out, p->pages[i] + off, n);
 		}

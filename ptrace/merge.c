@@ -52,7 +52,8 @@ static int alloc_arrays(struct pt_profile *p, const struct sizes *z, size_t n, i
 	if (!(p->timeline = base_calloc(1, sizeof(*p->timeline))))
 		return -ENOMEM;
 	p->timeline->threads = base_calloc(z->threads + 1, sizeof(*p->timeline->threads));
-	p->timeline->events = base_calloc(z->events + 1, sizeof(*p->timeline->events));
+	/* room for one more per part: its RSS gone when it exited */
+	p->timeline->events = base_calloc(z->events + n + 1, sizeof(*p->timeline->events));
 	return p->timeline->threads && p->timeline->events ? 0 : -ENOMEM;
 }
 
@@ -177,12 +178,14 @@ static void move_threads(struct pt_profile *p, const struct pt_profile *q, pid_t
  * by when it began after the first (its time stamps count from its own
  * start), its thread and stack indices moved past the parts before it.
  * RSS becomes the processes' sum: each part's last value counts until its
- * next. */
+ * next, or until the process exited (an event of its own then). */
 static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t n, uint64_t t0)
 {
 	struct pt_timeline *tl = p->timeline;
 	size_t at[PT_MERGE_MAX] = { 0 }, thr[PT_MERGE_MAX], stk[PT_MERGE_MAX], th = 0, sk = 0;
 	uint64_t shift[PT_MERGE_MAX], rss[PT_MERGE_MAX] = { 0 }, rss_sum = 0;
+	uint8_t gone[PT_MERGE_MAX] = { 0 };
+	uint64_t now = 0;   /* the last event's time: none goes back before it */
 
 	for (size_t i = 0; i < n; i++) {
 		thr[i] = th;
@@ -201,14 +204,32 @@ static void merge_events(struct pt_profile *p, struct pt_profile **parts, size_t
 		for (size_t i = 0; i < n; i++) {
 			const struct pt_timeline *q = parts[i] ? parts[i]->timeline : NULL;
 
+			uint64_t t;
+
 			if (q && at[i] < q->nevents && q->events[at[i]].t_ns + shift[i] < bt) {
 				bt = q->events[at[i]].t_ns + shift[i];
+				best = i;
+			} else if (q && at[i] == q->nevents && !gone[i] && rss[i] && parts[i]->cut &&
+				   (t = parts[i]->cut_ns + shift[i] > now ? parts[i]->cut_ns + shift[i] : now) < bt) {
+				bt = t;
 				best = i;
 			}
 		}
 		if (best == n)
 			break;
+		if (at[best] == parts[best]->timeline->nevents) {
+			/* the process exited: its memory is no longer the pod's */
+			gone[best] = 1;
+			rss_sum -= rss[best];
+			rss[best] = 0;
+			tl->events[tl->nevents++] = (struct pt_tl_event){
+				.t_ns = bt, .value = rss_sum, .stack = -1, .syscall = -1,
+				.kind = PT_TL_EV_RSS };
+			now = bt;
+			continue;
+		}
 		e = parts[best]->timeline->events[at[best]++];
+		now = bt;
 		e.t_ns = bt;
 		e.thread += (uint32_t)thr[best];
 		if (e.kind == PT_TL_EV_RSS) {

@@ -563,12 +563,15 @@ static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct
 	/* Looked for already, for another module of the same file: the
 	 * table (or that the file has none) holds for this one too. */
 	if (!obj->go_state) {
+		int looked = 0;   /* the file was mapped and looked through */
+
 		fd = open_module_file(mods, mod);
 		if (fd >= 0) {
 			rc = map_file(fd, &img, &len);
 			close(fd);
 			if (!rc) {
 				rc = go_from_file(mod, img, len);
+				looked = rc == 0 || rc == -ENOENT || rc == -ENOEXEC;
 				if (rc) {
 					munmap((void *)img, len);
 				} else {
@@ -580,9 +583,10 @@ static void load_go(struct pt_modules *mods, struct pt_module *mod, const struct
 		}
 		if (fd < 0)
 			rc = go_from_memory(mods, mod, maps, lo_idx, hi_idx);
-		/* A file read and found without a table has none; memory
-		 * that did not show one is looked at again by the next. */
-		obj->go_state = !rc && obj->go ? 1 : fd >= 0 ? -1 : 0;
+		/* A file read and found without a table has none; a failure
+		 * (no memory, an unreadable file) or memory that did not show
+		 * one is looked at again by the next module. */
+		obj->go_state = !rc && obj->go ? 1 : looked ? -1 : 0;
 	}
 	if (obj->go_state <= 0)
 		return;
@@ -618,24 +622,25 @@ int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char 
 	if (!missing)
 		return found;
 	if (!mod->elf_ok || (fd = open_module_file(mods, mod)) < 0)
-		return -ENOENT;
+		return found ? found : -ENOENT;
 	rc = map_file(fd, &img, &len);
 	close(fd);
 	if (rc)
-		return rc;
-	found = 0;
+		return found ? found : rc;
 	if (pt_elf_open(&e, img, len) == 0)
 		for (int i = 0; i < n; i++) {
 			uint64_t v = 0, sz = 0;
-			int ok = !pt_elf_symbol(&e, names[i], &v, &sz);
+			int ok;
 
+			if (pt_object_name(mod->obj, names[i]))
+				continue;   /* known already (counted above) */
+			ok = !pt_elf_symbol(&e, names[i], &v, &sz);
 			if (ok) {
 				addrs[i] = v + mod->bias;
 				sizes[i] = sz;
 				found++;
 			}
-			if (!pt_object_name(mod->obj, names[i]))
-				(void)pt_object_name_add(mod->obj, names[i], ok, v, sz);
+			(void)pt_object_name_add(mod->obj, names[i], ok, v, sz);
 		}
 	munmap((void *)img, len);
 	return found;

@@ -698,7 +698,7 @@ static int idle(const struct pt_sampler *s, const struct pt__target *tg, uint64_
 static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 {
 	uint64_t t0 = pt__now_ns(), deadline = t0 + 500000000ull;
-	int n = 0;
+	int n = 0, done = 0;
 
 	/* Every session that sampled an old program has ended: move on. */
 	for (int i = 0; i < s->ntg; i++)
@@ -718,13 +718,14 @@ static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 			continue;
 		tg->detach_started = 0;
 		rc = pt_tracee_attached(tg->t) ? pt_tracee_detach(tg->t, left) : 0;
+		done += !rc;
 		pt__sampler_log(s, rc ? 2 : 1, "ptrace: %s pid=%d in %.1f ms",
 				rc ? "detach pending" : "detached", (int)pt_tracee_pid(tg->t),
 				(double)(pt__now_ns() - t0) / 1e6);
 	}
 	if (n > 1)
-		pt__sampler_log(s, 1, "ptrace: detached %d processes in %.1f ms", n,
-				(double)(pt__now_ns() - t0) / 1e6);
+		pt__sampler_log(s, 1, "ptrace: detached %d processes in %.1f ms%s", done,
+				(double)(pt__now_ns() - t0) / 1e6, done < n ? " (the others pending)" : "");
 }
 
 static void loop(struct pt_sampler *s)

@@ -164,7 +164,10 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	t->pm = NULL;
 	memset(&t->pm_st, 0, sizeof(t->pm_st));
 	pt_unwinder_flush(t->unw);
-	pt_symbolize_refresh_maps(t);
+	/* Without the new program's maps, the old ones would key its reads
+	 * as the old program's files (the shared pages): read uncached. */
+	if (pt_symbolize_refresh_maps(t))
+		pt_mem_set_maps(t->mem, NULL);
 	t->mm_fp = pt__execfp_read(t, 0);   /* the new program's */
 	if (t->py) {
 		/* The new program's interpreter, if any (no token of the old

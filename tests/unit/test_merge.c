@@ -224,3 +224,30 @@ TEST(merge_sums_the_processes_rss)
 	ASSERT_EQ(m->timeline->threads[1].pid, 11);
 	pt_profile_free(m);
 }
+
+TEST(merge_drops_an_exited_processes_rss)
+{
+	struct pt_profile *parts[2] = { make("a", 1, 1000, 0), make("b", 1, 1000, 0) };
+	struct pt_profile_proc procs[2] = { { .pid = 10, .name = "x" }, { .pid = 11, .name = "y" } };
+	struct pt_profile *m;
+
+	for (int i = 0; i < 2; i++) {
+		ASSERT((parts[i]->timeline = base_calloc(1, sizeof(*parts[i]->timeline))));
+		ASSERT((parts[i]->timeline->threads = base_calloc(1, sizeof(*parts[i]->timeline->threads))));
+		ASSERT((parts[i]->timeline->events = base_calloc(1, sizeof(*parts[i]->timeline->events))));
+		parts[i]->timeline->nthreads = 1;
+		parts[i]->timeline->nevents = 1;
+		parts[i]->timeline->events[0] = (struct pt_tl_event){ .t_ns = 10 + 10 * (uint64_t)i,
+								       .value = 100 * (uint64_t)(i + 1),
+								       .stack = -1, .kind = PT_TL_EV_RSS };
+	}
+	/* a (100 at t=10) exits at t=50; b (200 at t=20) runs on */
+	parts[0]->cut = "exited";
+	parts[0]->cut_ns = 50;
+	ASSERT_OK(pt_profile_merge(parts, procs, 2, &m));
+	ASSERT_EQ(m->timeline->nevents, 3);
+	ASSERT_EQ(m->timeline->events[1].value, 300);
+	ASSERT_EQ(m->timeline->events[2].t_ns, 50);
+	ASSERT_EQ(m->timeline->events[2].value, 200);
+	pt_profile_free(m);
+}

@@ -101,6 +101,12 @@ $(BUILD)/gen/syscalls.h: $(SYSCALL_HDR)
 	$(Q)mkdir -p $(BUILD)/gen && sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9]*\)$$/[\2] = "\1",/p' $< > $@.tmp && \
 		test -s $@.tmp && mv -f $@.tmp $@
 
+# The flame graph page (encoder/flame.html) as a C string literal, a line each.
+$(BUILD)/gen/flame_page.h: encoder/flame.html
+	@echo "  GEN     $@"
+	$(Q)mkdir -p $(BUILD)/gen && sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && \
+		mv -f $@.tmp $@
+
 # Generated code is not ours: compile it without -Werror and our extra warnings.
 $(BUILD)/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
 	@echo "  CC      $@"
@@ -110,7 +116,7 @@ $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -w -I$(LLHTTP_INC) -c -o $@ $<
 
-$(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h
+$(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h $(BUILD)/gen/flame_page.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -256,7 +262,13 @@ $(BUILD)/bench-mintrace: tests/bench/mintrace.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g $(WARN) -D_GNU_SOURCE -o $@ $<
 
-bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc $(BUILD)/bench-mintrace
+# The flame graph page of make bench: random stacks through encoder/flame.c.
+$(BUILD)/bench-flamegen: $(BUILD)/tests/bench/flamegen.o $(LIB_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
+
+bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc $(BUILD)/bench-mintrace \
+	$(BUILD)/bench-flamegen
 	python3 tests/bench/bench.py build/$(FLAVOUR)
 
 # Long runs of the safety tests; the figures go in the closing notes.

@@ -7,6 +7,8 @@
 #include "encoder/pprof.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/array.h"
@@ -496,4 +498,124 @@ out:
 	base_free(smp);
 	base_free(smpp);
 	return err;
+}
+
+/* ---- the flame view (flame.h) ----------------------------------------------- */
+
+void enc_pprof_flame_free(struct enc_pprof_flame *x)
+{
+	for (size_t i = 0; i < x->nprocs; i++)
+		base_free(x->procs[i]);
+	base_free(x->procs);
+	base_free(x->types);
+	base_free(x->comments);
+	base_free(x->names);
+	base_free(x->frames);
+	base_free(x->stacks);
+	base_free(x->values);
+	memset(x, 0, sizeof(*x));
+}
+
+/* Sample s's process frame: the index of its name among names, made at
+ * first sight of its pid; UINT32_MAX for a sample with no pid label. */
+static uint32_t proc_frame(const struct enc_pprof *p, const struct sample *s, struct enc_pprof_flame *x,
+			   struct base_map *seen, int *err)
+{
+	const char *name = "?";
+	int64_t pid = -1;
+	uint64_t *known;
+	char buf[160], *copy, **grown;
+
+	for (size_t i = 0; i < s->n_labels; i++) {
+		const Perftools__Profiles__Label *l = &p->labels.v[s->first_label + i];
+		const char *key = p->strs.v[l->key];
+
+		if (!strcmp(key, "pid"))
+			pid = l->str ? strtoll(p->strs.v[l->str], NULL, 10) : l->num;
+		else if (!strcmp(key, "process") && l->str)
+			name = p->strs.v[l->str];
+	}
+	if (pid < 0)
+		return UINT32_MAX;
+	if ((known = base_map_get(seen, (uint64_t)pid + 1)))
+		return (uint32_t)*known;
+	snprintf(buf, sizeof(buf), "%s (pid %lld)", name, (long long)pid);
+	if (!(copy = base_strdup(buf)) ||
+	    !(grown = base_reallocarray(x->procs, x->nprocs + 1, sizeof(*grown)))) {
+		base_free(copy);
+		*err = -ENOMEM;
+		return UINT32_MAX;
+	}
+	x->procs = grown;
+	x->procs[x->nprocs] = copy;
+	x->names[p->funcs.n + x->nprocs] = copy;
+	if (base_map_put(seen, (uint64_t)pid + 1, p->funcs.n + x->nprocs)) {
+		*err = -ENOMEM;
+		return UINT32_MAX;
+	}
+	return (uint32_t)(p->funcs.n + x->nprocs++);
+}
+
+int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_pprof_flame *x)
+{
+	size_t nf = 0, at = 0;
+	struct base_map seen = { 0 };
+	int err = 0;
+
+	memset(x, 0, sizeof(*x));
+	for (size_t i = 0; i < p->samples.n; i++) {
+		nf += 1;   /* a process frame, perhaps */
+		for (size_t k = 0; k < p->samples.v[i].n_ids; k++)
+			nf += p->loc_lines.v[p->ids.v[p->samples.v[i].first_id + k] - 1].n;
+	}
+	x->types = base_calloc(p->types.n + 1, sizeof(*x->types));
+	x->comments = base_calloc(p->comments.n + 1, sizeof(*x->comments));
+	/* names: the functions', then one per process (at most one per sample) */
+	x->names = base_calloc(p->funcs.n + p->samples.n + 1, sizeof(*x->names));
+	x->frames = base_calloc(nf + 1, sizeof(*x->frames));
+	x->stacks = base_calloc(p->samples.n + 1, sizeof(*x->stacks));
+	x->values = base_calloc(p->vals.n + 1, sizeof(*x->values));
+	if (!x->types || !x->comments || !x->names || !x->frames || !x->stacks || !x->values) {
+		enc_pprof_flame_free(x);
+		return -ENOMEM;
+	}
+	x->f.dflt = p->types.n ? p->types.n - 1 : 0;   /* pprof's default: the last */
+	for (size_t k = 0; k < p->types.n; k++) {
+		x->types[k] = (struct enc_flame_type){ p->strs.v[p->types.v[k].type],
+						       p->strs.v[p->types.v[k].unit] };
+		if (p->default_type && p->types.v[k].type == p->default_type)
+			x->f.dflt = k;
+	}
+	for (size_t k = 0; k < p->comments.n; k++)
+		x->comments[k] = p->strs.v[p->comments.v[k]];
+	for (size_t k = 0; k < p->funcs.n; k++)
+		x->names[k] = p->strs.v[p->funcs.v[k].name];
+	for (size_t i = 0; i < p->samples.n && !err; i++) {
+		const struct sample *s = &p->samples.v[i];
+		uint32_t proc = proc_frame(p, s, x, &seen, &err);
+		size_t first = at;
+
+		if (proc != UINT32_MAX)
+			x->frames[at++] = proc;
+		/* the root is the last location; its outermost function its last line */
+		for (size_t k = s->n_ids; k-- > 0;) {
+			const struct loc_lines *ll = &p->loc_lines.v[p->ids.v[s->first_id + k] - 1];
+
+			for (size_t j = ll->n; j-- > 0;)
+				x->frames[at++] = (uint32_t)(p->line_fn.v[ll->first + j].fn - 1);
+		}
+		x->stacks[i] = (struct enc_flame_stack){ (uint32_t)first, (uint32_t)(at - first) };
+		memcpy(x->values + i * p->types.n, p->vals.v + s->first_val, p->types.n * sizeof(*x->values));
+	}
+	base_map_free(&seen);
+	if (err) {
+		enc_pprof_flame_free(x);
+		return err;
+	}
+	x->f = (struct enc_flame){ .title = title, .types = x->types, .ntypes = p->types.n,
+				   .dflt = x->f.dflt, .comments = x->comments, .ncomments = p->comments.n,
+				   .names = x->names, .nnames = p->funcs.n + x->nprocs, .frames = x->frames,
+				   .stacks = x->stacks, .nstacks = p->samples.n, .values = x->values,
+				   .time_ns = p->time_ns, .duration_ns = p->duration_ns };
+	return 0;
 }

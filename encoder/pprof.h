@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encoder/flame.h"
+
 struct enc_pprof;
 
 /* Returns 0 or -ENOMEM. */
@@ -61,6 +63,25 @@ int enc_pprof_sample(struct enc_pprof *p, const uint64_t *loc_ids, size_t n, con
 /* The same with labels. */
 int enc_pprof_sample_labels(struct enc_pprof *p, const uint64_t *loc_ids, size_t n,
 			    const int64_t *v, size_t nv, const struct enc_label *labels, size_t nl);
+
+/* The builder's stacks for flame.h's writers: its sample types (the
+ * default one first shown), comments, and per sample its functions root
+ * first (each function of an inlined call a frame, the outermost first);
+ * a sample labelled with a process (pid, process) under a root frame
+ * "<process> (pid N)". `f` points into the builder, which must outlive it,
+ * and into arrays of its own: enc_pprof_flame_free. Returns 0 or -ENOMEM. */
+struct enc_pprof_flame {
+	struct enc_flame f;
+	struct enc_flame_type *types;
+	const char **comments, **names;
+	uint32_t *frames;
+	struct enc_flame_stack *stacks;
+	int64_t *values;
+	char **procs;            /* the process frames' names */
+	size_t nprocs;
+};
+int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_pprof_flame *out);
+void enc_pprof_flame_free(struct enc_pprof_flame *x);
 
 /* Serializes and gzips into a new buffer (the caller frees it with
  * base_free) of at most max bytes. Returns 0, -E2BIG, -ENOMEM or -EIO. */

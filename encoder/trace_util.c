@@ -54,6 +54,8 @@ void enc__ob_json_str(struct base_buf *ob, const char *str)
 		if (!n) {
 			base_buf_put(ob, "\xef\xbf\xbd", 3);   /* U+FFFD */
 			s++;
+		} else if (*s == '<' || *s == '>' || *s == '&') {
+			base_buf_printf(ob, "\\u%04x", *s++);   /* safe inside an HTML <script> */
 		} else if (*s == '"' || *s == '\\') {
 			base_buf_byte(ob, '\\');
 			base_buf_byte(ob, *s++);

@@ -15,8 +15,9 @@ struct base_buf;
 /* Appends v as an unsigned LEB128 varint. A failure sticks in ob->err. */
 void enc__ob_uvarint(struct base_buf *ob, uint64_t v);
 /* Appends s as the inside of a JSON string: quotes, backslashes and control
- * characters escaped, bytes that are not UTF-8 replaced by U+FFFD. A
- * failure sticks in ob->err. */
+ * characters escaped, and < > & (so that it may sit inside an HTML script
+ * element), bytes that are not UTF-8 replaced by U+FFFD. A failure sticks
+ * in ob->err. */
 void enc__ob_json_str(struct base_buf *ob, const char *s);
 
 /* Writes v as an unsigned LEB128 varint into buf (10 bytes at most).

@@ -97,7 +97,12 @@ static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, s
 					r[i].also);
 		base_buf_printf(b, "</td></tr>\n");
 	}
-	base_buf_printf(b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
+	base_buf_printf(b, "</table>\n<p>\nFlame graphs (format=flamegraph):\n");
+	for (size_t i = 0; i < n; i++)
+		if (r[i].flags & SC_ROUTE_FORMATS)
+			base_buf_printf(b, "<a href='%s?format=flamegraph%s'>%s</a>\n", r[i].path + skip, extra,
+					r[i].path + skip);
+	base_buf_printf(b, "</p>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
 	for (size_t i = 0; i < n; i++) {
 		if (!(r[i].flags & SC_ROUTE_LISTED))
 			continue;
@@ -125,7 +130,9 @@ void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_r
 	base_buf_printf(&b, "<html>\n<head>\n<title>/debug/pprof/</title>\n<style>\n.profile-name{\n"
 			"\tdisplay:inline-block;\n\twidth:6rem;\n}\n</style>\n</head>\n<body>\n"
 			"/debug/pprof/\n<br>\n<p>Set debug=1 as a query parameter to export in legacy "
-			"text format</p>\n<br>\nTypes of profiles available:\n<table>\n"
+			"text format</p>\n<p>Without Go: format=flamegraph (a flame graph page), "
+			"format=speedscope (a file for speedscope) or format=collapsed (folded stacks "
+			"for flamegraph.pl and inferno)</p>\n<br>\nTypes of profiles available:\n<table>\n"
 			"<thead><td>Count</td><td>Profile</td></thead>\n");
 	profile_table(srv, pid, extra, &b);
 	target_panel(pid, &b);

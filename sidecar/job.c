@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "ptrace/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/log.h"
+#include "sidecar/query.h"
 #include "sidecar/util.h"
 
 struct sc_jobs {
@@ -111,11 +113,29 @@ static void on_abort(struct sc_conn *c, void *arg)
 		uv_cancel((uv_req_t *)&j->work);   /* fails harmlessly once running */
 }
 
+/* What the job profiled, for a page's title: its processes, or its one
+ * by pid and name. */
+static void subject(struct sc_job *j)
+{
+	char path[64], comm[32] = "";
+
+	if (j->req.nprocs) {
+		snprintf(j->reply.subject, sizeof(j->reply.subject), "%zu processes", j->req.nprocs);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)j->req.pid);
+	if (pt_proc_slurp(path, comm, sizeof(comm)) > 0)
+		comm[strcspn(comm, "\n")] = '\0';
+	snprintf(j->reply.subject, sizeof(j->reply.subject), comm[0] ? "pid %d (%s)" : "pid %d",
+		 (int)j->req.pid, comm);
+}
+
 /* Work thread. */
 static void on_work(uv_work_t *w)
 {
 	struct sc_job *j = SC_CONTAINER_OF(w, struct sc_job, work);
 
+	subject(j);
 	j->ops->encode(j, &j->reply);
 	job_release(j);
 }
@@ -232,15 +252,21 @@ void sc_jobs_close(struct sc_jobs *jobs, void (*closed)(void *arg), void *arg)
 	uv_close((uv_handle_t *)&jobs->async, on_async_closed);
 }
 
-struct sc_job *sc_job_new(struct sc_jobs *jobs, struct sc_conn *c, const struct sc_job_ops *ops,
-			  size_t size)
+struct sc_job *sc_job_new(struct sc_jobs *jobs, struct sc_conn *c, const struct sc_request *req,
+			  const struct sc_job_ops *ops, size_t size)
 {
 	struct sc_job *j = base_calloc(1, size < sizeof(*j) ? sizeof(*j) : size);
+	enum sc_format f;
 
 	if (!j) {
 		sc_go_error(c, 500, "out of memory");
 		return NULL;
 	}
+	if (!sc_query_format(req->query, &f))
+		j->reply.format = (int)f;
+	if (sc_query_get(req->query, "sample_index", j->reply.sample_index,
+			 sizeof(j->reply.sample_index)) < 0)
+		snprintf(j->reply.sample_index, sizeof(j->reply.sample_index), "?");
 	j->ops = ops;
 	j->jobs = jobs;
 	j->conn = c;

@@ -58,10 +58,31 @@ int sc_parse_profile_seconds(const char *query)
 	return s > INT32_MAX ? INT32_MAX : (int)s;
 }
 
+int sc_query_format(const char *query, enum sc_format *out)
+{
+	static const char *const names[] = { "", "flamegraph", "speedscope", "collapsed" };
+	char v[16];
+	int rc = sc_query_get(query, "format", v, sizeof(v));
+
+	*out = SC_FORMAT_PPROF;
+	if (rc == 0)
+		return 0;
+	for (int i = 1; rc > 0 && i < 4; i++)
+		if (!strcmp(v, names[i])) {
+			*out = (enum sc_format)i;
+			return 0;
+		}
+	return -1;
+}
+
 int64_t sc_query_debug(const char *query)
 {
 	char v[32];
 	int64_t debug;
+	enum sc_format f;
+
+	if (!sc_query_format(query, &f) && f != SC_FORMAT_PPROF)
+		return 0;
 
 	/* A value longer than v reads as 0: only leading zeros could make it
 	 * a number Atoi takes, and podprof has always answered those so. */

@@ -32,6 +32,18 @@ double sc_query_trace_seconds(const char *query);
  * unparsable (Go ignores the parse error). Never an error. */
 int64_t sc_query_debug(const char *query);
 
+/* ?format= of a profile with stacks, for people without Go: */
+enum sc_format {
+	SC_FORMAT_PPROF = 0,     /* absent: Go's own (pprof, or debug=N's text) */
+	SC_FORMAT_FLAMEGRAPH,    /* one self-contained interactive HTML page */
+	SC_FORMAT_SPEEDSCOPE,    /* speedscope's JSON file format */
+	SC_FORMAT_COLLAPSED,     /* folded stacks, "a;b;c N" lines */
+};
+#define SC_FORMATS "flamegraph, speedscope or collapsed"
+/* 0 and *out (SC_FORMAT_PPROF when absent), or -1 for any other value. A
+ * format asked for wins over debug= (sc_query_debug says 0 then). */
+int sc_query_format(const char *query, enum sc_format *out);
+
 /* ?hz=, our extension of the CPU profile: an integer 1..1000, or `dflt`
  * when absent. Returns 0 with *out set, or -EINVAL for any other value. */
 int sc_query_hz(const char *query, int dflt, int *out);

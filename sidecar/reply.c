@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "encoder/pprof.h"
+#include "sidecar/formats.h"
 #include "sidecar/http.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
@@ -64,6 +65,16 @@ void sc_reply_pprof(struct sc_reply *r, struct enc_pprof *e, int err, const char
 	uint8_t *body = NULL;
 	size_t len = 0;
 
+	if (!err && r->format) {
+		struct sc_formatted f;
+
+		sc_formats_encode(e, r->format, filename, r->subject, r->sample_index, SC_MAX_PROFILE_BYTES, &f);
+		if (f.status == 200)
+			sc_reply_body(r, 200, f.headers, f.body, f.len);
+		else
+			sc_reply_error(r, f.status, f.msg);
+		return;
+	}
 	if (!err)
 		err = enc_pprof_encode(e, SC_MAX_PROFILE_BYTES, &body, &len);
 	if (err) {

@@ -26,6 +26,13 @@ struct sc_reply {
 	/* An error's text when no memory was left to copy it into body (sent
 	 * as the body then), else "". */
 	char text[160];
+	/* A profile's form (enum sc_format, query.h: set from the request's
+	 * format= by sc_job_new), the sample type collapsed output takes
+	 * (sample_index=, "" the default) and what was profiled, for a page's
+	 * title ("pid 42 (app)", filled before encoding). */
+	int format;
+	char sample_index[64];
+	char subject[96];
 };
 
 /* Each fills r, freeing what r held; never fails (on OOM the body is left
@@ -35,6 +42,8 @@ struct sc_reply {
  * encoding failure logs and answers 500. */
 void sc_reply_error(struct sc_reply *r, int status, const char *msg);
 void sc_reply_body(struct sc_reply *r, int status, const char *headers, void *body, size_t len);
+/* With r->format set, the profile goes out in that form (sidecar/formats.c)
+ * instead of pprof's. */
 void sc_reply_pprof(struct sc_reply *r, struct enc_pprof *e, int err, const char *filename);
 
 #endif

@@ -27,22 +27,22 @@ static const struct sc_route routes[] = {
 	{ "/debug/pprof/", SC_ROUTE_GET,
 	  "The index of the profiles below (HTML), with the target process and the other "
 	  "processes of the pod, each with a link.", sc_index_handle, NULL, NULL },
-	{ "/debug/pprof/allocs", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/allocs", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "A sampling of all past memory allocations with their stacks, where the target keeps "
 	  "allocation records (see heap); otherwise, and with ?view=mappings, memory by mapping, "
 	  "cumulative: the bytes that became resident in each since podprof first looked.",
 	  sc_profile_allocs, sc_count_mappings, "view=mappings" },
-	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces where threads waited (blocked in a system call or D state), with the "
 	  "time they waited, over ?seconds=N (default --wait-seconds)", sc_profile_block, sc_count_blocked,
 	  NULL },
 	{ "/debug/pprof/cmdline", SC_ROUTE_GET | SC_ROUTE_LISTED,
 	  "The command line invocation of the current program", sc_profile_cmdline, NULL, NULL },
-	{ "/debug/pprof/goroutine", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/goroutine", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces of all current goroutines (here: every thread of the target). "
 	  "Use debug=2 as a query parameter to export in the same format as an "
 	  "unrecovered panic.", sc_profile_goroutine, sc_count_threads, NULL },
-	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "A sampling of memory allocations of live objects, with their stacks, where the target "
 	  "keeps allocation records: started with podprof's allocation agent "
 	  "(LD_PRELOAD=libpodprof-alloc.so), or a Go program that links runtime/pprof. "
@@ -50,10 +50,10 @@ static const struct sc_route routes[] = {
 	  "stacks, anonymous, code and data of each file, shared memory): resident, PSS, dirty "
 	  "and swapped bytes. ?seconds=N gives the change over N seconds.", sc_profile_heap,
 	  sc_count_mappings, "view=mappings" },
-	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces of threads waiting on locks and conditions (futex), with the time they "
 	  "waited, over ?seconds=N (default --wait-seconds)", sc_profile_mutex, sc_count_futex, NULL },
-	{ "/debug/pprof/profile", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/profile", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "CPU profile. You can specify the duration in the seconds GET parameter. "
 	  "After you get the profile file, use the go tool pprof command to investigate "
 	  "the profile.", sc_profile_cpu, NULL, NULL },
@@ -61,7 +61,7 @@ static const struct sc_route routes[] = {
 	  "Maps given program counters to function names. Counters can be specified "
 	  "in a GET raw query or POST body, multiple counters are separated by '+'.",
 	  sc_profile_symbol, NULL, NULL },
-	{ "/debug/pprof/threadcreate", SC_ROUTE_GET | SC_ROUTE_LISTED,
+	{ "/debug/pprof/threadcreate", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces that led to the creation of new OS threads (clone events seen while "
 	  "attached, from the first request on); threads whose creation was not seen appear "
 	  "under their start routine, labelled creation=\"not seen\"", sc_profile_threadcreate,
@@ -116,7 +116,11 @@ void sc_routes_help(FILE *out)
 {
 	fprintf(out, "Endpoints (each profile also takes ?pid=N to look at another process of the pod;\n"
 		     "every one but cmdline and symbol takes ?pid=all for every process of the pod and\n"
-		     "?tree=1 for the process and its descendants, in one profile labelled by pid):\n");
+		     "?tree=1 for the process and its descendants, in one profile labelled by pid;\n"
+		     "allocs, block, goroutine, heap, mutex, profile and threadcreate take ?format=\n"
+		     "flamegraph (an interactive flame graph page, self-contained), speedscope (a\n"
+		     "speedscope file, a profile per sample type) or collapsed (folded stacks, one\n"
+		     "type: ?sample_index=NAME, default the profile's own); format= wins over debug=):\n");
 	for (size_t i = 0; i < SC_ARRAY_LEN(routes); i++) {
 		if (!routes[i].desc)
 			continue;

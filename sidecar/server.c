@@ -185,6 +185,10 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 		sc_go_error(c, 404, "Unknown profile");   /* clients match these words */
 		return;
 	}
+	if ((r->flags & SC_ROUTE_FORMATS) && sc_query_format(req->query, &(enum sc_format){ 0 })) {
+		sc_go_error(c, 400, "invalid value for \"format\" - must be " SC_FORMATS);
+		return;
+	}
 	r->handler(srv, c, req);
 }
 

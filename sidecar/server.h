@@ -41,6 +41,7 @@ typedef int64_t (*sc_count_cb)(struct sc_server *srv, pid_t pid);
 #define SC_ROUTE_ANY    0x04u   /* every method */
 #define SC_ROUTE_PUBLIC 0x08u   /* answered without the bearer token */
 #define SC_ROUTE_LISTED 0x10u   /* a profile: a row of the index */
+#define SC_ROUTE_FORMATS 0x20u  /* a profile with stacks: takes format= (query.h) */
 
 struct sc_route {
 	const char *path;       /* exact, query excluded */

@@ -108,7 +108,7 @@ void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 	}
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &cpu_ops, sizeof(*j)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &cpu_ops, sizeof(*j)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

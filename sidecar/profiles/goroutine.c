@@ -93,7 +93,7 @@ void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
 	debug = sc_query_debug(req->query);
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &goroutine_ops, sizeof(*g)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &goroutine_ops, sizeof(*g)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

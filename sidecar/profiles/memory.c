@@ -298,7 +298,7 @@ static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_req
 	}
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &memory_ops, sizeof(*m)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &memory_ops, sizeof(*m)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

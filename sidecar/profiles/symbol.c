@@ -113,7 +113,7 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 			sc_go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
 		return;
 	}
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &symbol_ops, sizeof(*s)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &symbol_ops, sizeof(*s)))) {
 		base_free(addrs);
 		return;
 	}

@@ -93,7 +93,7 @@ void sc_profile_threadcreate(struct sc_server *srv, struct sc_conn *c, const str
 		return;
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &threadcreate_ops, sizeof(*t)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &threadcreate_ops, sizeof(*t)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

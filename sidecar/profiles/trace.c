@@ -184,7 +184,7 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
 	pid = tg.pid;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &trace_ops, sizeof(*t)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &trace_ops, sizeof(*t)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

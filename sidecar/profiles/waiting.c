@@ -136,7 +136,7 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 	}
 	if (!sc_request_target(srv, c, req->query, 1, &tg))
 		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, &waiting_ops, sizeof(*w)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &waiting_ops, sizeof(*w)))) {
 		sc_procs_free(&tg.procs);
 		return;
 	}

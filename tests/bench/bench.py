@@ -44,7 +44,7 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,tpr,allocs,processes (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
+                "python,tpr,allocs,processes,flame (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
                 "allocs-memory)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
@@ -790,7 +790,8 @@ def section_tpr():
 
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python", "tpr", "allocs", "processes"}
+                                                        "continuous", "python", "tpr", "allocs", "processes",
+                                                        "flame"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -816,6 +817,10 @@ def main():
         bench_procs.run(types.SimpleNamespace(build=BUILD, tmp=TMP, reps=args.reps, start_podprof=start_podprof,
                                               stop_podprof=stop_podprof, wait_log=wait_log,
                                               traces=run_it.traces))
+    if "flame" in only:
+        import types
+        import bench_flame
+        bench_flame.run(types.SimpleNamespace(build=BUILD, tmp=TMP, reps=args.reps))
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

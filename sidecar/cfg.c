@@ -47,8 +47,9 @@ static const struct cfg_def cfg_table[] = {
 	STR("auth-token-file", "AUTH_TOKEN_FILE", NULL, auth_token_file,
 	    "require 'Authorization: Bearer <token in file>' on every endpoint but /healthz"),
 	STR("enable-file", "ENABLE_FILE", NULL, enable_file,
-	    "a file saying true or false (a mounted ConfigMap key, e.g. profiling.enable), read "
-	    "every second: while false, /debug/pprof/* answers 404 and nothing is attached"),
+	    "a file saying true or false, or enabled or disabled (a mounted ConfigMap key: Knative's "
+	    "runtime-profiling, or profiling.enable before 1.19), read every second: while false, "
+	    "/debug/pprof/* answers 404 and nothing is attached"),
 	INT("hz", "HZ", 1, 1000, 100, default_hz, "default CPU sampling rate when a request gives no hz="),
 	INT("max-seconds", "MAX_SECONDS", 1, 604800, 86400, max_seconds, "longest profile a request may ask for"),
 	BOOL("continuous", "CONTINUOUS", continuous,

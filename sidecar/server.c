@@ -345,7 +345,13 @@ int sc_server_new(struct sc_server **out, uv_loop_t *loop, const struct sc_cfg *
 	    (err = sc_jobs_new(&s->jobs, loop, s->sampler)))
 		goto fail;
 	if ((err = sc_http_init(loop, &s->http, cfg, on_request, s))) {
-		log_error("http: cannot listen on %s: %s", cfg->listen, sc_strerror(err));
+		if (err == -EADDRINUSE)
+			log_error("http: cannot listen on %s: the address is in use (another server holds "
+				  "the port; in a Knative Service's pod, queue-proxy holds 8008): choose "
+				  "another with --listen HOST:PORT or PODPROF_LISTEN", cfg->listen);
+		else
+			log_error("http: cannot listen on %s: %s (--listen HOST:PORT or PODPROF_LISTEN)",
+				  cfg->listen, sc_strerror(err));
 		goto fail;
 	}
 	atomic_store(&s->enabled, 1);

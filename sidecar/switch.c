@@ -38,7 +38,7 @@ static int look(const char *path, char *why, size_t size)
 		return -1;
 	}
 	if ((size_t)n >= sizeof(buf) - 1) {
-		snprintf(why, size, "it holds more than true or false");
+		snprintf(why, size, "it holds more than true, false, enabled or disabled");
 		return -1;
 	}
 	s += strspn(s, " \t\r\n");
@@ -46,15 +46,18 @@ static int look(const char *path, char *why, size_t size)
 	while (e > s && strchr(" \t\r\n", e[-1]))
 		e--;
 	*e = '\0';
-	if (!strcmp(s, "true"))
+	/* Knative's words: profiling.enable "true"/"false" up to 1.18,
+	 * runtime-profiling "enabled"/"disabled" from 1.19. */
+	if (!strcmp(s, "true") || !strcmp(s, "enabled"))
 		return 1;
-	if (!strcmp(s, "false"))
+	if (!strcmp(s, "false") || !strcmp(s, "disabled"))
 		return 0;
 	/* The file's words may be anything: quote a short, printable part. */
 	for (char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f || *p == '\'')
 			*p = '?';
-	snprintf(why, size, "it says '%.40s%s', not true or false", s, strlen(s) > 40 ? "..." : "");
+	snprintf(why, size, "it says '%.40s%s', not true, false, enabled or disabled", s,
+		 strlen(s) > 40 ? "..." : "");
 	return -1;
 }
 

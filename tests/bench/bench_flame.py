@@ -1,6 +1,8 @@
 """make bench's flame graph section (issue 23): the page format=flamegraph
-serves, for 20 000 and 200 000 random distinct stacks (bench-flamegen:
-8-30 frames each over 5000 names, shared prefixes): its weight, the time
+serves, for 20 000, 100 000 and 200 000 random distinct stacks
+(bench-flamegen: 8-30 frames each over 5000 names, shared prefixes, values
+1-10; a node under 0.001 % of the total is left out, so 100 000 is about
+the heaviest page and 200 000 light stacks mostly pruned): its weight, the time
 to write it, and in headless Chromium the time from load to drawn (the
 page's own performance.now() when its script finished) and the whole
 run (start, load, draw, DOM dump) with a click zoom. Medians over the
@@ -13,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-SIZES = (20000, 200000)
+SIZES = (20000, 100000, 200000)
 
 
 def chromium(exe, tmp, url):

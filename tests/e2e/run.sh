@@ -572,6 +572,7 @@ phase "ephemeral container"
 # PID and network namespaces, as kubectl debug --target=app --profile=general.
 # The application runs as podprof's uid (see "root-owned target" below).
 podman run -d --name "$PREFIX-app" --user 65532:65532 --network none "$APP" > /dev/null
+app_pid=$(cpid "$PREFIX-app")
 EPH=$PREFIX-debug
 podman run -d --name "$EPH" --pid="container:$PREFIX-app" --network="container:$PREFIX-app" \
 	--cap-drop ALL --cap-add SYS_PTRACE "$IMG" > /dev/null
@@ -580,6 +581,13 @@ if wait_log "$EPH" 'serving http' 20; then
 	pid=$(cpid "$EPH")
 	check "ephemeral: podprof runs as uid 65532" [ "$(status_field "$pid" Uid | awk '{ print $2 }')" = 65532 ]
 	workflow ephemeral "$pid" "$EPH"
+	# Ended as kubectl debug -it ends it (Ctrl-C): podprof lets go and
+	# exits 0; the app runs on, the same process, untraced.
+	podman kill --signal INT "$EPH" > /dev/null 2>&1
+	code=$(podman wait "$EPH" 2>/dev/null)
+	check "ephemeral: podprof ends on SIGINT (Ctrl-C) with status 0 (got $code)" [ "$code" = 0 ]
+	check "ephemeral: the app was not restarted (pid $app_pid before and after) and runs untraced" \
+		eval '[ "$(cpid "$PREFIX-app")" = "$app_pid" ] && [ "$(status_field "$app_pid" TracerPid)" = 0 ]'
 else
 	fail "ephemeral: podprof joined to the running app starts"
 fi

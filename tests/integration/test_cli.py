@@ -36,6 +36,28 @@ def cli_help_version_and_bad_flags():
 
 
 @test
+def busy_port_exits_at_once_naming_address_and_flag():
+    """A port another server holds (Knative's queue-proxy holds 8008):
+    podprof exits non-zero at once, naming the address and how to choose
+    another, and the target runs on untraced."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    addr = "127.0.0.1:%d" % s.getsockname()[1]
+    f = Fixture()
+    t0 = time.monotonic()
+    r = subprocess.run([PODPROF, "--pid", str(f.pid), "--listen", addr], capture_output=True, text=True,
+                       timeout=30)
+    took = time.monotonic() - t0
+    s.close()
+    check(r.returncode == 1 and took < 5, "exit %d after %.1f s" % (r.returncode, took))
+    check(("cannot listen on %s: the address is in use" % addr) in r.stderr and "--listen" in r.stderr
+          and "PODPROF_LISTEN" in r.stderr, r.stderr[-600:])
+    check(lib.tracer_pid(f.pid) == 0 and f.proc.poll() is None, "the target traced or gone")
+    f.stop()
+
+
+@test
 def cli_several_candidates_are_listed():
     # A copy at a path of this test's own, so that no other process matches.
     exe = os.path.join(tempfile.mkdtemp(dir=lib.TMP), "busy-candidates")

@@ -198,14 +198,16 @@ def switch_file_turns_profiling_off_and_on():
     # Bad words and a missing key keep it off, each said once.
     n = len(pp.lines)
     cm.set(b"maybe\n")
-    pp.wait_log(r"switch: .*it says 'maybe', not true or false; profiling stays disabled", 5, start=n)
+    pp.wait_log(r"switch: .*it says 'maybe', not true, false, enabled or disabled; profiling stays disabled", 5,
+                start=n)
     cm.remove()
     pp.wait_log(r"switch: .*cannot read it \(it is missing\); profiling stays disabled", 5, start=n)
     check(pprof_404(pp, "/debug/pprof/cmdline"), "enabled by a missing file")
     check(tracer_pid(f.pid) == 0, "attached while disabled")
 
+    # Knative 1.19's key, runtime-profiling, says enabled or disabled.
     n2 = len(pp.lines)
-    cm.set(b"  true \n")
+    cm.set(b"  enabled \n")
     pp.wait_log(r"switch: profiling enabled by " + re.escape(cm.path), 5, start=n2)
     check(http(pp.port, "/debug/pprof/cmdline")[0] == 200, "cmdline once enabled again")
     pp.wait_log(r"ptrace: attached pid=%d" % f.pid, 5, start=n2)   # the watch is back

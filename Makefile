@@ -104,7 +104,7 @@ $(BUILD)/gen/syscalls.h: $(SYSCALL_HDR)
 # The flame graph page (encoder/flame.html) as a C string literal, a line each.
 $(BUILD)/gen/flame_page.h: encoder/flame.html
 	@echo "  GEN     $@"
-	$(Q)mkdir -p $(BUILD)/gen && sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && \
+	$(Q)mkdir -p $(BUILD)/gen && sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && \
 		mv -f $@.tmp $@
 
 # Generated code is not ours: compile it without -Werror and our extra warnings.

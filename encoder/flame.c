@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "base/map.h"
 #include "base/mem.h"
@@ -96,8 +97,11 @@ static int64_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
 	return (int64_t)t->n++;
 }
 
-/* Every stack added along its path from the root. Returns 0 or -ENOMEM. */
-static int tree_build(const struct enc_flame *f, struct tree *t)
+/* Every stack added along its path from the root: its values as they
+ * are, or with `growth` only what is above 0 (a change over a window
+ * drawn as widths: what fell cannot be a width). *fell: whether any value
+ * was below 0. Returns 0 or -ENOMEM. */
+static int tree_build(const struct enc_flame *f, struct tree *t, int growth, int *fell)
 {
 	memset(t, 0, sizeof(*t));
 	t->ntypes = f->ntypes ? f->ntypes : 1;
@@ -107,20 +111,26 @@ static int tree_build(const struct enc_flame *f, struct tree *t)
 	t->name[0] = UINT32_MAX;
 	memset(t->values, 0, t->ntypes * sizeof(*t->values));
 	t->n = 1;
+	*fell = 0;
 	for (size_t i = 0; i < f->nstacks; i++) {
 		const struct enc_flame_stack *s = &f->stacks[i];
-		const int64_t *v = f->values + i * f->ntypes;
+		int64_t v[64];
 		uint32_t at = 0;
 
-		for (size_t k = 0; k < f->ntypes; k++)
+		for (size_t k = 0; k < f->ntypes && k < 64; k++) {
+			v[k] = f->values[i * f->ntypes + k];
+			*fell |= v[k] < 0;
+			if (growth && v[k] < 0)
+				v[k] = 0;
 			t->values[k] += v[k];
+		}
 		for (uint32_t j = 0; j < s->n; j++) {
 			int64_t c = tree_child(t, at, f->frames[s->first + j]);
 
 			if (c < 0)
 				return -ENOMEM;
 			at = (uint32_t)c;
-			for (size_t k = 0; k < f->ntypes; k++)
+			for (size_t k = 0; k < f->ntypes && k < 64; k++)
 				t->values[at * t->ntypes + k] += v[k];
 		}
 	}
@@ -134,31 +144,39 @@ static void folded_name(struct base_buf *b, const char *s)
 		base_buf_byte(b, *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : (uint8_t)*s);
 }
 
-/* Writes the path from the root to node i ("a;b;c"). */
-static void folded_path(struct base_buf *b, const struct enc_flame *f, const struct tree *t, uint32_t i)
+/* Writes the path from the root to node i ("a;b;c"), its nodes gathered
+ * leaf first into *path (grown as needed, the caller frees it). Returns 0
+ * or -ENOMEM. */
+static int folded_path(struct base_buf *b, const struct enc_flame *f, const struct tree *t, uint32_t i,
+		       uint32_t **path, size_t *cap)
 {
-	uint32_t path[1024];
 	size_t n = 0;
 
-	for (uint32_t at = i; at && n < 1024; at = t->parent[at])
-		path[n++] = at;
+	for (uint32_t at = i; at; at = t->parent[at]) {
+		if (n == *cap && BASE_ARRAY_RESERVE(*path, *cap, n + 1))
+			return -ENOMEM;
+		(*path)[n++] = at;
+	}
 	while (n--) {
-		folded_name(b, f->names[t->name[path[n]]]);
+		folded_name(b, f->names[t->name[(*path)[n]]]);
 		if (n)
 			base_buf_byte(b, ';');
 	}
+	return 0;
 }
 
 int enc_flame_collapsed(const struct enc_flame *f, size_t type, size_t max, char **out, size_t *len)
 {
 	struct base_buf b;
 	struct tree t;
-	int err;
+	uint32_t *path = NULL;
+	size_t cap = 0;
+	int err, fell;
 
 	*out = NULL;
-	if (type >= f->ntypes)
+	if (type >= f->ntypes || f->ntypes > 64)
 		return -EINVAL;
-	if ((err = tree_build(f, &t))) {
+	if ((err = tree_build(f, &t, 0, &fell))) {
 		tree_free(&t);
 		return err;
 	}
@@ -176,15 +194,20 @@ int enc_flame_collapsed(const struct enc_flame *f, size_t type, size_t max, char
 			self[i] += t.values[i * t.ntypes + type];
 		for (size_t i = 1; i < t.n; i++)
 			self[t.parent[i]] -= t.values[i * t.ntypes + type];
-		for (size_t i = 1; i < t.n && !b.err; i++) {
+		for (size_t i = 1; i < t.n && !b.err && !err; i++) {
 			if (self[i] <= 0)
 				continue;
-			folded_path(&b, f, &t, (uint32_t)i);
+			err = folded_path(&b, f, &t, (uint32_t)i, &path, &cap);
 			base_buf_printf(&b, " %lld\n", (long long)self[i]);
 		}
 		base_free(self);
 	}
+	base_free(path);
 	tree_free(&t);
+	if (err) {
+		base_buf_free(&b);
+		return err;
+	}
 	return base_buf_take(&b, out, len);
 }
 
@@ -262,7 +285,7 @@ int enc_flame_speedscope(const struct enc_flame *f, const char *exporter, size_t
  * array of [parent, name, value per type] per node (parents first), the
  * nodes too narrow in every type left out (counted in "pruned"). */
 static void page_data(struct base_buf *b, const struct enc_flame *f, const struct tree *t,
-		      const uint32_t *keep, size_t kept)
+		      const uint32_t *keep, size_t kept, int fell)
 {
 	base_buf_str(b, "{\"title\":\"");
 	enc__ob_json_str(b, f->title);
@@ -280,7 +303,8 @@ static void page_data(struct base_buf *b, const struct enc_flame *f, const struc
 		enc__ob_json_str(b, f->types[k].unit);
 		base_buf_str(b, "\"}");
 	}
-	base_buf_printf(b, "],\"dflt\":%zu,\"pruned\":%zu,\"names\":[", f->dflt, t->n - kept);
+	base_buf_printf(b, "],\"dflt\":%zu,\"pruned\":%zu,\"fell\":%d,\"names\":[", f->dflt, t->n - kept,
+			fell);
 	for (size_t i = 0; i < f->nnames; i++) {
 		base_buf_str(b, i ? ",\"" : "\"");
 		enc__ob_json_str(b, f->names[i]);
@@ -305,12 +329,12 @@ int enc_flame_html(const struct enc_flame *f, size_t max, char **out, size_t *le
 	struct base_buf b;
 	struct tree t;
 	size_t kept = 0;
-	int err;
+	int err, fell;
 
 	*out = NULL;
-	if (!mark || !f->ntypes)
+	if (!mark || !f->ntypes || f->ntypes > 64)
 		return -EINVAL;
-	if ((err = tree_build(f, &t)) || !(keep = base_calloc(t.n, sizeof(*keep)))) {
+	if ((err = tree_build(f, &t, 1, &fell)) || !(keep = base_calloc(t.n, sizeof(*keep)))) {
 		tree_free(&t);
 		return err ? err : -ENOMEM;
 	}
@@ -328,7 +352,7 @@ int enc_flame_html(const struct enc_flame *f, size_t max, char **out, size_t *le
 	}
 	base_buf_init(&b, max);
 	base_buf_put(&b, PAGE, (size_t)(mark - PAGE));
-	page_data(&b, f, &t, keep, kept);
+	page_data(&b, f, &t, keep, kept, fell);
 	base_buf_str(&b, mark + strlen(DATA_MARK));
 	base_free(keep);
 	tree_free(&t);

@@ -29,7 +29,6 @@ struct enc_flame {
 	const struct enc_flame_stack *stacks;
 	size_t nstacks;
 	const int64_t *values;       /* nstacks x ntypes */
-	int64_t time_ns, duration_ns;
 };
 
 /* Folded stacks of type t: "root;caller;...;leaf value\n" per distinct
@@ -51,7 +50,9 @@ int enc_flame_speedscope(const struct enc_flame *f, const char *exporter, size_t
 #define ENC_FLAME_MIN_SHARE 1e-5
 
 /* The flame graph page: one HTML document with its script, style and data
- * inside (it asks nothing of any server): the stacks merged into a tree,
+ * inside (it asks nothing of any server): the stacks merged into a tree
+ * (of a change over a window, its growth only: where values fell is not
+ * drawn, and the page says so),
  * click to zoom and back, search with the matches' share, hover with value
  * and percent, a chooser of the sample type, the title and comments.
  * Returns and owns as enc_flame_collapsed. */

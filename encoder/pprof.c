@@ -547,19 +547,21 @@ static uint32_t proc_frame(const struct enc_pprof *p, const struct sample *s, st
 		return UINT32_MAX;
 	}
 	x->procs = grown;
-	x->procs[x->nprocs] = copy;
-	x->names[p->funcs.n + x->nprocs] = copy;
-	if (base_map_put(seen, (uint64_t)pid + 1, p->funcs.n + x->nprocs)) {
+	x->procs[x->nprocs++] = copy;   /* freed with x from here on */
+	x->names[x->f.nnames] = copy;
+	if (base_map_put(seen, (uint64_t)pid + 1, x->f.nnames)) {
 		*err = -ENOMEM;
 		return UINT32_MAX;
 	}
-	return (uint32_t)(p->funcs.n + x->nprocs++);
+	return (uint32_t)x->f.nnames++;
 }
 
 int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_pprof_flame *x)
 {
 	size_t nf = 0, at = 0;
 	struct base_map seen = { 0 };
+	uint32_t *name_of = NULL;   /* function index -> index in names: one per distinct name */
+	uint32_t *sid_name = NULL;  /* string id -> index in names, UINT32_MAX: none yet */
 	int err = 0;
 
 	memset(x, 0, sizeof(*x));
@@ -575,7 +577,12 @@ int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_ppr
 	x->frames = base_calloc(nf + 1, sizeof(*x->frames));
 	x->stacks = base_calloc(p->samples.n + 1, sizeof(*x->stacks));
 	x->values = base_calloc(p->vals.n + 1, sizeof(*x->values));
-	if (!x->types || !x->comments || !x->names || !x->frames || !x->stacks || !x->values) {
+	name_of = base_calloc(p->funcs.n + 1, sizeof(*name_of));
+	sid_name = base_calloc(p->strs.n + 1, sizeof(*sid_name));
+	if (!x->types || !x->comments || !x->names || !x->frames || !x->stacks || !x->values || !name_of ||
+	    !sid_name) {
+		base_free(name_of);
+		base_free(sid_name);
 		enc_pprof_flame_free(x);
 		return -ENOMEM;
 	}
@@ -588,8 +595,19 @@ int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_ppr
 	}
 	for (size_t k = 0; k < p->comments.n; k++)
 		x->comments[k] = p->strs.v[p->comments.v[k]];
-	for (size_t k = 0; k < p->funcs.n; k++)
-		x->names[k] = p->strs.v[p->funcs.v[k].name];
+	/* Functions of one name in several files (Python's <module>) are
+	 * one frame name: the forms merge by name. */
+	for (size_t k = 0; k < p->strs.n; k++)
+		sid_name[k] = UINT32_MAX;
+	for (size_t k = 0; k < p->funcs.n; k++) {
+		size_t sid = (size_t)p->funcs.v[k].name;
+
+		if (sid_name[sid] == UINT32_MAX) {
+			sid_name[sid] = (uint32_t)x->f.nnames;
+			x->names[x->f.nnames++] = p->strs.v[sid];
+		}
+		name_of[k] = sid_name[sid];
+	}
 	for (size_t i = 0; i < p->samples.n && !err; i++) {
 		const struct sample *s = &p->samples.v[i];
 		uint32_t proc = proc_frame(p, s, x, &seen, &err);
@@ -602,20 +620,21 @@ int enc_pprof_flame(const struct enc_pprof *p, const char *title, struct enc_ppr
 			const struct loc_lines *ll = &p->loc_lines.v[p->ids.v[s->first_id + k] - 1];
 
 			for (size_t j = ll->n; j-- > 0;)
-				x->frames[at++] = (uint32_t)(p->line_fn.v[ll->first + j].fn - 1);
+				x->frames[at++] = name_of[p->line_fn.v[ll->first + j].fn - 1];
 		}
 		x->stacks[i] = (struct enc_flame_stack){ (uint32_t)first, (uint32_t)(at - first) };
 		memcpy(x->values + i * p->types.n, p->vals.v + s->first_val, p->types.n * sizeof(*x->values));
 	}
 	base_map_free(&seen);
+	base_free(name_of);
+	base_free(sid_name);
 	if (err) {
 		enc_pprof_flame_free(x);
 		return err;
 	}
 	x->f = (struct enc_flame){ .title = title, .types = x->types, .ntypes = p->types.n,
 				   .dflt = x->f.dflt, .comments = x->comments, .ncomments = p->comments.n,
-				   .names = x->names, .nnames = p->funcs.n + x->nprocs, .frames = x->frames,
-				   .stacks = x->stacks, .nstacks = p->samples.n, .values = x->values,
-				   .time_ns = p->time_ns, .duration_ns = p->duration_ns };
+				   .names = x->names, .nnames = x->f.nnames, .frames = x->frames,
+				   .stacks = x->stacks, .nstacks = p->samples.n, .values = x->values };
 	return 0;
 }

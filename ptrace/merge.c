@@ -135,7 +135,8 @@ static void move_stacks(struct pt_profile *p, struct pt_profile *q, size_t *nids
 {
 	size_t mo = p->nmaps, lo = p->nlocs, io = *nids, ni = ids_of(q);
 
-	memcpy(p->maps + mo, q->maps, q->nmaps * sizeof(*q->maps));
+	if (q->nmaps)   /* a view by mapping has none (and maps NULL) */
+		memcpy(p->maps + mo, q->maps, q->nmaps * sizeof(*q->maps));
 	p->nmaps += q->nmaps;
 	q->nmaps = 0;
 	for (size_t i = 0; i < q->nlocs; i++) {
@@ -166,8 +167,9 @@ static void move_threads(struct pt_profile *p, const struct pt_profile *q, pid_t
 
 	if (!q->timeline)
 		return;
-	memcpy(tl->threads + tl->nthreads, q->timeline->threads,
-	       q->timeline->nthreads * sizeof(*tl->threads));
+	if (q->timeline->nthreads)
+		memcpy(tl->threads + tl->nthreads, q->timeline->threads,
+		       q->timeline->nthreads * sizeof(*tl->threads));
 	for (size_t k = 0; k < q->timeline->nthreads; k++)
 		tl->threads[tl->nthreads + k].pid = pid;
 	tl->nthreads += q->timeline->nthreads;

@@ -57,6 +57,14 @@ void sc_formats_encode(struct enc_pprof *e, int format, const char *filename, co
 		snprintf(out->msg, sizeof(out->msg), "out of memory");
 		return;
 	}
+	/* sample_index=: the type shown first (the page, speedscope's active
+	 * profile), the one type of folded stacks */
+	if ((type = type_of(&x.f, sample_index)) < 0) {
+		no_such_type(out, &x.f, sample_index);
+		enc_pprof_flame_free(&x);
+		return;
+	}
+	x.f.dflt = (size_t)type;
 	switch (format) {
 	case SC_FORMAT_FLAMEGRAPH:
 		err = enc_flame_html(&x.f, max, &out->body, &out->len);
@@ -69,11 +77,6 @@ void sc_formats_encode(struct enc_pprof *e, int format, const char *filename, co
 			 "Content-Disposition: attachment; filename=\"%s.speedscope.json\"\r\n", filename);
 		break;
 	default:
-		if ((type = type_of(&x.f, sample_index)) < 0) {
-			no_such_type(out, &x.f, sample_index);
-			enc_pprof_flame_free(&x);
-			return;
-		}
 		err = enc_flame_collapsed(&x.f, (size_t)type, max, &out->body, &out->len);
 		snprintf(out->headers, sizeof(out->headers), "Content-Type: text/plain; charset=utf-8\r\n");
 		break;

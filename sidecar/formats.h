@@ -21,8 +21,8 @@ struct sc_formatted {
 
 /* e's profile in form `format` (enum sc_format, query.h). filename: the
  * profile's name ("profile", "heap"); subject: what was profiled, for a
- * page's title; sample_index: the type collapsed output takes ("": the
- * default); max: the most bytes the body may take. */
+ * page's title; sample_index: the type shown first, and the one folded
+ * stacks take ("": the profile's default); max: the most bytes the body may take. */
 void sc_formats_encode(struct enc_pprof *e, int format, const char *filename, const char *subject,
 		       const char *sample_index, size_t max, struct sc_formatted *out);
 

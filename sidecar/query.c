@@ -65,8 +65,8 @@ int sc_query_format(const char *query, enum sc_format *out)
 	int rc = sc_query_get(query, "format", v, sizeof(v));
 
 	*out = SC_FORMAT_PPROF;
-	if (rc == 0)
-		return 0;
+	if (rc == 0 || (rc > 0 && !v[0]))
+		return 0;   /* absent, or empty: Go's own */
 	for (int i = 1; rc > 0 && i < 4; i++)
 		if (!strcmp(v, names[i])) {
 			*out = (enum sc_format)i;

@@ -167,6 +167,7 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 	struct trace_job *t;
 	struct sc_job *j;
 	char v[16], path[64];
+	int frc;
 	struct sc_target_set tg;
 	int hz;
 	pid_t pid;
@@ -179,6 +180,12 @@ void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_
 		snprintf(path, sizeof(path), "profile duration exceeds the limit of %d seconds",
 			 cfg->max_seconds);
 		sc_go_error(c, 400, path);
+		return;
+	}
+	frc = sc_query_get(req->query, "format", v, sizeof(v));
+	if (frc < 0 || (frc > 0 && v[0] && strcmp(v, "json"))) {
+		sc_go_error(c, 400, "invalid value for \"format\" - the trace is Go's, or json (Chrome's "
+			    "trace events)");
 		return;
 	}
 	if (!sc_request_target(srv, c, req->query, 1, &tg))

@@ -72,6 +72,10 @@ def collapsed_stacks_hold_the_profiles_shares():
     check(folded(body.decode()) and not body.startswith(b"goroutine"), "format did not win over debug=2")
     st, _, body = http(pp.port, "/debug/pprof/heap?format=svg")
     check(st == 400 and b"flamegraph, speedscope or collapsed" in body, "format=svg: %d %r" % (st, body))
+    st, h, body = http(pp.port, "/debug/pprof/goroutine?format=")
+    check(st == 200 and h.get("content-type") == "application/octet-stream", "format= (empty) is Go's own")
+    st, _, body = http(pp.port, "/debug/pprof/trace?seconds=1&format=flamegraph")
+    check(st == 400 and b"json" in body, "trace?format=flamegraph: %d %r" % (st, body))
     pp.stop()
     f.stop()
 
@@ -193,6 +197,12 @@ def flame_graph_page_draws_zooms_and_searches_in_chromium():
     dom = chromium("file://" + path + "#type=pss", os.path.join(OUT, "heap.png"))
     check(len(re.findall(r"<option value=", dom)) == 4, "heap's types")
     check('data-type="pss"' in dom, "the hash's type=pss not shown")
+    # sample_index= chooses the type shown first, as the hash does
+    _, body = get(pp, "/debug/pprof/heap?format=flamegraph&sample_index=private_dirty")
+    with open(path, "wb") as fh:
+        fh.write(body)
+    dom = chromium("file://" + path, os.path.join(OUT, "heap-dirty.png"))
+    check('data-type="private_dirty"' in dom, "sample_index=private_dirty not shown first")
     check("busy" in {os.path.basename(b[0]) for b in frames_of(dom)}, "the binary's mapping not drawn")
     st, _, body = http(pp.port, "/debug/pprof/")
     for name in ("profile", "heap", "goroutine", "block"):

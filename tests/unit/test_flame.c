@@ -5,6 +5,7 @@
 
 #include "base/mem.h"
 #include "encoder/flame.h"
+#include "encoder/pprof.h"
 #include "tests/harness.h"
 
 /* main;a;x 3/30, main;a;x 1/10 again (summed), main;b 2/0, main (self) 4/40;
@@ -102,4 +103,65 @@ TEST(flame_page_holds_the_tree_and_prunes_the_invisible)
 		base_free(out);
 		base_free(nm);
 	}
+}
+
+TEST(flame_page_of_a_change_draws_growth_only)
+{
+	/* main;a grew by 5, main;b fell by 5: the root's net is 0 */
+	static const uint32_t fr[] = { 0, 1, 0, 3 };
+	static const struct enc_flame_stack st[] = { { 0, 2 }, { 2, 2 } };
+	static const int64_t v[] = { 5, -5 };
+	static const struct enc_flame_type ty[] = { { "goroutine", "count" } };
+	struct enc_flame f = { .title = "goroutine", .types = ty, .ntypes = 1, .names = names, .nnames = 4,
+			       .frames = fr, .stacks = st, .nstacks = 2, .values = v };
+	char *out;
+	size_t len;
+
+	ASSERT_OK(enc_flame_html(&f, 1 << 22, &out, &len));
+	/* root 5, main 5, a 5 (a net of 0 would have pruned them all); b
+	 * grew by nothing: left out; the fall said */
+	ASSERT(strstr(out, "\"pruned\":1,\"fell\":1,"));
+	ASSERT(strstr(out, "\"nodes\":[-1,-1,5,0,0,5,1,1,5]"));
+	base_free(out);
+	/* folded stacks keep what each stack is: the fall is no line */
+	ASSERT_OK(enc_flame_collapsed(&f, 0, 1 << 20, &out, &len));
+	ASSERT_STR_EQ(out, "main;a 5\n");
+	base_free(out);
+}
+
+TEST(flame_of_a_pprof_builder_merges_names_and_roots_processes)
+{
+	struct enc_pprof *p;
+	struct enc_pprof_flame x;
+	int64_t m, f1, f2, l1, l2, v = 7;
+	uint64_t ids[2];
+	struct enc_label lab[2] = { { .key = "pid", .num = 42 }, { .key = "process", .str = "app" } };
+
+	ASSERT_OK(enc_pprof_new(&p));
+	ASSERT(enc_pprof_sample_type(p, "samples", "count") >= 0);
+	ASSERT((m = enc_pprof_mapping(p, 0x1000, 0x2000, 0, "/app", "", 1)) > 0);
+	/* two functions named <module>, in two files */
+	ASSERT((f1 = enc_pprof_function_src(p, "<module>", "a.py", 1, 0)) > 0);
+	ASSERT((f2 = enc_pprof_function_src(p, "<module>", "b.py", 1, 0)) > 0);
+	ASSERT(f1 != f2);
+	ASSERT((l1 = enc_pprof_location(p, (uint64_t)m, 0x1010, (uint64_t)f1)) > 0);
+	ASSERT((l2 = enc_pprof_location(p, (uint64_t)m, 0x1020, (uint64_t)f2)) > 0);
+	ids[0] = (uint64_t)l1;
+	ASSERT_OK(enc_pprof_sample_labels(p, ids, 1, &v, 1, lab, 2));
+	ids[0] = (uint64_t)l2;
+	ASSERT_OK(enc_pprof_sample_labels(p, ids, 1, &v, 1, lab, 2));
+	ASSERT_OK(enc_pprof_flame(p, "t", &x));
+	ASSERT_EQ(x.f.nnames, 2);   /* <module> once, and "app (pid 42)" */
+	ASSERT_STR_EQ(x.f.names[x.f.frames[0]], "app (pid 42)");
+	ASSERT_STR_EQ(x.f.names[x.f.frames[1]], "<module>");
+	{
+		char *out;
+		size_t len;
+
+		ASSERT_OK(enc_flame_collapsed(&x.f, 0, 1 << 20, &out, &len));
+		ASSERT_STR_EQ(out, "app (pid 42);<module> 14\n");
+		base_free(out);
+	}
+	enc_pprof_flame_free(&x);
+	enc_pprof_free(p);
 }

@@ -189,6 +189,12 @@ TEST(merge_of_memory_by_mapping_keeps_every_process)
 	struct pt_profile *m;
 
 	parts[0]->alloc.why = "no allocation agent in the process, and not a Go program";
+	/* a view by mapping has no maps at all (NULL) */
+	base_free(parts[1]->maps[0].path);
+	base_free(parts[1]->maps);
+	parts[1]->maps = NULL;
+	parts[1]->nmaps = 0;
+	parts[1]->locs[0].map = -1;
 	ASSERT_OK(pt_profile_merge(parts, procs, 2, &m));
 	ASSERT_EQ(m->nsamples, 3);
 	ASSERT(m->alloc.source == NULL && m->procs[0].left_out == NULL && m->procs[1].left_out == NULL);

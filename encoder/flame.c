@@ -104,6 +104,8 @@ static int64_t tree_child(struct tree *t, uint32_t parent, uint32_t name)
 static int tree_build(const struct enc_flame *f, struct tree *t, int growth, int *fell)
 {
 	memset(t, 0, sizeof(*t));
+	if (f->ntypes > ENC_FLAME_MAX_TYPES)
+		return -EINVAL;
 	t->ntypes = f->ntypes ? f->ntypes : 1;
 	if (tree_grow(t))
 		return -ENOMEM;
@@ -114,10 +116,10 @@ static int tree_build(const struct enc_flame *f, struct tree *t, int growth, int
 	*fell = 0;
 	for (size_t i = 0; i < f->nstacks; i++) {
 		const struct enc_flame_stack *s = &f->stacks[i];
-		int64_t v[64];
+		int64_t v[ENC_FLAME_MAX_TYPES];
 		uint32_t at = 0;
 
-		for (size_t k = 0; k < f->ntypes && k < 64; k++) {
+		for (size_t k = 0; k < f->ntypes; k++) {
 			v[k] = f->values[i * f->ntypes + k];
 			*fell |= v[k] < 0;
 			if (growth && v[k] < 0)
@@ -130,7 +132,7 @@ static int tree_build(const struct enc_flame *f, struct tree *t, int growth, int
 			if (c < 0)
 				return -ENOMEM;
 			at = (uint32_t)c;
-			for (size_t k = 0; k < f->ntypes && k < 64; k++)
+			for (size_t k = 0; k < f->ntypes; k++)
 				t->values[at * t->ntypes + k] += v[k];
 		}
 	}
@@ -170,38 +172,31 @@ int enc_flame_collapsed(const struct enc_flame *f, size_t type, size_t max, char
 	struct base_buf b;
 	struct tree t;
 	uint32_t *path = NULL;
+	int64_t *self = NULL;
 	size_t cap = 0;
 	int err, fell;
 
 	*out = NULL;
-	if (type >= f->ntypes || f->ntypes > 64)
+	if (type >= f->ntypes)
 		return -EINVAL;
-	if ((err = tree_build(f, &t, 0, &fell))) {
+	if ((err = tree_build(f, &t, 0, &fell)) || !(self = base_calloc(t.n, sizeof(*self)))) {
 		tree_free(&t);
-		return err;
+		return err ? err : -ENOMEM;
 	}
-	base_buf_init(&b, max);
 	/* A node's own value (what stops there) is its value less its
 	 * children's: one line per node that has some. */
-	{
-		int64_t *self = base_calloc(t.n, sizeof(*self));
-
-		if (!self) {
-			tree_free(&t);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < t.n; i++)
-			self[i] += t.values[i * t.ntypes + type];
-		for (size_t i = 1; i < t.n; i++)
-			self[t.parent[i]] -= t.values[i * t.ntypes + type];
-		for (size_t i = 1; i < t.n && !b.err && !err; i++) {
-			if (self[i] <= 0)
-				continue;
-			err = folded_path(&b, f, &t, (uint32_t)i, &path, &cap);
-			base_buf_printf(&b, " %lld\n", (long long)self[i]);
-		}
-		base_free(self);
+	for (size_t i = 0; i < t.n; i++)
+		self[i] += t.values[i * t.ntypes + type];
+	for (size_t i = 1; i < t.n; i++)
+		self[t.parent[i]] -= t.values[i * t.ntypes + type];
+	base_buf_init(&b, max);
+	for (size_t i = 1; i < t.n && !b.err && !err; i++) {
+		if (self[i] <= 0)
+			continue;
+		err = folded_path(&b, f, &t, (uint32_t)i, &path, &cap);
+		base_buf_printf(&b, " %lld\n", (long long)self[i]);
 	}
+	base_free(self);
 	base_free(path);
 	tree_free(&t);
 	if (err) {
@@ -332,7 +327,7 @@ int enc_flame_html(const struct enc_flame *f, size_t max, char **out, size_t *le
 	int err, fell;
 
 	*out = NULL;
-	if (!mark || !f->ntypes || f->ntypes > 64)
+	if (!mark || !f->ntypes)
 		return -EINVAL;
 	if ((err = tree_build(f, &t, 1, &fell)) || !(keep = base_calloc(t.n, sizeof(*keep)))) {
 		tree_free(&t);

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most sample types a description may have (pprof's profiles have
+ * four at most): more is -EINVAL. */
+#define ENC_FLAME_MAX_TYPES 64
+
 struct enc_flame_type {
 	const char *name, *unit;     /* pprof's sample type: "cpu", "nanoseconds" */
 };

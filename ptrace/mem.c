@@ -76,16 +76,13 @@ int pt_mem_pool_size(struct pt_mem_pool *p, unsigned int nproc)
 	pool_drop(p);
 	if (!want)
 		return 0;
+	p->npages = want;
 	p->keys = base_calloc_pages(want, sizeof(*p->keys));
 	p->pages = base_calloc_pages(want, sizeof(*p->pages));
 	if (!p->keys || !p->pages) {
-		base_free_pages(p->keys, want, sizeof(*p->keys));
-		base_free_pages(p->pages, want, sizeof(*p->pages));
-		p->keys = NULL;
-		p->pages = NULL;
+		pool_drop(p);
 		return -ENOMEM;
 	}
-	p->npages = want;
 	return 0;
 }
 
@@ -135,10 +132,10 @@ void pt_mem_flush(struct pt_mem *m)
 
 void pt_mem_set_maps(struct pt_mem *m, const struct pt_maps *maps)
 {
-	/* A page of our own is cached only while the maps say it cannot
-	 * change; with new maps (a library unloaded, another mapped at its
-	 * place) start over. A file's shared pages are found by the file the
-	 * new maps name at the address, so they stay right. */
+	/* With new maps (a library unloaded, another mapped at its place)
+	 * start over: what this reader read under the old ones goes (flush);
+	 * other readers' pages of a file are found by the file the new maps
+	 * name at the address, so they stay right. */
 	m->maps = maps;
 	pt_mem_flush(m);
 }

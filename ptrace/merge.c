@@ -92,32 +92,37 @@ static void keep_one_memory_view(struct pt_profile **parts, size_t n, const char
 		}
 }
 
+/* An allocation records' source as the kinds of records in it. */
+enum { REC_GO = 1, REC_AGENT = 2 };
+static const char *const rec_source[4] = { NULL, "go", "agent", "go+agent" };
+
+static unsigned rec_kinds(const char *source)
+{
+	return !source ? 0 : !strcmp(source, "go") ? REC_GO : !strcmp(source, "agent") ? REC_AGENT :
+		REC_GO | REC_AGENT;
+}
+
 /* The processes' allocation records as one source: their sampling
  * rates (Go's, the agent's) and what the records lost, summed. */
 static void add_allocs(struct pt_profile *p, const struct pt_profile *q)
 {
 	const struct pt_profile_allocs *a = &q->alloc;
 	struct pt_profile_allocs *z = &p->alloc;
-	int go = a->source && !strncmp(a->source, "go", 2);
-	int agent = a->source && strcmp(a->source, "go");
-	int had_go = z->source && !strncmp(z->source, "go", 2);
-	int had_agent = z->source && strcmp(z->source, "go");
+	unsigned k = rec_kinds(a->source), all = rec_kinds(z->source) | k;
 
-	if (!a->source) {
+	if (!k) {
 		if (!z->why)
 			z->why = a->why;
 		if (!z->err)
 			z->err = a->err;
 		return;
 	}
-	if (go)
+	if (k & REC_GO)
 		z->rate = a->rate;
-	if (agent)
-		z->agent_rate = !strcmp(a->source, "agent") ? a->rate : a->agent_rate;
-	had_go |= go;
-	had_agent |= agent;
-	z->source = had_go && had_agent ? "go+agent" : had_go ? "go" : "agent";
-	if (!had_go)
+	if (k & REC_AGENT)
+		z->agent_rate = k == REC_AGENT ? a->rate : a->agent_rate;
+	z->source = rec_source[all];
+	if (!(all & REC_GO))
 		z->rate = z->agent_rate;
 	if (!z->why)
 		z->why = a->why;

@@ -135,7 +135,8 @@ static void on_work(uv_work_t *w)
 {
 	struct sc_job *j = SC_CONTAINER_OF(w, struct sc_job, work);
 
-	subject(j);
+	if (j->reply.format)   /* only a page or a file names it */
+		subject(j);
 	j->ops->encode(j, &j->reply);
 	job_release(j);
 }

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <sys/user.h>
 
+#include "ptrace/mem.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/proc.h"
 #include "ptrace/python.h"
@@ -58,9 +59,20 @@ int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uin
 }
 
 /* A tick's capture of a thread back from clone or clone3 (the parent: rax
- * its child's tid; the child, at 0, has no caller). */
-static int clone_parent(const struct pt_capture *cap)
+ * its child's tid; the child, at 0, has no caller). A sample the kernel
+ * took (perf_event) has no system call number: one right after a syscall
+ * instruction (0f 05) whose unwind went no further is taken for the same
+ * (a thread in clone's kernel part, its registers those it entered with:
+ * glibc's clone3 marks the end of the stack there, for the child's sake),
+ * when the word at its SP is a return address (a child's new stack holds
+ * none). */
+static int clone_parent(struct pt_tracee *t, const struct pt_capture *cap)
 {
+	uint8_t insn[2];
+
+	if (cap->read_beyond)
+		return cap->regs.rip >= 2 && !pt_mem_read(t->mem, cap->regs.rip - 2, insn, 2) &&
+		       insn[0] == 0x0f && insn[1] == 0x05;
 	return (cap->regs.orig_rax == SYS_clone || cap->regs.orig_rax == SYS_clone3) &&
 	       (int64_t)cap->regs.rax > 0;
 }
@@ -79,7 +91,7 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
 						  t->frames + (size_t)k * t->o.max_frames,
 						  t->o.max_frames, &complete);
-			if (t->nframes[k] <= 1 && clone_parent(&t->caps[k]))
+			if (t->nframes[k] <= 1 && clone_parent(t, &t->caps[k]))
 				t->nframes[k] = pt__batch_unwind_clone_leaf(
 					t, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
 					t->o.max_frames, t->nframes[k]);

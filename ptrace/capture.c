@@ -65,6 +65,7 @@ int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *ca
 	cap->stack_len = n > 0 ? (size_t)n : 0;
 	cap->stack_limit = cap->stack_len == want ? t->o.stack_bytes : 0;
 	cap->sig_len = 0;
+	cap->read_beyond = 0;   /* stopped: its stack past the copy is not read */
 	if (th->sig_uc && cap->regs.rsp >= th->sig_lo && cap->regs.rsp < th->sig_uc)
 		capture_interrupted(t, th, cap);
 	/* A Python thread's frame chain changes as soon as it runs: read now,

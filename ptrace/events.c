@@ -147,12 +147,13 @@ static int is_birth_stop(int status)
  * them, before their parent's event, did that: a SIGUSR1 lost in
  * it/sigkill_at_random_moments_never_harms_the_target). -1 if the thread
  * has ended and is gone. */
-static int let_child_go(struct pt_tracee *t, pid_t tid)
+static int let_child_go(struct pt_tracee *t, pid_t tid, int added)
 {
 	struct pt_tracer *tr = t->tr;
 	int status, held, k;
 
-	if (t->detaching || t->n >= (size_t)t->o.max_threads || pt_threads_find(t, tid))
+	/* (added: registered by its clone event just now, before it runs) */
+	if (t->detaching || (!added && (t->n >= (size_t)t->o.max_threads || pt_threads_find(t, tid))))
 		return 0;
 	for (k = 0; k < tr->nreaped && tr->reaped[k].tid != tid; k++) {
 	}
@@ -182,14 +183,25 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
 	/* py_caps' last slot is the clone events' (see pt__capture_py_detect) */
 	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
-	int took = 0, n = 0, resumed = 0;
+	int took = 0, n = 0, resumed = 0, added = 0;
+	struct pt_thread *child = NULL;
 	enum pt__ev e;
 
 	interrupt_spent(th);
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &newtid) || !newtid)
 		return resume(t, th, 0);
 	t->st.clones++;
-	resumed = let_child_go(t, (pid_t)newtid);
+	/* An owner that acts on a thread's birth before it runs (the
+	 * perf_event backend opens its event, so that a thread that lives
+	 * for less than a tick is sampled from its first instruction) has it
+	 * registered first. */
+	if (t->tops.born && t->tops.early && t->tops.early(t->tops.arg) && !t->detaching &&
+	    !pt_threads_find(t, (pid_t)newtid) && pt__threads_add(t, (pid_t)newtid, 1) == 0 &&
+	    (child = pt_threads_find(t, (pid_t)newtid))) {
+		added = 1;
+		t->tops.born(t->tops.arg, child);
+	}
+	resumed = let_child_go(t, (pid_t)newtid, added);
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (pyc)
@@ -200,13 +212,15 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	 * to get there: a second try, before the unwind and the sessions'
 	 * work, which it would otherwise wait through. */
 	if (!resumed)
-		resumed = let_child_go(t, (pid_t)newtid);
+		resumed = let_child_go(t, (pid_t)newtid, added);
 	if (resumed > 0)
 		t->st.clones_resumed_at_once++;
 	if (resumed < 0) {
 		/* Born and ended before this event: never known, never to be
 		 * (its /proc files are gone); its end is told after its birth. */
-	} else if (pt__threads_add(t, (pid_t)newtid, 1) < 0) {
+		if (added)
+			child->flags |= PT_TH_GONE;
+	} else if (!added && pt__threads_add(t, (pid_t)newtid, 1) < 0) {
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 	}

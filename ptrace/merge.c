@@ -6,6 +6,7 @@
 #include "ptrace/merge.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/mem.h"
@@ -72,6 +73,17 @@ static void add_counts(struct pt_profile *p, const struct pt_profile *q)
 	p->unsettled_ns += q->unsettled_ns;
 	p->exited_threads += q->exited_threads;
 	p->exited_stacks += q->exited_stacks;
+	p->samples_lost += q->samples_lost;
+	/* How the samples were taken: the first part's, unless another's
+	 * differs (processes a pod allows differently: say so). */
+	if (!p->backend) {
+		p->backend = q->backend;
+		memcpy(p->backend_why, q->backend_why, sizeof(p->backend_why));
+	} else if (q->backend && strcmp(p->backend, q->backend)) {
+		p->backend = "ptrace and perf_event";
+		snprintf(p->backend_why, sizeof(p->backend_why),
+			 "each process's own, as the log says");
+	}
 }
 
 /* Memory with allocation stacks from some processes and by mapping from

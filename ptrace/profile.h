@@ -153,6 +153,12 @@ struct pt_profile {
 	struct pt_profile_proc *procs;
 	size_t nprocs;
 	size_t procs_left;   /* processes the request left out (a cap) */
+	/* CPU samples (profile, trace): how they were taken, "ptrace" or
+	 * "perf_event" (NULL: no CPU samples), and why (the choice's reason:
+	 * ptrace/rule.h); samples the kernel could not write (perf_event). */
+	const char *backend;
+	char backend_why[512];
+	uint64_t samples_lost;
 };
 
 /* Frames podprof adds itself, in place of an address (outside any user

@@ -17,6 +17,7 @@
 #endif
 
 #include "base/mem.h"
+#include "ptrace/perftick.h"
 #include "ptrace/proc.h"
 #include "ptrace/ptrace_internal.h"
 #include "ptrace/rulestate.h"
@@ -30,11 +31,13 @@ static void drop_thread(void *arg, struct pt_thread *th)
 {
 	(void)arg;
 	pt__snapcache_drop(th);
+	pt__perf_drop(th);
 }
 
 int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
 {
-	struct pt_thread_ops ops = { .size = sizeof(struct pt_rule_thread), .drop = drop_thread };
+	struct pt_thread_ops ops = { .size = sizeof(struct pt_rule_thread), .drop = drop_thread,
+				     .early = pt__perf_early, .born = pt__perf_born };
 	struct pt_rule *r;
 	int err;
 
@@ -54,6 +57,7 @@ int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
 
 void pt_rule_free(struct pt_rule *r)
 {
+	base_free(r->pf_w);
 	base_free(r);
 }
 
@@ -71,10 +75,17 @@ uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)
 		struct pt_rule_thread *rt;
 		uint64_t run, ns;
 
-		if (th->flags & PT_TH_GONE || pt_thread_read_sched(th, &run, NULL, NULL))
+		if (th->flags & PT_TH_GONE)
 			continue;
-		rt = pt__rt(th);
-		ns = rt->acc_ns + rt->cpu_ns + (run > rt->last_run_ns ? run - rt->last_run_ns : 0);
+		if (r->backend == PT_BACKEND_PERF) {
+			ns = pt__perf_pending(r, th);
+		} else {
+			if (pt_thread_read_sched(th, &run, NULL, NULL))
+				continue;
+			rt = pt__rt(th);
+			ns = rt->acc_ns + rt->cpu_ns +
+			     (run > rt->last_run_ns ? run - rt->last_run_ns : 0);
+		}
 		if (fn && ns)
 			fn(arg, th->tid, ns);
 		sum += ns;
@@ -345,9 +356,17 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 	/* Late captures belong to the previous tick's sessions and weights. */
 	pt_stop_report_late(r->t);
 	r->cbs = *cbs;
-	nsel = select_due(r, cpu_period_ns, now, cbs->sample != NULL, sel, max);
-	ops.arg = r;
-	ncap = r->io.collect(r->t, sel, nsel, 0, 0, &ops);
+	if (r->backend == PT_BACKEND_PERF) {
+		/* The kernel sampled: nothing to stop. The threads are still
+		 * looked at for a state report (its CPU clocks). */
+		ncap = pt__perf_tick(r, cpu_period_ns, cbs);
+		if (cbs->state)
+			(void)select_due(r, cpu_period_ns, now, 0, sel, max);
+	} else {
+		nsel = select_due(r, cpu_period_ns, now, cbs->sample != NULL, sel, max);
+		ops.arg = r;
+		ncap = r->io.collect(r->t, sel, nsel, 0, 0, &ops);
+	}
 	if (cbs->state)
 		pt__states_report(r, now, cbs->state, cbs->timing, cbs->arg);
 	pt_threads_compact(r->t);

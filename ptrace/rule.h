@@ -5,8 +5,9 @@
  * thread itself. The rule is this header's module and those it lists, one
  * file and header each, bottom-up: snapcache (stacks cached at stops),
  * states (what every thread is doing at a tick), snapshot (the thread
- * dump) and rule (the CPU tick, the rule's life); their shared state is
- * ptrace/rulestate.h. Sampler thread only. */
+ * dump), perftick (the CPU tick of the perf_event backend: samples the
+ * kernel took without a stop) and rule (the CPU tick, the rule's life);
+ * their shared state is ptrace/rulestate.h. Sampler thread only. */
 #ifndef PT_RULE_H
 #define PT_RULE_H
 
@@ -40,8 +41,10 @@ uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)
  * runnable but not on a core) is captured by pt_tracer_poll and reported by
  * the next tick, with this tick's callbacks. A thread has at most one
  * interrupt pending: it is not selected again until its stop came. With
- * cbs->state, every thread is looked at and reported. Returns the number of
- * thread-samples taken now or a negative errno. */
+ * cbs->state, every thread is looked at and reported. Under the perf_event
+ * backend no thread is stopped: what the kernel sampled since the last tick
+ * is reported instead (perftick.h). Returns the number of thread-samples
+ * taken now or a negative errno. */
 int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick_cbs *cbs);
 
 #endif

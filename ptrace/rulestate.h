@@ -9,9 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptrace/perfev.h"
 #include "ptrace/thread.h"
 #include "ptrace/types.h"
 
+struct pt_perfev;
 struct pt_tracee;
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
@@ -45,6 +47,18 @@ struct pt_rule_thread {
 	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
 	int snap_taken;          /* its snapshot stop was captured and reported */
 	uint64_t snap_run_ns, snap_sp, snap_pc;
+	/* perf_event backend (perftick.c): the thread's event, opened at the
+	 * first tick that samples after its birth; the CPU its samples carried
+	 * so far, as its CPU time (pf_mark, while no event is open) or as the
+	 * event's count less what it used before the event opened (pf_last:
+	 * a sample's weight is its count less pf_last); when an open that
+	 * failed may be tried again; its samples reported so far. */
+	struct pt_perfev *pev;
+	uint64_t pf_mark;
+	int64_t pf_last;
+	uint64_t pf_retry_ns;
+	int pf_learned;
+	int pf_phase;            /* opened with a random first period, not yet reset */
 };
 
 /* What the rule asks of the mechanism that a unit test stands in for: the
@@ -68,6 +82,21 @@ struct pt_rule {
 	pt_timing_cb snap_timing;
 	void *snap_arg;
 	struct pt_rule_stats st;
+	/* How CPU samples are taken (perftick.c): the backend, decided at the
+	 * first session that samples, and why; the perf events' settings, the
+	 * period they run at, whether they are enabled; the weights of the
+	 * batch being reported, in slot order (pf_wi the next). */
+	enum pt_backend backend;
+	int decided;
+	char why[512];
+	struct pt_perfev_cfg pcfg;
+	uint64_t pf_period;
+	int pf_on;
+	uint64_t *pf_w;
+	int pf_wi;
+	struct pt_tick_cbs pf_cbs;
+	int pf_err;              /* the last open's error, 0 if none failed */
+	uint64_t rng;            /* xorshift state: each event's first period */
 };
 
 /* th's rule part, set up at its first use. */
@@ -82,6 +111,7 @@ static inline struct pt_rule_thread *pt__rt(struct pt_thread *th)
 		rt->moved_at = th->opened_ns;
 		rt->credit_ns = PT_NEW_CREDIT;
 		rt->syscall = -1;
+		rt->pf_mark = th->open_run_ns;
 	}
 	return rt;
 }

@@ -25,6 +25,7 @@
 #include "ptrace/ptrace_internal.h"
 #include "base/mem.h"
 #include "ptrace/group.h"
+#include "ptrace/backends.h"
 #include "ptrace/rate.h"
 #include "ptrace/rule.h"
 #include "ptrace/sampler_state.h"
@@ -155,6 +156,8 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 		req->profile->cut = cut;
 		req->profile->cut_ns = pt__now_ns() - ss->start_ns;
 	}
+	if (!req->err && req->profile)
+		pt__backend_note(ss, req->profile);
 	if (windowed(req)) {
 		tg->nsessions--;
 		pthread_mutex_lock(&s->lock);
@@ -163,6 +166,7 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 	}
 	if (!tg->nsessions)
 		tg->idle_since = pt__now_ns();
+	pt__backend_end(s, ss);
 	if (ss->kind->free)
 		ss->kind->free(ss);
 	base_free(ss);
@@ -175,6 +179,7 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 {
 	const struct pt_session_kind *k = req->kind;
 	struct pt_session *ss = base_calloc(1, k->size);
+	char line[640];
 	int err;
 
 	if (!ss) {
@@ -192,7 +197,10 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 		if (k->flags & PT_KIND_F_TICKS)
 			ss->period_ns = 1000000000ull / (uint64_t)req->hz;
 	}
-	if (k->start && (err = k->start(ss))) {
+	err = pt__backend_begin(ss, s->o.backend, line, sizeof(line));
+	if (line[0])
+		pt__sampler_log(s, err ? 2 : 1, "%s", line);
+	if (err || (k->start && (err = k->start(ss)))) {
 		if (k->free)
 			k->free(ss);
 		base_free(ss);
@@ -419,6 +427,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 
 		if (pt_tracee_pid(tg->t) != ev->pid)
 			continue;
+		pt__backend_event(tg, ev);
 		for (int k = 0; k < tg->nslots; k++)
 			if (tg->slot[k].event && tg->slot[k].p)
 				tg->slot[k].event(tg->slot[k].p, ev);

@@ -67,6 +67,7 @@ struct pt_sampler_opts {
 	const char *debug_dir;   /* NULL: /usr/lib/debug/.build-id */
 	int python;              /* CPython frames (ptrace/python.h) in every stack */
 	double max_cpu;          /* CPU budget, a fraction of a core (see adapt_rate); 0: 0.15 */
+	enum pt_backend backend; /* how CPU samples are taken (ptrace/types.h) */
 };
 
 struct pt_sampler;
@@ -110,6 +111,7 @@ struct pt_sampler_stats {
 	uint64_t threads_traced;      /* threads of the attached targets, now */
 	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (over budget) */
 	uint64_t rate_changes;
+	uint64_t perf_samples, perf_lost;   /* perf_event backend: samples read, lost */
 };
 /* Any thread: a snapshot of the counters and recent pause/unwind medians. */
 void pt_sampler_stats(struct pt_sampler *s, struct pt_sampler_stats *out);

@@ -46,6 +46,7 @@ struct pt_session {
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
+	uint64_t lost0;              /* the target's perf samples lost before the session */
 	struct pt_session *next;
 };
 

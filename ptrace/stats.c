@@ -64,4 +64,6 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->clones_resumed_at_once += ts.clones_resumed_at_once;
 	st->forks += ts.forks;
 	st->execs += ts.execs;
+	st->perf_samples += rs.perf_samples;
+	st->perf_lost += rs.perf_lost;
 }

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "ptrace/batch.h"
 #include "ptrace/capture.h"
 #include "ptrace/events.h"
@@ -209,6 +211,38 @@ void pt_stop_report_late(struct pt_tracee *t)
 		return;
 	t->nlate = 0;
 	finish(t, n, &t->late);
+}
+
+int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
+		     const struct user_regs_struct *regs, const uint8_t *stack, size_t len, int whole)
+{
+	struct pt_capture *cap = &t->caps[slot];
+
+	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
+		return -ENOMEM;
+	if (len > t->o.stack_bytes)
+		len = t->o.stack_bytes;
+	cap->regs = *regs;
+	memcpy(cap->stack, stack, len);
+	cap->stack_len = len;
+	/* A copy that stopped short of its size reached the stack's top:
+	 * nothing lies beyond it. */
+	cap->stack_limit = whole ? len : (size_t)1 << 30;
+	cap->read_beyond = 1;
+	cap->sig_len = 0;
+	if (t->py_caps)
+		t->py_caps[slot].n = 0;
+	th->last_sp = regs->rsp;
+	t->slot_th[slot] = th;
+	t->slot_pause[slot] = 0;
+	return 0;
+}
+
+int pt_stop_report_copies(struct pt_tracee *t, int n, const struct pt_stop_ops *ops)
+{
+	if (t->busy || t->nlate)
+		return 0;   /* not while a batch of stops holds the slots */
+	return finish(t, n, ops);
 }
 
 /* Interrupts them all first: a stop is only delivered when the thread runs,

@@ -6,6 +6,7 @@
 #ifndef PT_STOP_H
 #define PT_STOP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ptrace/types.h"
@@ -32,6 +33,18 @@ int pt_stop_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint6
  * tick's ops. The next collect does it first thing; call it before the
  * sessions those ops serve change. */
 void pt_stop_report_late(struct pt_tracee *t);
+
+/* A sample the kernel took without stopping the thread (perf_event,
+ * ptrace/perfev.h), put into capture slot `slot` (< max_per_tick) for th:
+ * its registers and its stack copy (whole: the copy reached the stack's
+ * top; else what lies beyond is read from memory as the unwind needs it).
+ * Returns 0 or -ENOMEM. */
+int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
+		     const struct user_regs_struct *regs, const uint8_t *stack, size_t len, int whole);
+/* Unwinds and reports slots 0..n (put with pt_stop_put_copy) as one batch
+ * through ops, as stops are; none if an exec came in between, or while
+ * stops of ours hold the slots. Returns the number reported. */
+int pt_stop_report_copies(struct pt_tracee *t, int n, const struct pt_stop_ops *ops);
 
 /* Acts on a status wherever it was taken (held or reaped, see
  * pt__events_wait): a stop of ours that came after its tick is captured

@@ -30,10 +30,16 @@ struct pt_thread *pt_threads_at(const struct pt_tracee *t, size_t i)
 	return t->th[i];
 }
 
-struct pt_thread *pt_threads_find(const struct pt_tracee *t, pid_t tid)
+struct pt_thread *pt_threads_find_any(const struct pt_tracee *t, pid_t tid)
 {
 	uint64_t *v = tid > 0 ? base_map_get(&t->by_tid, (uint64_t)tid) : NULL;
-	struct pt_thread *th = v ? (struct pt_thread *)(uintptr_t)*v : NULL;
+
+	return v ? (struct pt_thread *)(uintptr_t)*v : NULL;
+}
+
+struct pt_thread *pt_threads_find(const struct pt_tracee *t, pid_t tid)
+{
+	struct pt_thread *th = pt_threads_find_any(t, tid);
 
 	return th && !(th->flags & PT_TH_GONE) ? th : NULL;
 }

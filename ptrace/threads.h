@@ -22,6 +22,8 @@ size_t pt_threads_count(const struct pt_tracee *t);
 struct pt_thread *pt_threads_at(const struct pt_tracee *t, size_t i);
 /* The live thread with this tid, or NULL. */
 struct pt_thread *pt_threads_find(const struct pt_tracee *t, pid_t tid);
+/* The same, ended or not (until it is forgotten at the next compaction). */
+struct pt_thread *pt_threads_find_any(const struct pt_tracee *t, pid_t tid);
 /* Forgets the threads marked gone (never while late captures wait, nor
  * during an iteration over the threads). */
 void pt_threads_compact(struct pt_tracee *t);

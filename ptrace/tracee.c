@@ -134,6 +134,10 @@ int pt_tracee_attached(const struct pt_tracee *t) { return t->attached; }
 int pt_tracee_detaching(const struct pt_tracee *t) { return t->attached && t->detaching; }
 int pt_tracee_gone(const struct pt_tracee *t) { return t->gone; }
 int pt_tracee_exec_pending(const struct pt_tracee *t) { return t->execed; }
+int pt_tracee_python(const struct pt_tracee *t)
+{
+	return t->py && pt_py_state(t->py) == PT_PY_ACTIVE;
+}
 uint64_t pt_tracee_woke_ns(const struct pt_tracee *t) { return t->tr->woke_ns; }
 
 void pt_tracee_clone_stacks(struct pt_tracee *t, int on)

@@ -46,6 +46,8 @@ int pt_tracee_gone(const struct pt_tracee *t);
  * tick samples and symbolization still uses the old program's maps and
  * modules, so sessions that saw the old program can end with its names. */
 int pt_tracee_exec_pending(const struct pt_tracee *t);
+/* 1 if the target runs a CPython we read frames of (ptrace/python.h). */
+int pt_tracee_python(const struct pt_tracee *t);
 /* Forgets the old program (maps, modules, caches) and resumes sampling. */
 void pt_tracee_ack_exec(struct pt_tracee *t);
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);

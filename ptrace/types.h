@@ -13,6 +13,11 @@
 struct pt_thread;
 struct user_regs_struct;
 
+/* How CPU samples are taken: stopping the thread (ptrace), or by the
+ * kernel into a ring buffer without a stop (perf_event, where the pod
+ * allows it); auto takes perf_event where it opens. */
+enum pt_backend { PT_BACKEND_AUTO = 0, PT_BACKEND_PTRACE, PT_BACKEND_PERF };
+
 struct pt_tracee_opts {
 	size_t stack_bytes;     /* most stack copied per thread-sample */
 	int max_frames;
@@ -131,14 +136,24 @@ struct pt_rule_stats {
 	uint64_t unborn_stops;      /* a tick's, dropped: a new thread before its first instruction */
 	uint64_t snapshot_stops;    /* stacks cached at a snapshot's or a state report's stop */
 	uint64_t snapshot_reused;   /* stacks answered from the cache instead of a stop */
+	/* perf_event backend */
+	uint64_t perf_samples;      /* samples read from the rings */
+	uint64_t perf_lost;         /* samples the kernel could not write (a ring full) */
+	uint64_t perf_opens, perf_open_failures, perf_reopens;   /* events (re)sized to the stack */
 };
 
 /* What a tracee's owner keeps per thread: its size in bytes (the part of
- * struct pt_thread named `rule`), and `drop`, called before that part is
- * zeroed again (the thread exec'd) or freed (the thread is forgotten). */
+ * struct pt_thread named `rule`), `drop`, called before that part is
+ * zeroed again (the thread exec'd) or freed (the thread is forgotten), and
+ * what it does at a thread's birth. */
 struct pt_thread_ops {
 	size_t size;
 	void (*drop)(void *arg, struct pt_thread *th);
+	/* A thread born while traced, registered in its birth stop before it
+	 * first runs, when `early` (may be NULL) says 1 now; `born` acts on it
+	 * there (each costs the new thread's first stop its time). */
+	int (*early)(void *arg);
+	void (*born)(void *arg, struct pt_thread *th);
 	void *arg;
 };
 

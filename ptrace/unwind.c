@@ -105,7 +105,8 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 	}
 	if (addr >= sp && addr - sp < cap->stack_limit) {
 		c->short_copy = 1;
-		return -UNW_EINVAL;
+		if (!cap->read_beyond)
+			return -UNW_EINVAL;
 	}
 	if (cap->sig_len && addr >= cap->sig_sp) {
 		/* The stack a Go signal interrupted, copied in the same stop. */

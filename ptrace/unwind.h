@@ -24,6 +24,11 @@ struct pt_capture {
 	 * unwind that needs it stops there (stack_short) rather than read the
 	 * running thread's memory. stack_limit <= stack_len: none. */
 	size_t stack_limit;
+	/* The stack was copied by the kernel at a sample, the thread ran on
+	 * (perf_event): what lies past the copy is read from its memory now,
+	 * where callers' frames are most likely unchanged, and the unwind is
+	 * still marked stack_short (its next copy can be larger). */
+	int read_beyond;
 	/* A Go thread stopped in its signal handler (on its signal stack): the
 	 * stack the signal interrupted, copied in the same stop from the SP
 	 * saved in the kernel's signal frame (see pt_capture_signal).

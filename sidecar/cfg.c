@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "base/mem.h"
+#include "ptrace/types.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
 
@@ -50,6 +51,12 @@ static const struct cfg_def cfg_table[] = {
 	    "a file saying true or false, or enabled or disabled (a mounted ConfigMap key: Knative's "
 	    "runtime-profiling, or profiling.enable before 1.19), read every second: while false, "
 	    "/debug/pprof/* answers 404 and nothing is attached"),
+	STR("backend", "BACKEND", "auto", backend,
+	    "how CPU samples are taken: perf_event (the kernel copies registers and stack into a "
+	    "ring buffer, the thread never stops; needs CAP_PERFMON, or perf_event_paranoid <= 2 "
+	    "and a seccomp profile that allows it), ptrace (each sample stops the thread for "
+	    "20-60 us), or auto: perf_event where it opens, ptrace elsewhere and for CPython "
+	    "targets. The log and each profile's comment say which ran and why"),
 	INT("hz", "HZ", 1, 1000, 100, default_hz, "default CPU sampling rate when a request gives no hz="),
 	INT("max-seconds", "MAX_SECONDS", 1, 604800, 86400, max_seconds, "longest profile a request may ask for"),
 	BOOL("continuous", "CONTINUOUS", continuous,
@@ -177,6 +184,12 @@ static int check_values(const struct sc_cfg *cfg, FILE *err)
 		fprintf(err, "podprof: --log-format must be text or json, not '%s'\n", cfg->log_format);
 		return -EINVAL;
 	}
+	if (strcmp(cfg->backend, "auto") && strcmp(cfg->backend, "perf_event") &&
+	    strcmp(cfg->backend, "ptrace")) {
+		fprintf(err, "podprof: --backend must be auto, perf_event or ptrace, not '%s'\n",
+			cfg->backend);
+		return -EINVAL;
+	}
 	if (sc_log_parse_level(cfg->log_level) < 0) {
 		fprintf(err, "podprof: --log-level must be debug, info, warn or error, not '%s'\n",
 			cfg->log_level);
@@ -266,4 +279,10 @@ void sc_cfg_free(struct sc_cfg *cfg)
 			base_free(*s);
 			*s = NULL;
 		}
+}
+
+int sc_cfg_backend(const struct sc_cfg *cfg)
+{
+	return !strcmp(cfg->backend, "perf_event") ? PT_BACKEND_PERF :
+	       !strcmp(cfg->backend, "ptrace") ? PT_BACKEND_PTRACE : PT_BACKEND_AUTO;
 }

@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "ptrace/proc.h"
+#include "ptrace/backends.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
 #include "sidecar/routes.h"
@@ -62,6 +63,12 @@ static void check_ptrace_allowed(pid_t target)
 			 (int)target);
 }
 
+#ifdef CAP_PERFMON
+#define PODPROF_CAP_PERFMON CAP_PERFMON
+#else
+#define PODPROF_CAP_PERFMON 38   /* Linux 5.8 */
+#endif
+
 /* The capabilities podprof uses: CAP_SYS_PTRACE always, CAP_SYS_NICE for the
  * sampler's priority (dropped once the sampler runs), CAP_NET_BIND_SERVICE
  * for a port below 1024. */
@@ -70,6 +77,12 @@ static uint64_t wanted_capabilities(const struct sc_cfg *cfg)
 	uint64_t want = 1ull << CAP_SYS_PTRACE | 1ull << CAP_SYS_NICE;
 	char host[256];
 	int port = 8008;
+
+	/* perf_event: CAP_PERFMON lets it sample kernel time too and another
+	 * user's process; CAP_IPC_LOCK lets the rings pass the locked-memory
+	 * limit (perf_event_mlock_kb) with many threads. */
+	if (sc_cfg_backend(cfg) != PT_BACKEND_PTRACE)
+		want |= 1ull << PODPROF_CAP_PERFMON | 1ull << CAP_IPC_LOCK;
 
 	if (sc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port > 0 && port < 1024)
 		want |= 1ull << CAP_NET_BIND_SERVICE;
@@ -136,6 +149,26 @@ static int drop_capabilities(const struct sc_cfg *cfg)
 	for (uint64_t x = before & ~keep; x; x &= x - 1)
 		dropped++;
 	return dropped;
+}
+
+/* Says at start-up how CPU samples will be taken (a first look with the
+ * capabilities kept: each target is decided at its first profile), and
+ * refuses to start when --backend perf_event cannot be had. Returns 0 or
+ * -EPERM after logging why. */
+static int check_backend(const struct sc_cfg *cfg, pid_t pid)
+{
+	char why[320];
+	int rc = pt_backend_probe(pid, sc_cfg_backend(cfg), why, sizeof(why));
+
+	if (rc < 0) {
+		log_error("backend: --backend perf_event cannot sample pid %d: %s. Grant CAP_PERFMON "
+			  "(the chart's perfEvent.enabled), or use --backend auto or ptrace",
+			  (int)pid, why);
+		return -EPERM;
+	}
+	log_info("backend: %s%s: %s", cfg->backend, !strcmp(cfg->backend, "auto") ?
+		 rc ? " (perf_event)" : " (ptrace)" : "", why);
+	return 0;
 }
 
 static void close_walk(uv_handle_t *h, void *arg)
@@ -229,7 +262,13 @@ int main(int argc, char **argv)
 	sampler_nice = setpriority(PRIO_PROCESS, 0, cfg.sampler_nice) ? 0 : cfg.sampler_nice;
 	rc = drop_capabilities(&cfg);
 	if (rc)
-		log_info("podprof: kept only the capabilities it needs (CAP_SYS_PTRACE), dropped %d", rc);
+		log_info("podprof: kept only the capabilities it needs (CAP_SYS_PTRACE%s), dropped %d",
+			 sc_cfg_backend(&cfg) != PT_BACKEND_PTRACE ? ", and CAP_PERFMON and CAP_IPC_LOCK "
+			 "where granted" : "", rc);
+	if (check_backend(&cfg, pid)) {
+		sc_cfg_free(&cfg);
+		return 1;
+	}
 	loop = uv_default_loop();
 	routes = sc_routes(&nroutes);
 	rc = sc_server_new(&srv, loop, &cfg, pid, routes, nroutes);

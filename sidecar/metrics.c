@@ -64,6 +64,12 @@ static const struct stat_metric stat_metrics[] = {
 		"Stacks cut short because the unwind needed more than was copied (the next copy is whole)."),
 	COUNTER("stack_copies_signal_total", signal_copies,
 		"Go stacks interrupted by a signal, copied in the same stop as the signal handler's."),
+	COUNTER("perf_samples_total", perf_samples,
+		"Samples the kernel took without stopping a thread (the perf_event backend), read from "
+		"the ring buffers."),
+	COUNTER("perf_samples_lost_total", perf_lost,
+		"Samples the kernel could not write, a ring buffer full (the sampler late): their CPU "
+		"is carried by their threads' next samples."),
 	COUNTER("ticks_total", ticks, "Sampling ticks run."),
 	COUNTER("ticks_late_total", ticks_late,
 		"Ticks that started a period or more late (the sampler fell behind; never queued)."),

@@ -18,6 +18,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	rm -f /tmp/podprof-structure-$$.txt
 	"$build/unit-tests"
 	python3 tests/integration/run.py "$build"
+	# auto samples with perf_event on these machines: the integration tests
+	# again with ptrace as every podprof's default (PODPROF_BACKEND; a test
+	# that names a backend keeps it), the plain build only.
+	if [ "$flavour" = release ]; then
+		PODPROF_BACKEND=ptrace python3 tests/integration/run.py "$build"
+	fi
 } 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 $flavour/#" | tee /tmp/podprof-tests-$$.log | grep -vE '^[0-9]+ passed'
 p=$(grep -c '^PASS ' /tmp/podprof-tests-$$.log); f=$(grep -c '^FAIL ' /tmp/podprof-tests-$$.log)
 s=$(grep -c '^SKIP ' /tmp/podprof-tests-$$.log)

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "encoder/pprof.h"
 #include "ptrace/session_cpu.h"
@@ -26,7 +27,7 @@ static const struct sc_stack_spec cpu_spec = { cpu_values, 2, SC_LABEL_THREAD | 
 static int build(struct enc_pprof *e, const struct pt_profile *pr)
 {
 	struct sc_stacks_info in;
-	char comment[512];
+	char comment[768];
 	int err;
 
 	sc_stacks_info(pr, &in);
@@ -35,10 +36,26 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
 	snprintf(comment, sizeof(comment),
-		 "podprof: on-CPU thread samples taken with ptrace at %d Hz; thread_samples=%" PRIu64
-		 " dropped_stacks=%" PRIu64, in.hz, in.thread_samples, in.dropped_stacks);
+		 "podprof: on-CPU thread samples taken with %s at %d Hz; thread_samples=%" PRIu64
+		 " dropped_stacks=%" PRIu64 "%s", pr->backend ? pr->backend : "ptrace", in.hz,
+		 in.thread_samples, in.dropped_stacks,
+		 pr->backend && !strcmp(pr->backend, "ptrace") ? " (each sample stops its thread)" :
+		 pr->backend ? " (the kernel copied each sample's stack; no thread was stopped)" : "");
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
+	if (pr->backend_why[0]) {
+		snprintf(comment, sizeof(comment), "podprof: backend %s: %s", pr->backend,
+			 pr->backend_why);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
+	if (pr->samples_lost) {
+		snprintf(comment, sizeof(comment),
+			 "podprof: samples_lost=%" PRIu64 " the kernel could not write (a ring buffer "
+			 "full); their CPU is carried by their threads' next samples", pr->samples_lost);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
 	/* What the samples did not carry (ptrace/session_cpu.c): the live
 	 * threads' CPU since their last sample, then the ended threads'. */
 	if (pr->process_cpu_ns) {

@@ -166,15 +166,22 @@ def keeps_only_cap_sys_ptrace():
     if os.geteuid() != 0:
         raise Skip("needs to start with more capabilities than CAP_SYS_PTRACE (root)")
     f = Fixture()
-    pp = Podprof("--pid", str(f.pid))
-    pp.wait_log(r"kept only the capabilities it needs", 5)
-    caps = caps_of(podprof_pid(pp))
     ptrace_bit = 1 << 19
-    check(caps["CapEff"] == ptrace_bit and caps["CapPrm"] == ptrace_bit and caps["CapInh"] == 0
-          and caps["CapAmb"] == 0 and caps["CapBnd"] == ptrace_bit, "capabilities left: %r" % caps)
-    # It can still do its job with that alone.
-    check_busy_profile(save(get_profile(pp, "seconds=1"), "caps.pb.gz"))
-    pp.stop(), f.stop()
+    # --backend ptrace: CAP_SYS_PTRACE alone; auto (perf_event where it
+    # opens) also keeps CAP_PERFMON (38) and CAP_IPC_LOCK (14).
+    for backend, want in (("ptrace", ptrace_bit), ("auto", ptrace_bit | 1 << 38 | 1 << 14)):
+        pp = Podprof("--pid", str(f.pid), "--backend", backend)
+        pp.wait_log(r"kept only the capabilities it needs", 5)
+        caps = caps_of(podprof_pid(pp))
+        check(caps["CapEff"] == want and caps["CapPrm"] == want and caps["CapInh"] == 0
+              and caps["CapAmb"] == 0 and caps["CapBnd"] == want, "%s: capabilities left: %r" % (backend, caps))
+        # It can still do its job with that alone.
+        path = save(get_profile(pp, "seconds=1"), "caps-%s.pb.gz" % backend)
+        check_busy_profile(path)
+        check(("taken with %s" % ("ptrace" if backend == "ptrace" else "perf_event")) in pprof("-raw", path),
+              "%s: the comment names another backend" % backend)
+        pp.stop()
+    f.stop()
 
 
 def nice_of_threads(pid):

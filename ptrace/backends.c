@@ -1,0 +1,90 @@
+/* The sampler's side of the backends (see backends.h). Sampler thread,
+ * but for pt_backend_probe. */
+#include "ptrace/backends.h"
+
+#include <stdio.h>
+
+#include "ptrace/perfev.h"
+#include "ptrace/perftick.h"
+#include "ptrace/profile.h"
+#include "ptrace/rule.h"
+#include "ptrace/sampler_state.h"
+#include "ptrace/session.h"
+#include "ptrace/tracee.h"
+
+int pt_backend_probe(pid_t pid, enum pt_backend want, char *why, size_t len)
+{
+	struct pt_perfev_cfg cfg = { .period_ns = 10000000, .stack_bytes = 8192 };
+	int err;
+
+	if (want == PT_BACKEND_PTRACE) {
+		snprintf(why, len, "--backend ptrace");
+		return 0;
+	}
+	err = pt_perfev_probe(pid, &cfg, why, len);
+	if (err && want == PT_BACKEND_PERF)
+		return err;
+	return !err;
+}
+
+/* A session that takes CPU samples over a window (the others' ticks take
+ * none: nothing to decide). */
+static int samples(const struct pt_session *ss)
+{
+	return ss->kind->on_sample && ss->period_ns;
+}
+
+int pt__backend_begin(struct pt_session *ss, enum pt_backend want, char *line, size_t len)
+{
+	struct pt__target *tg = ss->target;
+	struct pt_rule_stats rs;
+	const char *why;
+	int fresh, err;
+
+	line[0] = '\0';
+	if (!samples(ss))
+		return 0;
+	err = pt_perftick_choose(tg->rule, want, &fresh);
+	pt_rule_stats(tg->rule, &rs);
+	ss->lost0 = rs.perf_lost;
+	(void)pt_perftick_backend(tg->rule, &why);
+	if (err)
+		snprintf(line, len, "backend: pid=%d: --backend perf_event cannot sample it: %s",
+			 (int)pt_tracee_pid(tg->t), why);
+	else if (fresh)
+		snprintf(line, len, "backend: pid=%d sampled with %s: %s", (int)pt_tracee_pid(tg->t),
+			 pt_perftick_backend(tg->rule, NULL) == PT_BACKEND_PERF ? "perf_event" : "ptrace",
+			 why);
+	return err;
+}
+
+void pt__backend_end(struct pt_sampler *s, struct pt_session *ss)
+{
+	if (!samples(ss))
+		return;
+	for (const struct pt_session *o = s->sessions; o; o = o->next)
+		if (o != ss && o->target == ss->target && samples(o))
+			return;   /* another still samples it */
+	pt_perftick_idle(ss->target->rule);
+}
+
+void pt__backend_note(struct pt_session *ss, struct pt_profile *p)
+{
+	struct pt_rule_stats rs;
+	const char *why;
+
+	if (!samples(ss))
+		return;
+	pt_rule_stats(ss->rule, &rs);
+	p->backend = pt_perftick_backend(ss->rule, &why) == PT_BACKEND_PERF ? "perf_event" : "ptrace";
+	snprintf(p->backend_why, sizeof(p->backend_why), "%s", why);
+	p->samples_lost = rs.perf_lost - ss->lost0;
+}
+
+void pt__backend_event(struct pt__target *tg, const struct pt_event *ev)
+{
+	if (ev->kind == PT_EV_CLONE)
+		pt_perftick_born(tg->rule, ev->child);
+	else if (ev->kind == PT_EV_EXIT)
+		pt_perftick_ended(tg->rule, ev->tid);
+}

@@ -1,0 +1,379 @@
+/* The perf_event backend's tick (see perftick.h) and the choice of
+ * backend. A thread's event is opened at the first tick that samples
+ * after its birth (or after an exec), and sized to its stack: at first
+ * 8 KiB, as perf's own default, then as the mechanism learns from each
+ * unwind what the thread needs (struct pt_thread's stack_want, grown at
+ * once when an unwind had to read past the copy), at most --stack-bytes
+ * and 65 528 (the kernel's limit); a size that changed by half or more
+ * is a new event. The kernel copies the stack at every sample, so a
+ * copy larger than the stack needs is a cost the target pays, about
+ * 0.15 us per KiB (reference/perf-event.md, section 8). Sampler thread
+ * only. */
+#include "ptrace/perftick.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/user.h>
+
+#include "base/mem.h"
+#include "ptrace/perfev.h"
+#include "ptrace/ptrace_internal.h"
+#include "ptrace/rulestate.h"
+#include "ptrace/stop.h"
+#include "ptrace/threads.h"
+#include "ptrace/tracee.h"
+
+#define FIRST_STACK 8192u
+#define RETRY_NS 1000000000ull   /* an open that failed is tried again a second later */
+#define MIN_PERIOD_NS 10000ull   /* the kernel's least hrtimer period */
+
+/* The stack copy th's event should take. */
+static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
+			 const struct pt_rule_thread *rt)
+{
+	size_t max = r->pcfg.stack_bytes, want;
+
+	if (!rt->pf_learned)
+		want = FIRST_STACK;
+	else
+		want = th->stack_want ? th->stack_want : max;
+	if (want > max)
+		want = max;
+	return want & ~(size_t)7;
+}
+
+/* Opens th's event; born: in its birth stop, its CPU 0 (its /proc files
+ * are not opened there). */
+static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_thread *rt,
+		       uint64_t now, int born)
+{
+	struct pt_perfev_cfg c = r->pcfg;
+	uint64_t run = 0;
+	int err;
+
+	if (now < rt->pf_retry_ns || (!born && pt_thread_read_sched(th, &run, NULL, NULL)))
+		return;
+	/* The first sample comes after a random part of a period of the
+	 * thread's CPU, as a tick would catch it at a random point: with a
+	 * whole period first, a thread that lives for less (a thread per
+	 * request) would never be sampled, and its CPU would go under no
+	 * stack of its own. Later ones come a period apart (from the next
+	 * tick: pt__perf_tick); every sample is weighed by the CPU it
+	 * carries, so the first one's length biases nothing. */
+	r->rng ^= r->rng << 13;
+	r->rng ^= r->rng >> 7;
+	r->rng ^= r->rng << 17;
+	c.period_ns = MIN_PERIOD_NS + r->rng % (r->pf_period > MIN_PERIOD_NS ? r->pf_period - MIN_PERIOD_NS : 1);
+	c.stack_bytes = want_stack(r, th, rt);
+	if ((err = pt_perfev_open(&rt->pev, th->tid, &c))) {
+		if (err != -ESRCH) {
+			r->st.perf_open_failures++;
+			r->pf_err = err;
+			rt->pf_retry_ns = now + RETRY_NS;
+		}
+		return;
+	}
+	r->st.perf_opens++;
+	rt->pf_phase = 1;
+	/* Its first sample carries what it used since its CPU was last
+	 * carried (its birth, or the last sample of an event closed since). */
+	rt->pf_last = -(int64_t)(run > rt->pf_mark ? run - rt->pf_mark : 0);
+}
+
+/* Closes th's event, keeping as pf_mark the point its samples carried its
+ * CPU to (its CPU time now less what it used since its last sample). */
+static void close_event(struct pt_thread *th, struct pt_rule_thread *rt)
+{
+	uint64_t run, count;
+
+	if (!pt_perfev_count(rt->pev, &count) && !pt_thread_read_sched(th, &run, NULL, NULL)) {
+		int64_t pend = (int64_t)count - rt->pf_last;
+
+		rt->pf_mark = pend > 0 && (uint64_t)pend < run ? run - (uint64_t)pend : run;
+	}
+	pt_perfev_close(rt->pev);
+	rt->pev = NULL;
+}
+
+void pt__perf_drop(struct pt_thread *th)
+{
+	struct pt_rule_thread *rt = th->rule;
+
+	if (rt && rt->pev) {
+		pt_perfev_close(rt->pev);
+		rt->pev = NULL;
+	}
+}
+
+uint64_t pt__perf_pending(struct pt_rule *r, struct pt_thread *th)
+{
+	struct pt_rule_thread *rt = pt__rt(th);
+	uint64_t v;
+
+	(void)r;
+	if (rt->pev) {
+		if (pt_perfev_count(rt->pev, &v))
+			return 0;
+		return (int64_t)v > rt->pf_last ? (uint64_t)((int64_t)v - rt->pf_last) : 0;
+	}
+	if (pt_thread_read_sched(th, &v, NULL, NULL))
+		return 0;
+	return v > rt->pf_mark ? v - rt->pf_mark : 0;
+}
+
+/* ---- a tick ------------------------------------------------------------- */
+
+struct drain {
+	struct pt_rule *r;
+	struct pt_thread *th;
+	int n, max;
+};
+
+static void perf_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
+{
+	struct pt_rule *r = arg;
+
+	smp->cpu_ns = r->pf_w[r->pf_wi++];
+	smp->state = 'R';   /* it was on a core: the kernel sampled it there */
+	pt__rt(th)->pf_learned = 1;
+	if (r->pf_cbs.sample)
+		r->pf_cbs.sample(r->pf_cbs.arg, smp);
+}
+
+static void perf_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
+{
+	struct pt_rule *r = arg;
+
+	if (r->pf_cbs.timing)
+		r->pf_cbs.timing(r->pf_cbs.arg, pause_ns, unwind_ns);
+}
+
+/* Unwinds and reports the batch of captures put so far. */
+static int flush(struct drain *d)
+{
+	static const struct pt_stop_ops ops0 = { .sample = perf_sample, .timing = perf_timing };
+	struct pt_stop_ops ops = ops0;
+	int n = d->n;
+
+	if (!n)
+		return 0;
+	d->n = 0;
+	d->r->pf_wi = 0;
+	ops.arg = d->r;
+	return pt_stop_report_copies(d->r->t, n, &ops);
+}
+
+/* A sample read from a ring: weighed by the CPU its thread used since its
+ * previous one (the event's count), put into the next slot of the batch. */
+static int on_record(void *arg, const struct pt_perfev_sample *smp)
+{
+	struct drain *d = arg;
+	struct pt_rule_thread *rt = pt__rt(d->th);
+	int64_t w = (int64_t)smp->count - rt->pf_last;
+	struct user_regs_struct regs;
+
+	rt->pf_last = (int64_t)smp->count;
+	d->r->st.perf_samples++;
+	if (!d->r->pf_cbs.sample || !smp->has_regs || w <= 0)
+		return 0;   /* nobody takes it, or the kernel had no user registers */
+	/* Its name, read again once a second (threads rename themselves
+	 * rarely, mostly right after they start). */
+	if (!d->th->comm[0] || pt__now_ns() - d->th->comm_ns > 1000000000ull)
+		(void)pt_thread_read_state(d->th);
+	pt_perfev_regs(smp, &regs);
+	if (pt_stop_put_copy(d->r->t, d->n, d->th, &regs, smp->stack, smp->stack_len,
+			     smp->stack_whole))
+		return 0;
+	d->r->pf_w[d->n++] = (uint64_t)w;
+	if (d->n == d->max)
+		flush(d);
+	return 0;
+}
+
+/* The samples read and dropped: the thread's CPU carried all the same. */
+static int on_record_drop(void *arg, const struct pt_perfev_sample *smp)
+{
+	struct pt_rule_thread *rt = arg;
+
+	rt->pf_last = (int64_t)smp->count;
+	return 0;
+}
+
+int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cbs *cbs)
+{
+	struct pt_tracee *t = r->t;
+	int max = pt_tracee_opts(t)->max_per_tick, reported = 0;
+	uint64_t now = pt__now_ns();
+	struct drain d = { .r = r, .max = max };
+	size_t n = pt_threads_count(t);
+
+	if (!r->pf_w && !(r->pf_w = base_calloc((size_t)max, sizeof(*r->pf_w))))
+		return -ENOMEM;
+	r->pf_cbs = *cbs;
+	if (period_ns != r->pf_period) {
+		/* The rate changed (a session's, or the sampler's budget). */
+		r->pf_period = period_ns;
+		for (size_t i = 0; i < n; i++) {
+			struct pt_rule_thread *rt = pt__rt(pt_threads_at(t, i));
+
+			if (rt->pev)
+				(void)pt_perfev_set_period(rt->pev, period_ns);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pt_thread *th = pt_threads_at(t, i);
+		struct pt_rule_thread *rt = pt__rt(th);
+
+		if (rt->pev && !r->pf_on)
+			(void)pt_perfev_enable(rt->pev, 1);
+		if (!rt->pev && !(th->flags & PT_TH_GONE))
+			open_event(r, th, rt, now, 0);
+		if (!rt->pev)
+			continue;
+		d.th = th;
+		(void)pt_perfev_drain(rt->pev, on_record, &d, &r->st.perf_lost);
+		/* A period apart from now on: the random first period ends at
+		 * the first tick after the open, sample or not (a short one
+		 * would otherwise repeat until then). */
+		if (rt->pf_phase) {
+			rt->pf_phase = 0;
+			(void)pt_perfev_set_period(rt->pev, r->pf_period);
+		}
+	}
+	r->pf_on = 1;
+	/* the batch is reported before the thread table changes */
+	reported += flush(&d);
+	/* Stack copies resized to what the unwinds found. */
+	for (size_t i = 0; i < n; i++) {
+		struct pt_thread *th = pt_threads_at(t, i);
+		struct pt_rule_thread *rt = pt__rt(th);
+		size_t cur, want;
+
+		if (!rt->pev || (th->flags & PT_TH_GONE) || !rt->pf_learned)
+			continue;
+		cur = pt_perfev_stack_bytes(rt->pev);
+		want = want_stack(r, th, rt);
+		if (want > cur || want < cur / 2) {
+			(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
+			close_event(th, rt);
+			open_event(r, th, rt, now, 0);
+			r->st.perf_reopens++;
+		}
+	}
+	return reported;
+}
+
+int pt__perf_early(void *arg)
+{
+	const struct pt_rule *r = arg;
+
+	return r->backend == PT_BACKEND_PERF && r->pf_on;
+}
+
+void pt__perf_born(void *arg, struct pt_thread *th)
+{
+	struct pt_rule *r = arg;
+	struct pt_rule_thread *rt = pt__rt(th);
+
+	if (!rt->pev)
+		open_event(r, th, rt, pt__now_ns(), 1);
+}
+
+void pt_perftick_born(struct pt_rule *r, pid_t tid)
+{
+	struct pt_thread *th;
+
+	/* Opened now, as the thread starts (its parent's clone event let it
+	 * go), rather than at the next tick: a thread that lives for less
+	 * than a tick is sampled too. */
+	if (r->backend != PT_BACKEND_PERF || !r->pf_on || !(th = pt_threads_find(r->t, tid)) ||
+	    pt__rt(th)->pev)
+		return;
+	open_event(r, th, pt__rt(th), pt__now_ns(), 0);
+}
+
+void pt_perftick_ended(struct pt_rule *r, pid_t tid)
+{
+	struct pt_thread *th;
+	struct pt_rule_thread *rt;
+	struct drain d = { .r = r, .max = pt_tracee_opts(r->t)->max_per_tick };
+
+	/* Its last samples, before the thread is forgotten (at the end of
+	 * this poll) and told ended to the sessions. */
+	if (r->backend != PT_BACKEND_PERF || !r->pf_w || !(th = pt_threads_find_any(r->t, tid)) ||
+	    !(rt = pt__rt(th))->pev)
+		return;
+	d.th = th;
+	(void)pt_perfev_drain(rt->pev, on_record, &d, &r->st.perf_lost);
+	flush(&d);
+	pt_perfev_close(rt->pev);
+	rt->pev = NULL;
+}
+
+/* ---- the backend -------------------------------------------------------- */
+
+void pt_perftick_idle(struct pt_rule *r)
+{
+	if (r->backend != PT_BACKEND_PERF || !r->pf_on)
+		return;
+	/* Nobody samples the target now: its threads stop paying for samples.
+	 * What the rings hold is before any later window. */
+	for (size_t i = 0; i < pt_threads_count(r->t); i++) {
+		struct pt_rule_thread *rt = pt__rt(pt_threads_at(r->t, i));
+
+		if (!rt->pev)
+			continue;
+		(void)pt_perfev_enable(rt->pev, 0);
+		(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
+	}
+	r->pf_on = 0;
+}
+
+int pt_perftick_choose(struct pt_rule *r, enum pt_backend want, int *fresh)
+{
+	size_t stack = pt_tracee_opts(r->t)->stack_bytes;
+	int python = pt_tracee_python(r->t), err;
+	char why[320];
+
+	*fresh = 0;
+	if (r->decided)
+		return 0;
+	r->pcfg = (struct pt_perfev_cfg){
+		.period_ns = 10000000,
+		.stack_bytes = (stack < PT_PERFEV_MAX_STACK ? stack : PT_PERFEV_MAX_STACK) & ~(size_t)7,
+	};
+	if (want == PT_BACKEND_PTRACE) {
+		r->backend = PT_BACKEND_PTRACE;
+		snprintf(r->why, sizeof(r->why), "--backend ptrace");
+	} else if (want == PT_BACKEND_AUTO && python) {
+		r->backend = PT_BACKEND_PTRACE;
+		snprintf(r->why, sizeof(r->why),
+			 "the target runs CPython, whose frame chain lives in its heap and is read "
+			 "while the thread is stopped (a kernel sample copies only the stack)");
+	} else if ((err = pt_perfev_probe(pt_tracee_pid(r->t), &r->pcfg, why, sizeof(why)))) {
+		if (want == PT_BACKEND_PERF) {
+			snprintf(r->why, sizeof(r->why), "%s", why);
+			return err;   /* asked for, refused: nothing else will do */
+		}
+		r->backend = PT_BACKEND_PTRACE;
+		snprintf(r->why, sizeof(r->why), "%s; ptrace instead", why);
+	} else {
+		r->backend = PT_BACKEND_PERF;
+		snprintf(r->why, sizeof(r->why), "%s%s", why,
+			 python ? "; CPython's frames are not read (its frame chain lives in its heap: "
+				  "--backend auto samples CPython with ptrace), its interpreter's C "
+				  "frames are" : "");
+	}
+	r->decided = 1;
+	r->rng = (uint64_t)pt__now_ns() | 1;
+	*fresh = 1;
+	return 0;
+}
+
+enum pt_backend pt_perftick_backend(const struct pt_rule *r, const char **why)
+{
+	if (why)
+		*why = r->decided ? r->why : "";
+	return r->decided ? r->backend : PT_BACKEND_PTRACE;
+}

@@ -1,0 +1,212 @@
+"""The two ways of taking CPU samples (issue 24): perf_event, where the
+kernel copies each sample's registers and stack into a ring buffer and no
+thread stops, and ptrace, where each sample stops its thread. --backend
+auto takes perf_event where perf_event_open is allowed and ptrace
+elsewhere (tests/fixtures/noperf.c refuses it as Docker's default seccomp
+profile does) and for CPython; the log and the profile's comment say which
+ran and why."""
+import os
+import re
+import subprocess
+import time
+
+import lib
+from lib import *  # noqa: F401,F403  (Fixture, Podprof, http, pprof, check, test, ...)
+from test_go import CRUNCH, GOHOT, GoFixture
+from test_python import PYTHON, PyFixture
+
+NOPERF = os.path.join(BUILD, "fixtures", "noperf")
+
+
+def comments(path):
+    raw = pprof("-raw", path)
+    return [l[len("Comment: "):] for l in raw.splitlines() if l.startswith("Comment: podprof:")], raw
+
+
+def stops(pp):
+    st, _, body = http(pp.port, "/metrics")
+    check(st == 200, "metrics: %d" % st)
+    m = re.search(r"^podprof_stops_total (\d+)", body.decode(), re.M)
+    check(m, "no podprof_stops_total in the metrics")
+    return int(m.group(1))
+
+
+def total_and_process(path):
+    """The profile's CPU total and the process's CPU over its window (the
+    accounting comment), in ns."""
+    total = sum(v for v, _ in traces(path))
+    m = re.search(r"process_cpu_ns=(\d+)", pprof("-raw", path))
+    check(m, "no process_cpu_ns comment")
+    return total, int(m.group(1))
+
+
+@test
+def perf_event_samples_without_stopping_a_thread():
+    """--backend perf_event: the busy fixture's names, whole stacks and
+    hot_a share (its own clocks' within the sampling noise), the total the
+    process's CPU within 5 %, the comment and the log saying perf_event and
+    why, and not one thread stopped for it (the sampler's stop counter
+    stays where it was)."""
+    f = Fixture(threads=2, sleepers=2)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    pp.wait_log(r"backend: perf_event: perf_event_open allowed", 5)
+    before = stops(pp)
+    path = save(get_profile(pp, "seconds=4&hz=400"), "perf.pb.gz")
+    after = stops(pp)
+    truth = f.stop()
+    share = check_busy_profile(path, truth)
+    notes, raw = comments(path)
+    check(any("taken with perf_event at 400 Hz" in n and "no thread was stopped" in n for n in notes),
+          "comment: %s" % notes)
+    check(any(n.startswith("podprof: backend perf_event: perf_event_open allowed") for n in notes),
+          "comment: %s" % notes)
+    check(after == before, "%d threads stopped during a perf_event profile" % (after - before))
+    total, used = total_and_process(path)
+    check(abs(total / used - 1) <= 0.05, "total %.3f s, process %.3f s" % (total / 1e9, used / 1e9))
+    pp.wait_log(r"backend: pid=%d sampled with perf_event: perf_event_open allowed" % f.pid, 1)
+    print("  info: hot_a %.2f%% (truth %.2f%%), total/process %.3f, stops %d" % (
+        share, truth, total / used, after - before))
+    pp.stop()
+
+
+@test
+def auto_falls_back_to_ptrace_where_perf_events_are_refused():
+    """podprof under a seccomp filter that refuses perf_event_open (EPERM,
+    as Docker's default profile without CAP_PERFMON): --backend auto says at
+    start-up and in the profile that it samples with ptrace and why, and the
+    profile is whole."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), "--backend", "auto", prefix=(NOPERF,))
+    line = pp.wait_log(r"backend: auto \(ptrace\)", 5)
+    check("perf_event_open refused: Operation not permitted" in line and "seccomp" in line, line)
+    path = save(get_profile(pp, "seconds=2"), "noperf.pb.gz")
+    truth = f.stop()
+    check_busy_profile(path, truth)
+    notes, _ = comments(path)
+    check(any("taken with ptrace" in n and "each sample stops its thread" in n for n in notes), notes)
+    check(any(n.startswith("podprof: backend ptrace: perf_event_open refused") and
+              n.endswith("ptrace instead") for n in notes), notes)
+    pp.stop()
+
+
+@test
+def backend_perf_event_refused_exits_naming_why():
+    """--backend perf_event where perf_event_open is refused: podprof exits
+    1 at once, naming the reason and what to grant; the target runs on,
+    never traced."""
+    f = Fixture(threads=1)
+    t0 = time.monotonic()
+    r = subprocess.run([NOPERF, PODPROF, "--pid", str(f.pid), "--listen", "127.0.0.1:0",
+                        "--backend", "perf_event"], capture_output=True, text=True, timeout=20)
+    check(r.returncode == 1, "exit %d: %s" % (r.returncode, r.stderr[-600:]))
+    check(time.monotonic() - t0 < 5, "took %.1f s" % (time.monotonic() - t0))
+    check(re.search(r"--backend perf_event cannot sample pid %d: perf_event_open refused: "
+                    r"Operation not permitted .*seccomp.*CAP_PERFMON" % f.pid, r.stderr), r.stderr[-600:])
+    check(tracer_pid(f.pid) == 0 and os.path.exists("/proc/%d" % f.pid), "target traced or gone")
+    f.stop()
+    r = subprocess.run([PODPROF, "--backend", "fast"], capture_output=True, text=True, timeout=20)
+    check(r.returncode == 2 and "--backend must be auto, perf_event or ptrace, not 'fast'" in r.stderr,
+          "exit %d: %s" % (r.returncode, r.stderr))
+
+
+@test
+def perf_event_follows_threads_born_and_ended_in_the_window():
+    """A thread per request (500 a second, 300 us of CPU each) beside a
+    steady one, under perf_event: the new threads are sampled (their
+    short_work in the profile) and the total is the process's CPU within
+    5 %: what a thread used before its event opened is carried by its first
+    sample, what ended unsampled is settled as under ptrace."""
+    from test_accounting import Tpr
+    f = Tpr(500)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    m0 = f.mark()
+    path = save(get_profile(pp, "seconds=4"), "perf-tpr.pb.gz")
+    m1 = f.mark()
+    pp.stop()
+    f.stop()
+    tr = traces(path)
+    total = sum(v for v, _ in tr)
+    used = m1["cpu"] - m0["cpu"]
+    short = sum(v for v, fr in tr if "short_work" in fr and lib.MARK_UNSAMPLED not in fr)
+    print("  info: total %.2f s, process %.2f s (%.3f); short_work sampled %.2f s" % (
+        total / 1e9, used / 1e9, total / used, short / 1e9))
+    check(abs(total / used - 1) <= 0.05, "the profile holds %.2f s of the process's %.2f s" % (
+        total / 1e9, used / 1e9))
+    check(short > 0, "no sample of a short-lived thread's short_work")
+
+
+@test
+def go_stacks_under_perf_event():
+    """gohot under perf_event: Go's stacks unwound from the kernel's copy
+    (frame pointers and .gopclntab), crunchAlpha and crunchBeta under
+    main.work with their leaves, split 70/30 within 6 points."""
+    f = GoFixture(GOHOT)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    path = save(get_profile(pp, "seconds=4&hz=400"), "go-perf.pb.gz")
+    pp.stop()
+    f.stop()
+    tr = traces(path)
+    by = {c: 0 for c in CRUNCH}
+    for v, fr in tr:
+        for c, leaf in CRUNCH.items():
+            if c in fr:
+                check("main.work" in fr[fr.index(c):], "%s without main.work: %s" % (c, fr))
+                by[c] += v
+    a, b = by["main.crunchAlpha"], by["main.crunchBeta"]
+    check(a and b, "crunch functions missing: %s" % by)
+    share = 100.0 * a / (a + b)
+    print("  info: crunchAlpha %.1f%%" % share)
+    check(abs(share - 70) <= 6, "crunchAlpha %.1f%% of the two" % share)
+    check(any(fr[0] in CRUNCH.values() for _, fr in tr), "no leaf function")
+
+
+@test
+def python_keeps_ptrace_under_auto():
+    """A CPython target under --backend auto is sampled with ptrace (its
+    frame chain is read in the stop): its Python functions are named, and
+    the profile says why. Asked for perf_event, it is sampled without stops
+    and the profile says CPython's frames are not read."""
+    if not PYTHON or not os.path.exists(PYTHON):
+        raise Skip("%s not installed" % PYTHON)
+    f = PyFixture(PYTHON)
+    pp = Podprof("--pid", str(f.pid), "--backend", "auto")
+    path = save(get_profile(pp, "seconds=2&hz=200"), "py-auto.pb.gz")
+    notes, _ = comments(path)
+    check(any(n.startswith("podprof: backend ptrace: the target runs CPython") for n in notes), notes)
+    top = pprof("-top", path)
+    check("crunch_alpha" in top, "no Python frames:\n%s" % top[:800])
+    pp.stop()
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    path = save(get_profile(pp, "seconds=2&hz=200"), "py-perf.pb.gz")
+    notes, _ = comments(path)
+    check(any("CPython's frames are not read" in n for n in notes), notes)
+    top = pprof("-top", path)
+    check("_PyEval_EvalFrameDefault" in top and "crunch_alpha" not in top, top[:800])
+    pp.stop()
+    f.stop()
+
+
+@test
+def trace_under_perf_event_opens_in_go_tool_trace():
+    """Traces under perf_event: go tool trace reads the Go form, the JSON
+    form's CPU samples name hot_a and hot_b, and no thread was stopped
+    for a CPU sample (the busy threads never block, so no state's stack
+    needed a stop either)."""
+    import gzip
+    import json
+    from test_trace import get_trace, go_trace
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    before = stops(pp)
+    path = get_trace(pp, "seconds=2", "trace-perf")
+    go_trace("-d", path)
+    st, _, body = http(pp.port, "/debug/pprof/trace?seconds=2&format=json&gz=1")
+    check(st == 200, "json trace: %d" % st)
+    after = stops(pp)
+    ev = json.loads(gzip.decompress(body))["traceEvents"]
+    names = {n["callFrame"]["functionName"] for e in ev if e["ph"] == "P" and e["name"] == "ProfileChunk"
+             for n in e["args"]["data"]["cpuProfile"]["nodes"]}
+    check({"hot_a", "hot_b", "level3"} <= names, "sample frames: %s" % sorted(names)[:30])
+    check(after == before, "%d stops during traces of busy threads" % (after - before))
+    pp.stop()
+    f.stop()

@@ -45,8 +45,11 @@ int pt__backend_begin(struct pt_session *ss, enum pt_backend want, char *line, s
 	if (!samples(ss))
 		return 0;
 	err = pt_perftick_choose(tg->rule, want, &fresh);
+	if (!err)
+		pt_perftick_resume(tg->rule);   /* from now, not the next tick */
 	pt_rule_stats(tg->rule, &rs);
 	ss->lost0 = rs.perf_lost;
+	ss->fail0 = rs.perf_open_failures;
 	(void)pt_perftick_backend(tg->rule, &why);
 	if (err)
 		snprintf(line, len, "backend: pid=%d: --backend perf_event cannot sample it: %s",
@@ -79,6 +82,8 @@ void pt__backend_note(struct pt_session *ss, struct pt_profile *p)
 	p->backend = pt_perftick_backend(ss->rule, &why) == PT_BACKEND_PERF ? "perf_event" : "ptrace";
 	snprintf(p->backend_why, sizeof(p->backend_why), "%s", why);
 	p->samples_lost = rs.perf_lost - ss->lost0;
+	p->open_failures = rs.perf_open_failures - ss->fail0;
+	p->open_err = p->open_failures ? rs.perf_open_err : 0;
 }
 
 void pt__backend_event(struct pt__target *tg, const struct pt_event *ev)

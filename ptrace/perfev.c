@@ -155,6 +155,11 @@ int pt_perfev_count(struct pt_perfev *e, uint64_t *ns)
 	return n == (ssize_t)sizeof(*ns) ? 0 : n < 0 ? -errno : -EIO;
 }
 
+int pt_perfev_pending(const struct pt_perfev *e)
+{
+	return __atomic_load_n(&e->pg->data_head, __ATOMIC_ACQUIRE) != e->pg->data_tail;
+}
+
 size_t pt_perfev_stack_bytes(const struct pt_perfev *e)
 {
 	return e->stack_bytes;
@@ -340,11 +345,12 @@ int pt_perfev_probe(pid_t tid, struct pt_perfev_cfg *cfg, char *why, size_t len)
 		const char *hint =
 			err == -ENOSYS || err == -ENOENT ? "this kernel has no perf events" :
 			err == -ESRCH ? "the thread is gone" :
-			paranoid >= 3 ? "perf_event_paranoid above 2 (Debian's and Ubuntu's kernels) "
-					"allows it only with CAP_PERFMON or CAP_SYS_ADMIN" :
 			err == -EPERM ? "a seccomp filter refuses it (Docker's and containerd's default "
 					"profiles allow it only with CAP_PERFMON or CAP_SYS_ADMIN) or a "
 					"capability is missing" :
+			paranoid >= 3 && paranoid != 99 ?
+				"perf_event_paranoid above 2 (Debian's and Ubuntu's kernels) allows it "
+				"only with CAP_PERFMON or CAP_SYS_ADMIN" :
 			"not allowed for this target (another user's process needs CAP_PERFMON)";
 
 		snprintf(why, len, "perf_event_open refused: %s (perf_event_paranoid %s): %s",

@@ -41,6 +41,8 @@ int pt_perfev_enable(struct pt_perfev *e, int on);
 int pt_perfev_set_period(struct pt_perfev *e, uint64_t period_ns);
 /* The event's count now: the thread's CPU while enabled, in ns. */
 int pt_perfev_count(struct pt_perfev *e, uint64_t *ns);
+/* 1 if the ring holds records not drained yet. */
+int pt_perfev_pending(const struct pt_perfev *e);
 /* The stack copy it was opened with. */
 size_t pt_perfev_stack_bytes(const struct pt_perfev *e);
 

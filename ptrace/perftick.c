@@ -1,14 +1,15 @@
 /* The perf_event backend's tick (see perftick.h) and the choice of
- * backend. A thread's event is opened at the first tick that samples
- * after its birth (or after an exec), and sized to its stack: at first
- * 8 KiB, as perf's own default, then as the mechanism learns from each
- * unwind what the thread needs (struct pt_thread's stack_want, grown at
- * once when an unwind had to read past the copy), at most --stack-bytes
- * and 65 528 (the kernel's limit); a size that changed by half or more
- * is a new event. The kernel copies the stack at every sample, so a
- * copy larger than the stack needs is a cost the target pays, about
- * 0.15 us per KiB (reference/perf-event.md, section 8). Sampler thread
- * only. */
+ * backend. A thread's event opens in its birth stop, before it first runs
+ * (a thread born while a session samples), else at the first tick that
+ * samples; its first period is a random part of one. It is sized to the
+ * thread's stack: at first 8 KiB, as perf's own default, then as the
+ * mechanism learns from each unwind what the thread needs (struct
+ * pt_thread's stack_want, grown at once when an unwind had to read past
+ * the copy), at most --stack-bytes and 65 528 (the kernel's limit); a size
+ * that changed by half or more is a new event. The kernel copies the stack
+ * at every sample, so a copy larger than the stack needs is a cost the
+ * target pays, about 0.15 us per KiB (reference/perf-event.md, section 8).
+ * Sampler thread only. */
 #include "ptrace/perftick.h"
 
 #include <errno.h>
@@ -75,7 +76,8 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 		return;
 	}
 	r->st.perf_opens++;
-	rt->pf_phase = 1;
+	/* its first period ends at the first tick after this one (born: the next) */
+	rt->pf_phase = born ? 1 : 2;
 	/* Its first sample carries what it used since its CPU was last
 	 * carried (its birth, or the last sample of an event closed since). */
 	rt->pf_last = -(int64_t)(run > rt->pf_mark ? run - rt->pf_mark : 0);
@@ -87,8 +89,9 @@ static void close_event(struct pt_thread *th, struct pt_rule_thread *rt)
 {
 	uint64_t run, count;
 
-	if (!pt_perfev_count(rt->pev, &count) && !pt_thread_read_sched(th, &run, NULL, NULL)) {
-		int64_t pend = (int64_t)count - rt->pf_last;
+	if (!pt_thread_read_sched(th, &run, NULL, NULL)) {
+		/* (a count unread: what it had pending is lost, not counted twice) */
+		int64_t pend = pt_perfev_count(rt->pev, &count) ? 0 : (int64_t)count - rt->pf_last;
 
 		rt->pf_mark = pend > 0 && (uint64_t)pend < run ? run - (uint64_t)pend : run;
 	}
@@ -128,6 +131,7 @@ struct drain {
 	struct pt_rule *r;
 	struct pt_thread *th;
 	int n, max;
+	int reported;
 };
 
 static void perf_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
@@ -165,29 +169,55 @@ static int flush(struct drain *d)
 }
 
 /* A sample read from a ring: weighed by the CPU its thread used since its
- * previous one (the event's count), put into the next slot of the batch. */
+ * previous one (the event's count), put into the next slot of the batch.
+ * Returns 1 to stop the drain: the batch is full (the caller reports it
+ * and drains on), or stops of ours hold the slots (the rest waits in the
+ * ring). A sample nobody takes is passed over, its CPU with it; one that
+ * cannot be put (no user registers, no memory) leaves its CPU to the
+ * thread's next sample. */
 static int on_record(void *arg, const struct pt_perfev_sample *smp)
 {
 	struct drain *d = arg;
 	struct pt_rule_thread *rt = pt__rt(d->th);
 	int64_t w = (int64_t)smp->count - rt->pf_last;
 	struct user_regs_struct regs;
+	int err = 0;
 
-	rt->pf_last = (int64_t)smp->count;
+	if (d->r->pf_cbs.sample && w > 0) {
+		/* Its name, read again once a second (threads rename
+		 * themselves rarely, mostly right after they start). */
+		if (!d->th->comm[0] || pt__now_ns() - d->th->comm_ns > 1000000000ull)
+			(void)pt_thread_read_state(d->th);
+		pt_perfev_regs(smp, &regs);
+		err = !smp->has_regs ? -EFAULT :
+		      pt_stop_put_copy(d->r->t, d->n, d->th, &regs, smp->stack, smp->stack_len,
+				       smp->stack_whole);
+		if (err == -EBUSY)
+			return 1;
+		if (!err)
+			d->r->pf_w[d->n++] = (uint64_t)w;
+	}
 	d->r->st.perf_samples++;
-	if (!d->r->pf_cbs.sample || !smp->has_regs || w <= 0)
-		return 0;   /* nobody takes it, or the kernel had no user registers */
-	/* Its name, read again once a second (threads rename themselves
-	 * rarely, mostly right after they start). */
-	if (!d->th->comm[0] || pt__now_ns() - d->th->comm_ns > 1000000000ull)
-		(void)pt_thread_read_state(d->th);
-	pt_perfev_regs(smp, &regs);
-	if (pt_stop_put_copy(d->r->t, d->n, d->th, &regs, smp->stack, smp->stack_len,
-			     smp->stack_whole))
-		return 0;
-	d->r->pf_w[d->n++] = (uint64_t)w;
-	if (d->n == d->max)
-		flush(d);
+	if (!err)
+		rt->pf_last = (int64_t)smp->count;
+	return d->n == d->max;
+}
+
+/* Drains th's ring into batches of d->max, each reported as it fills
+ * (never from inside a drain: a report may see the thread end or exec,
+ * which closes its ring). Returns 1 if samples were left (slots busy). */
+static int drain_thread(struct drain *d, struct pt_thread *th)
+{
+	struct pt_rule_thread *rt = pt__rt(th);
+
+	d->th = th;
+	while (rt->pev) {
+		int n = pt_perfev_drain(rt->pev, on_record, d, &d->r->st.perf_lost);
+
+		if (n < 0 || d->n < d->max)
+			return n >= 0 && rt->pev && pt_perfev_pending(rt->pev);
+		d->reported += flush(d);
+	}
 	return 0;
 }
 
@@ -200,14 +230,29 @@ static int on_record_drop(void *arg, const struct pt_perfev_sample *smp)
 	return 0;
 }
 
+/* The samples of a thread that ended while stops of ours held the slots:
+ * lost, and counted so. */
+static int on_record_lost(void *arg, const struct pt_perfev_sample *smp)
+{
+	struct pt_rule *r = arg;
+
+	(void)smp;
+	r->st.perf_lost++;
+	return 0;
+}
+
 int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cbs *cbs)
 {
 	struct pt_tracee *t = r->t;
-	int max = pt_tracee_opts(t)->max_per_tick, reported = 0;
+	int max = pt_tracee_opts(t)->max_per_tick;
 	uint64_t now = pt__now_ns();
 	struct drain d = { .r = r, .max = max };
 	size_t n = pt_threads_count(t);
 
+	/* A tick of sessions that take no CPU sample (block, the watch) on a
+	 * target nobody samples: its events stay off. */
+	if (!cbs->sample && !r->pf_on)
+		return 0;
 	if (!r->pf_w && !(r->pf_w = base_calloc((size_t)max, sizeof(*r->pf_w))))
 		return -ENOMEM;
 	r->pf_cbs = *cbs;
@@ -221,29 +266,24 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 				(void)pt_perfev_set_period(rt->pev, period_ns);
 		}
 	}
+	pt_perftick_resume(r);
 	for (size_t i = 0; i < n; i++) {
 		struct pt_thread *th = pt_threads_at(t, i);
 		struct pt_rule_thread *rt = pt__rt(th);
 
-		if (rt->pev && !r->pf_on)
-			(void)pt_perfev_enable(rt->pev, 1);
 		if (!rt->pev && !(th->flags & PT_TH_GONE))
 			open_event(r, th, rt, now, 0);
 		if (!rt->pev)
 			continue;
-		d.th = th;
-		(void)pt_perfev_drain(rt->pev, on_record, &d, &r->st.perf_lost);
+		(void)drain_thread(&d, th);
 		/* A period apart from now on: the random first period ends at
 		 * the first tick after the open, sample or not (a short one
 		 * would otherwise repeat until then). */
-		if (rt->pf_phase) {
-			rt->pf_phase = 0;
+		if (rt->pev && rt->pf_phase && !--rt->pf_phase)
 			(void)pt_perfev_set_period(rt->pev, r->pf_period);
-		}
 	}
-	r->pf_on = 1;
 	/* the batch is reported before the thread table changes */
-	reported += flush(&d);
+	d.reported += flush(&d);
 	/* Stack copies resized to what the unwinds found. */
 	for (size_t i = 0; i < n; i++) {
 		struct pt_thread *th = pt_threads_at(t, i);
@@ -258,10 +298,10 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 			(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
 			close_event(th, rt);
 			open_event(r, th, rt, now, 0);
-			r->st.perf_reopens++;
+			r->st.perf_reopens += rt->pev != NULL;
 		}
 	}
-	return reported;
+	return d.reported;
 }
 
 int pt__perf_early(void *arg)
@@ -304,14 +344,29 @@ void pt_perftick_ended(struct pt_rule *r, pid_t tid)
 	if (r->backend != PT_BACKEND_PERF || !r->pf_w || !(th = pt_threads_find_any(r->t, tid)) ||
 	    !(rt = pt__rt(th))->pev)
 		return;
-	d.th = th;
-	(void)pt_perfev_drain(rt->pev, on_record, &d, &r->st.perf_lost);
+	if (drain_thread(&d, th) && rt->pev)
+		(void)pt_perfev_drain(rt->pev, on_record_lost, r, &r->st.perf_lost);
 	flush(&d);
-	pt_perfev_close(rt->pev);
-	rt->pev = NULL;
+	if (rt->pev) {
+		pt_perfev_close(rt->pev);
+		rt->pev = NULL;
+	}
 }
 
 /* ---- the backend -------------------------------------------------------- */
+
+void pt_perftick_resume(struct pt_rule *r)
+{
+	if (r->backend != PT_BACKEND_PERF || r->pf_on)
+		return;
+	for (size_t i = 0; i < pt_threads_count(r->t); i++) {
+		struct pt_rule_thread *rt = pt__rt(pt_threads_at(r->t, i));
+
+		if (rt->pev)
+			(void)pt_perfev_enable(rt->pev, 1);
+	}
+	r->pf_on = 1;
+}
 
 void pt_perftick_idle(struct pt_rule *r)
 {
@@ -374,6 +429,6 @@ int pt_perftick_choose(struct pt_rule *r, enum pt_backend want, int *fresh)
 enum pt_backend pt_perftick_backend(const struct pt_rule *r, const char **why)
 {
 	if (why)
-		*why = r->decided ? r->why : "";
+		*why = r->why;   /* a refusal's reason too */
 	return r->decided ? r->backend : PT_BACKEND_PTRACE;
 }

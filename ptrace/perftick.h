@@ -30,14 +30,19 @@ void pt_perftick_born(struct pt_rule *r, pid_t tid);
 /* A thread of t ended (before the sessions are told): under perf_event,
  * what its ring holds is reported now and its event closed. */
 void pt_perftick_ended(struct pt_rule *r, pid_t tid);
+/* A session that samples t begins: its events (if any) sample again from
+ * now, not from the next tick. */
+void pt_perftick_resume(struct pt_rule *r);
 /* No session samples t now: its perf events (if any) stop sampling until
  * the next tick that samples. */
 void pt_perftick_idle(struct pt_rule *r);
 
+/* ---- the rule's (rule.c) ---------------------------------------------------- */
 
-/* One tick: opens the events of threads that have none (at the tick
- * period, enabled), drains every ring, reports the samples to cbs->sample
- * (to nobody if NULL: their CPU is carried, not reported). Returns the
+/* One tick: opens the events of threads that have none (enabled, their
+ * first period a random part of the tick period), drains every ring,
+ * reports the samples to cbs->sample (to nobody if NULL: their CPU is
+ * passed over; with nobody sampling, the events stay off). Returns the
  * number reported. */
 int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cbs *cbs);
 /* The CPU th used since its last sample (its next sample carries it). */

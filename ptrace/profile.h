@@ -155,10 +155,12 @@ struct pt_profile {
 	size_t procs_left;   /* processes the request left out (a cap) */
 	/* CPU samples (profile, trace): how they were taken, "ptrace" or
 	 * "perf_event" (NULL: no CPU samples), and why (the choice's reason:
-	 * ptrace/rule.h); samples the kernel could not write (perf_event). */
+	 * ptrace/perftick.h); samples the kernel could not write (perf_event). */
 	const char *backend;
 	char backend_why[512];
 	uint64_t samples_lost;
+	uint64_t open_failures;   /* threads' events that could not be opened (their CPU pending) */
+	int open_err;             /* the last one's errno */
 };
 
 /* Frames podprof adds itself, in place of an address (outside any user

@@ -64,6 +64,7 @@ void pt_rule_free(struct pt_rule *r)
 void pt_rule_stats(const struct pt_rule *r, struct pt_rule_stats *out)
 {
 	*out = r->st;
+	out->perf_open_err = -r->pf_err;
 }
 
 uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)

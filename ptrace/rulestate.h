@@ -13,7 +13,6 @@
 #include "ptrace/thread.h"
 #include "ptrace/types.h"
 
-struct pt_perfev;
 struct pt_tracee;
 
 /* A thread not yet looked at by a tick: sampled at its first look if it is
@@ -47,18 +46,21 @@ struct pt_rule_thread {
 	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
 	int snap_taken;          /* its snapshot stop was captured and reported */
 	uint64_t snap_run_ns, snap_sp, snap_pc;
-	/* perf_event backend (perftick.c): the thread's event, opened at the
-	 * first tick that samples after its birth; the CPU its samples carried
-	 * so far, as its CPU time (pf_mark, while no event is open) or as the
-	 * event's count less what it used before the event opened (pf_last:
-	 * a sample's weight is its count less pf_last); when an open that
-	 * failed may be tried again; its samples reported so far. */
+	/* perf_event backend (perftick.c): the thread's event, opened in its
+	 * birth stop or at the first tick that samples; the CPU its samples
+	 * carried so far, as its CPU time (pf_mark, while no event is open)
+	 * or as the event's count less what it used before the event opened
+	 * (pf_last: a sample's weight is its count less pf_last); when an open
+	 * that failed may be tried again; whether a sample of it was reported
+	 * (its stack size then learned); the ticks left before its random
+	 * first period gives way to the tick period (2 opened at a tick, 1 in
+	 * its birth stop, 0 done). */
 	struct pt_perfev *pev;
 	uint64_t pf_mark;
 	int64_t pf_last;
 	uint64_t pf_retry_ns;
 	int pf_learned;
-	int pf_phase;            /* opened with a random first period, not yet reset */
+	int pf_phase;
 };
 
 /* What the rule asks of the mechanism that a unit test stands in for: the

@@ -46,7 +46,7 @@ struct pt_session {
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
-	uint64_t lost0;              /* the target's perf samples lost before the session */
+	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
 	struct pt_session *next;
 };
 

@@ -218,6 +218,8 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 {
 	struct pt_capture *cap = &t->caps[slot];
 
+	if (t->busy || t->nlate)
+		return -EBUSY;   /* a batch of stops holds the slots (a thread dump's) */
 	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
 		return -ENOMEM;
 	if (len > t->o.stack_bytes)
@@ -225,8 +227,8 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 	cap->regs = *regs;
 	memcpy(cap->stack, stack, len);
 	cap->stack_len = len;
-	/* A copy that stopped short of its size reached the stack's top:
-	 * nothing lies beyond it. */
+	/* A copy that stopped short of its size reached the stack's top: a
+	 * read past it finds nothing mapped. */
 	cap->stack_limit = whole ? len : (size_t)1 << 30;
 	cap->read_beyond = 1;
 	cap->sig_len = 0;

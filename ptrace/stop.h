@@ -38,7 +38,8 @@ void pt_stop_report_late(struct pt_tracee *t);
  * ptrace/perfev.h), put into capture slot `slot` (< max_per_tick) for th:
  * its registers and its stack copy (whole: the copy reached the stack's
  * top; else what lies beyond is read from memory as the unwind needs it).
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -EBUSY while stops of ours hold the slots (a thread dump's:
+ * put it later), or -ENOMEM. */
 int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 		     const struct user_regs_struct *regs, const uint8_t *stack, size_t len, int whole);
 /* Unwinds and reports slots 0..n (put with pt_stop_put_copy) as one batch

@@ -71,7 +71,10 @@ static void check_ptrace_allowed(pid_t target)
 
 /* The capabilities podprof uses: CAP_SYS_PTRACE always, CAP_SYS_NICE for the
  * sampler's priority (dropped once the sampler runs), CAP_NET_BIND_SERVICE
- * for a port below 1024. */
+ * for a port below 1024, CAP_PERFMON and CAP_IPC_LOCK for the perf_event
+ * backend (unless --backend ptrace). CAP_SYS_ADMIN, which kernels before
+ * 5.8 ask for perf events in its stead, is never kept: there, the perf
+ * events sample user time only (paranoid 2) or are refused. */
 static uint64_t wanted_capabilities(const struct sc_cfg *cfg)
 {
 	uint64_t want = 1ull << CAP_SYS_PTRACE | 1ull << CAP_SYS_NICE;
@@ -119,7 +122,8 @@ static void raise_capabilities(const struct sc_cfg *cfg)
 }
 
 /* Least privilege: keep CAP_SYS_PTRACE (and CAP_NET_BIND_SERVICE when
- * listening below port 1024), drop every other capability from the bounding
+ * listening below port 1024, CAP_PERFMON and CAP_IPC_LOCK where held and
+ * perf events may be used), drop every other capability from the bounding
  * set, the effective, permitted, inheritable and ambient sets. Capabilities
  * are per thread: this runs before any thread is created, and the threads
  * inherit the result. Returns the number of capabilities dropped. */
@@ -167,7 +171,7 @@ static int check_backend(const struct sc_cfg *cfg, pid_t pid)
 		return -EPERM;
 	}
 	log_info("backend: %s%s: %s", cfg->backend, !strcmp(cfg->backend, "auto") ?
-		 rc ? " (perf_event)" : " (ptrace)" : "", why);
+		 rc ? " (perf_event; ptrace for a CPython target)" : " (ptrace)" : "", why);
 	return 0;
 }
 
@@ -178,13 +182,15 @@ static void close_walk(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-/* Two descriptors per target thread (stat, schedstat) and one per client:
- * the usual soft limit of 1024 is too few for a big target. The hard limit
- * is ours to take; say so when even that is short. */
+/* Two descriptors per target thread (stat, schedstat), a third for its
+ * perf event (unless --backend ptrace), and one per client: the usual soft
+ * limit of 1024 is too few for a big target. The hard limit is ours to
+ * take; say so when even that is short. */
 static void raise_fd_limit(const struct sc_cfg *cfg)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)cfg->max_threads * 2 + (rlim_t)cfg->max_conns + 64;
+	rlim_t per = sc_cfg_backend(cfg) == PT_BACKEND_PTRACE ? 2 : 3;
+	rlim_t want = (rlim_t)cfg->max_threads * per + (rlim_t)cfg->max_conns + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
@@ -197,7 +203,7 @@ static void raise_fd_limit(const struct sc_cfg *cfg)
 		log_info("podprof: open-file limit %llu: room for about %llu target threads "
 			 "(threads past it go unsampled)", (unsigned long long)rl.rlim_cur,
 			 (unsigned long long)(rl.rlim_cur > (rlim_t)cfg->max_conns + 64 ?
-					      (rl.rlim_cur - (rlim_t)cfg->max_conns - 64) / 2 : 0));
+					      (rl.rlim_cur - (rlim_t)cfg->max_conns - 64) / per : 0));
 }
 
 /* The process to profile (--pid, --comm, --exe or the only candidate).

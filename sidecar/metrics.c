@@ -70,6 +70,9 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("perf_samples_lost_total", perf_lost,
 		"Samples the kernel could not write, a ring buffer full (the sampler late): their CPU "
 		"is carried by their threads' next samples."),
+	COUNTER("perf_open_failures_total", perf_open_failures,
+		"Threads whose perf event could not be opened (the open-file or locked-memory limit: "
+		"see the log and the profile's comment); their CPU is settled as pending."),
 	COUNTER("ticks_total", ticks, "Sampling ticks run."),
 	COUNTER("ticks_late_total", ticks_late,
 		"Ticks that started a period or more late (the sampler fell behind; never queued)."),

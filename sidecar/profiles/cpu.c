@@ -39,13 +39,22 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		 "podprof: on-CPU thread samples taken with %s at %d Hz; thread_samples=%" PRIu64
 		 " dropped_stacks=%" PRIu64 "%s", pr->backend ? pr->backend : "ptrace", in.hz,
 		 in.thread_samples, in.dropped_stacks,
-		 pr->backend && !strcmp(pr->backend, "ptrace") ? " (each sample stops its thread)" :
-		 pr->backend ? " (the kernel copied each sample's stack; no thread was stopped)" : "");
+		 !pr->backend || !strcmp(pr->backend, "ptrace") ? " (each sample stops its thread)" :
+		 !strcmp(pr->backend, "perf_event") ?
+		 " (the kernel copied each sample's stack; no thread was stopped)" : "");
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
 	if (pr->backend_why[0]) {
 		snprintf(comment, sizeof(comment), "podprof: backend %s: %s", pr->backend,
 			 pr->backend_why);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
+	if (pr->open_failures) {
+		snprintf(comment, sizeof(comment),
+			 "podprof: perf_event_open failed %" PRIu64 " times for threads (last: %s): "
+			 "their CPU is under \"" PT_MARK_PENDING_NAME "\"", pr->open_failures,
+			 strerror(pr->open_err));
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}

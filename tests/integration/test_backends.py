@@ -69,6 +69,33 @@ def perf_event_samples_without_stopping_a_thread():
     pp.stop()
 
 
+def perf_samples(pp):
+    st, _, body = http(pp.port, "/metrics")
+    m = re.search(r"^podprof_perf_samples_total (\d+)", body.decode(), re.M)
+    check(st == 200 and m, "no podprof_perf_samples_total")
+    return int(m.group(1))
+
+
+@test
+def perf_events_sample_only_while_a_profile_does():
+    """Between CPU profiles, and during a profile that takes no CPU sample
+    (block), the target's threads are not sampled: the kernel's samples
+    stop with the last CPU profile (podprof stays attached for its grace)."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event", "--detach-grace-ms", "5000")
+    get_profile(pp, "seconds=1")
+    n0 = perf_samples(pp)
+    check(n0 > 0, "no perf sample during the profile")
+    st, _, _ = http(pp.port, "/debug/pprof/block?seconds=1")
+    check(st == 200, "block: %d" % st)
+    n1 = perf_samples(pp)
+    check(n1 == n0, "%d samples read while only block ran (2 busy threads)" % (n1 - n0))
+    get_profile(pp, "seconds=1")
+    check(perf_samples(pp) > n1, "no perf sample in the second profile")
+    pp.stop()
+    f.stop()
+
+
 @test
 def auto_falls_back_to_ptrace_where_perf_events_are_refused():
     """podprof under a seccomp filter that refuses perf_event_open (EPERM,

@@ -23,12 +23,14 @@ COPY . .
 # Permitted-only file capabilities (no +e): with the effective bit, execve
 # fails with EPERM in a container whose bounding set lacks one of them (a pod
 # that adds SYS_PTRACE but not SYS_NICE); podprof raises what it is allowed
-# into its effective set itself. COPY keeps the security.capability xattr.
+# into its effective set itself. PERFMON and IPC_LOCK serve the perf_event
+# backend, where the pod adds them (the chart's perfEvent.enabled). COPY keeps
+# the security.capability xattr.
 RUN make -j"$(nproc)" GIT_REV="$GIT_REV" all \
 	&& install -D -m 0755 build/release/podprof /out/podprof \
 	&& install -D -m 0644 build/release/libpodprof-alloc.so /out/libpodprof-alloc.so \
-	&& setcap cap_sys_ptrace,cap_sys_nice+p /out/podprof \
-	&& getcap /out/podprof | grep -q 'cap_sys_ptrace,cap_sys_nice=p'
+	&& setcap cap_sys_ptrace,cap_sys_nice,cap_perfmon,cap_ipc_lock+p /out/podprof \
+	&& getcap /out/podprof | grep -q 'cap_ipc_lock,cap_sys_ptrace,cap_sys_nice,cap_perfmon=p'
 
 FROM ${BASE}
 COPY scripts/packages.txt /tmp/packages.txt

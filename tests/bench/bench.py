@@ -161,11 +161,12 @@ def pause_figures(log):
     return (int(m.group(1)),) + tuple(float(v) for v in m.group(2, 3, 4, 5))
 
 
-def run_profiled(threads, sleepers, hz, seconds, binary=None):
+def run_profiled(threads, sleepers, hz, seconds, binary=None, backend="ptrace"):
     import time
     p = start_busy(threads, sleepers)
     t0 = time.monotonic()
-    pp, port = start_podprof(p.pid, binary=binary)
+    # (a build to compare with, --versus, may predate --backend: its own default)
+    pp, port = start_podprof(p.pid, *(() if binary else ("--backend", backend)), binary=binary)
     out = os.path.join(TMP, "p.pb.gz")
     cpu0, tcpu0 = proc_cpu_s(pp.pid), proc_cpu_s(p.pid)
     subprocess.run(["curl", "-sf", "-o", out,
@@ -180,21 +181,28 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None):
     samples, p50, p99, u50, u99 = pause_figures(log)
     sym = re.search(r"symbolize_us_per_loc=([\d.]+) locs=(\d+) symtabs=(\d+) in ([\d.]+) ms", log)
     run_it.TMP = TMP
-    a = b = 0.0
+    a = b = whole = total = 0.0
     frames = []
     for v, fr in run_it.traces(out):
         frames.append(len(fr))
+        total += v
+        # A complete stack reaches the thread's first frame: _start (main)
+        # or clone3 (start_thread).
+        whole += v if fr[-1] in ("_start", "__clone3") else 0
         if fr[0] == "hot_a":
             a += v
         elif fr[0] == "hot_b":
             b += v
     share = 100 * a / (a + b) if a + b else float("nan")
+    raw = run_it.pprof("-raw", out)
+    lost = re.search(r"samples_lost=(\d+)", raw)
     return dict(ips=ips, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
                 own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
                 hwm_mb=hwm / 1024.0, sym_us=float(sym.group(1)), symtab_ms=float(sym.group(4)),
                 symtabs=int(sym.group(3)),
                 expected=threads * hz * seconds, go_expected=target_cpu * hz,
-                frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth)
+                frames=statistics.mean(frames) if frames else 0, err=share - truth, share=share, truth=truth,
+                lost=int(lost.group(1)) if lost else 0, whole_pct=100 * whole / total if total else 0)
 
 
 def cpu_row(label, reps):
@@ -207,19 +215,26 @@ def cpu_row(label, reps):
             min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
             med("perf_slowdown"), ratio,
             med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps),
+            med("lost"), med("whole_pct"),
             med("sym_us"), med("symtab_ms"), med("symtabs"))
 
 
+BACKENDS = ("ptrace", "perf_event")
+
+
 def section_cpu():
+    """Every configuration under both backends and under perf record, side
+    by side in each repetition (one alone run as the baseline)."""
     rows = []
     for label, t, s, hz in CONFIGS:
-        reps, vreps = [], []
+        reps = {b: [] for b in BACKENDS}
+        vreps = []
         for _ in range(args.reps):
             alone = run_alone(t, s, args.seconds)
-            prof = run_profiled(t, s, hz, args.seconds)
+            prof = {b: run_profiled(t, s, hz, args.seconds, backend=b) for b in BACKENDS}
             vprof = run_profiled(t, s, hz, args.seconds, VERSUS) if VERSUS else None
             perf = run_perf(t, s, hz, args.seconds)
-            for r, rs in ((prof, reps), (vprof, vreps)):
+            for r, rs in [(prof[b], reps[b]) for b in BACKENDS] + [(vprof, vreps)]:
                 if r:
                     r["slowdown"] = 100 * (1 - r["ips"] / alone)
                     r["perf_slowdown"] = 100 * (1 - perf / alone)
@@ -229,15 +244,16 @@ def section_cpu():
                     r["loss_us"] = (r["slowdown"] / 100 * min(t, os.cpu_count()) * args.seconds * 1e6
                                     / max(r["samples"], 1))
                     rs.append(r)
-        rows.append(cpu_row(label, reps))
+        for b in BACKENDS:
+            rows.append(cpu_row("%s, %s" % (label, b), reps[b]))
         if vreps:
             rows.append(cpu_row(label + " (versus %s)" % args.versus, vreps))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | target loss us/sample | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | symbolize us/location warm | symbol tables read (cold) ms | tables |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | target loss us/sample | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | lost samples | complete stacks % | symbolize us/location warm | symbol tables read (cold) ms | tables |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %.2f | %.1f | %d |" % r)
+        print("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %d | %.1f | %.2f | %.1f | %d |" % r)
     print()
 
 

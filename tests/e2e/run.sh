@@ -273,6 +273,12 @@ check "nonRoot model renders uid 65532, allowPrivilegeEscalation: true, drop ALL
 	--set security.sysNice=false "$C" > "$OUT/root.yaml"
 check "root model renders uid 0, allowPrivilegeEscalation: false, add SYS_PTRACE only" \
 	all_in "$OUT/root.yaml" "runAsUser: 0" "runAsNonRoot: false" "allowPrivilegeEscalation: false" "add: [SYS_PTRACE]"
+"$RENDER" --set example.enabled=true --set example.app.image=x --set perfEvent.enabled=true \
+	--set perfEvent.backend=perf_event "$C" > "$OUT/perf.yaml"
+check "perfEvent.enabled adds PERFMON and IPC_LOCK; perfEvent.backend passes --backend" \
+	all_in "$OUT/perf.yaml" "add: [SYS_PTRACE, SYS_NICE, PERFMON, IPC_LOCK]" "- --backend=perf_event"
+bad "schema rejects perfEvent.backend=ebpf, naming it" "- perfEvent.backend: backend must be one of the following" \
+	--set perfEvent.backend=ebpf
 # Every flag the chart passes exists in podprof --help.
 "$RENDER" --set example.enabled=true --set example.app.image=x --set target.comm=busy \
 	--set auth.existingSecret=s "$C" > "$OUT/all-flags.yaml"
@@ -699,6 +705,47 @@ else
 	fail "k8s SYS_PTRACE+SYS_NICE: podprof starts"
 fi
 podman rm -f -t 0 "$PREFIX-k8s-nice" > /dev/null 2>&1
+# The perf_event backend in a container (README, "Two ways of sampling"):
+# with PERFMON and no seccomp filter (Kubernetes' default, Unconfined),
+# podprof samples without stopping a thread; with PERFMON under this
+# Podman's default profile, which allows perf_event_open only with
+# SYS_ADMIN (as containerd's did before 2022), --backend auto samples with
+# ptrace and says why, in its log and in the profile.
+perf_ep() {
+	local n=$1; shift
+	podman rm -f -t 0 "$PREFIX-$n" > /dev/null 2>&1
+	podman run -d --name "$PREFIX-$n" --pid="container:$PREFIX-app" --network="container:$PREFIX-app" \
+		--user 65532:65532 --cap-drop ALL --cap-add SYS_PTRACE,PERFMON "$@" "$IMG" > /dev/null
+}
+perf_ep perf-unconfined --security-opt seccomp=unconfined
+if wait_log "$PREFIX-perf-unconfined" 'serving http' 20; then
+	pid=$(cpid "$PREFIX-perf-unconfined")
+	check "PERFMON, no seccomp filter: CAP_PERFMON kept, CAP_SYS_PTRACE too" eval 'has_cap "$pid" 38 && has_cap "$pid" 19'
+	get "$pid" "/debug/pprof/profile?seconds=2" "$OUT/perf-unconfined.pb.gz"
+	go tool pprof -raw "$OUT/perf-unconfined.pb.gz" > "$OUT/perf-unconfined.raw" 2>&1
+	check "PERFMON, no seccomp filter: sampled with perf_event (the comment says so), hot_a named" \
+		eval '[ "$CODE" = 200 ] && grep -q "taken with perf_event" "$OUT/perf-unconfined.raw" && grep -q " hot_a " "$OUT/perf-unconfined.raw"'
+	get "$pid" "/metrics" "$OUT/perf-unconfined.metrics"
+	check "PERFMON, no seccomp filter: no thread stopped for the profile, samples read from the rings" \
+		eval 'grep -q "^podprof_stops_total 0$" "$OUT/perf-unconfined.metrics" && grep -qE "^podprof_perf_samples_total [1-9]" "$OUT/perf-unconfined.metrics"'
+else
+	fail "PERFMON, no seccomp filter: podprof starts"
+fi
+podman rm -f -t 0 "$PREFIX-perf-unconfined" > /dev/null 2>&1
+perf_ep perf-seccomp
+if wait_log "$PREFIX-perf-seccomp" 'serving http' 20; then
+	pid=$(cpid "$PREFIX-perf-seccomp")
+	podman logs "$PREFIX-perf-seccomp" > "$OUT/perf-seccomp.log" 2>&1
+	check "PERFMON under Podman's default seccomp profile: auto says ptrace and why" \
+		grep -q 'backend: auto (ptrace): perf_event_open refused: Operation not permitted' "$OUT/perf-seccomp.log"
+	get "$pid" "/debug/pprof/profile?seconds=2" "$OUT/perf-seccomp.pb.gz"
+	go tool pprof -raw "$OUT/perf-seccomp.pb.gz" > "$OUT/perf-seccomp.raw" 2>&1
+	check "PERFMON under Podman's default seccomp profile: the profile says ptrace and why, hot_a named" \
+		eval '[ "$CODE" = 200 ] && grep -q "taken with ptrace" "$OUT/perf-seccomp.raw" && grep -q "backend ptrace: perf_event_open refused" "$OUT/perf-seccomp.raw" && grep -q " hot_a " "$OUT/perf-seccomp.raw"'
+else
+	fail "PERFMON under Podman's default seccomp profile: podprof starts"
+fi
+podman rm -f -t 0 "$PREFIX-perf-seccomp" > /dev/null 2>&1
 # allowPrivilegeEscalation: false sets no_new_privs: the kernel ignores file
 # capabilities, and podprof must say so on its first line. The root-owned app:
 # a target of podprof's own uid needs no capability at all where Yama is

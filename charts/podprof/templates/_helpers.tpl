@@ -91,6 +91,7 @@ volumes when auth.existingSecret is set.
     - --tree
     {{- end }}
     - --hz={{ int $v.hz }}
+    - --backend={{ $v.perfEvent.backend }}
     - --max-seconds={{ int $v.maxSeconds }}
     - --max-sessions={{ int $v.maxSessions }}
     - --max-cpu-percent={{ int $v.maxCpuPercent }}
@@ -137,7 +138,7 @@ volumes when auth.existingSecret is set.
     readOnlyRootFilesystem: true
     capabilities:
       drop: [ALL]
-      add: [SYS_PTRACE{{ if $v.security.sysNice }}, SYS_NICE{{ end }}]
+      add: [SYS_PTRACE{{ if $v.security.sysNice }}, SYS_NICE{{ end }}{{ if $v.perfEvent.enabled }}, PERFMON, IPC_LOCK{{ end }}]
     {{- with $v.security.seccompProfile }}
     seccompProfile:
       type: {{ . }}

@@ -86,6 +86,21 @@ void pt__backend_note(struct pt_session *ss, struct pt_profile *p)
 	p->open_err = p->open_failures ? rs.perf_open_err : 0;
 }
 
+uint64_t pt__backend_tick_every(const struct pt_sampler *s, uint64_t period)
+{
+	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next) {
+		if (!ss->period_ns)
+			continue;
+		/* A slower session takes one tick in so many (its samples
+		 * scaled); one that looks at thread states needs its ticks. */
+		if (!samples(ss) || ss->period_ns * (uint64_t)s->rate.div != period ||
+		    (ss->kind->flags & PT_KIND_F_STATES) ||
+		    pt_perftick_backend(ss->rule, NULL) != PT_BACKEND_PERF)
+			return 1;
+	}
+	return period >= PT_PERF_DRAIN_NS ? 1 : (PT_PERF_DRAIN_NS + period - 1) / period;
+}
+
 void pt__backend_event(struct pt__target *tg, const struct pt_event *ev)
 {
 	if (ev->kind == PT_EV_CLONE)

@@ -37,6 +37,11 @@ void pt__backend_end(struct pt_sampler *s, struct pt_session *ss);
 /* The profile of a session that took CPU samples says how, why, and what
  * was lost. */
 void pt__backend_note(struct pt_session *ss, struct pt_profile *p);
+/* How many sampling periods (`period`) apart the ticks may come: more
+ * than 1 when every session that ticks takes CPU samples at that period
+ * from a target sampled with perf_event (the kernel took the samples: a
+ * tick only reads them, PT_PERF_DRAIN_NS apart), else 1. */
+uint64_t pt__backend_tick_every(const struct pt_sampler *s, uint64_t period);
 /* A thread of tg was born or ended: its perf event opens, or is read a
  * last time and closed. */
 void pt__backend_event(struct pt__target *tg, const struct pt_event *ev);

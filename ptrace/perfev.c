@@ -86,10 +86,9 @@ int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg
 	if (cfg->stack_bytes % 8 || cfg->stack_bytes > PT_PERFEV_MAX_STACK || !cfg->period_ns)
 		return -EINVAL;
 	rec = record_size(cfg->stack_bytes);
-	/* Room for three samples: the sampler drains at every tick, a period
-	 * of the thread's CPU apart at most, but may be late on a loaded
-	 * machine. */
-	while (pages * pgsz < 3 * rec)
+	/* Room for what the caller drains at once, and more for a drain
+	 * that comes late on a loaded machine. */
+	while (pages * pgsz < (cfg->ring_samples ? cfg->ring_samples : 3) * rec)
 		pages *= 2;
 	if (!(e = base_calloc(1, sizeof(*e))))
 		return -ENOMEM;

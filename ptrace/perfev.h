@@ -22,6 +22,7 @@ struct pt_perfev_cfg {
 	size_t stack_bytes;    /* user stack copied per sample (a multiple of 8, < 65535) */
 	int exclude_kernel;    /* 1: ticks that land in the kernel are dropped by it (no
 	                        * CAP_PERFMON at perf_event_paranoid 2) */
+	unsigned ring_samples; /* samples its ring holds at least (0: 3) */
 };
 
 /* Largest stack copy the kernel takes (sample_stack_user is a u16, a

@@ -15,6 +15,12 @@
 struct pt_rule;
 struct pt_thread;
 
+/* Under perf_event a tick only reads the rings (the kernel took the
+ * samples): the sampler then ticks this far apart at least, not once per
+ * sampling period (backends.h), and each ring holds three samples more
+ * than a thread can take in that time (for a drain that comes late). */
+#define PT_PERF_DRAIN_NS 5000000ull
+
 /* Decides how t's CPU samples are taken, once, at its first session that
  * samples (*fresh then 1, for a log line): want (ptrace/types.h), with
  * auto taking perf_event where perf_event_open allows it, except for a

@@ -534,6 +534,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 	s->rng ^= s->rng << 13;
 	s->rng ^= s->rng >> 7;
 	s->rng ^= s->rng << 17;
+	period *= pt__backend_tick_every(s, period);   /* perf_event: only reading */
 	s->next_tick += period - period / 4 + s->rng % (period / 2 + 1);
 	if (s->next_tick < pt__now_ns())
 		s->next_tick = pt__now_ns() + period / 4;

@@ -210,8 +210,8 @@ echo "  image size: $SIZE bytes ($(awk -v s="$SIZE" 'BEGIN { printf "%.1f MB", s
 check "image runs as uid 65532" [ "$(podman image inspect "$IMG" --format '{{.Config.User}}')" = 65532:65532 ]
 check "image exposes 8008" sh -c "podman image inspect '$IMG' --format '{{json .Config.ExposedPorts}}' | grep -q 8008/tcp"
 MNT=$(podman image mount "$IMG")
-check "binary has permitted-only file capabilities cap_sys_ptrace,cap_sys_nice=p" \
-	sh -c "getcap '$MNT/usr/local/bin/podprof' | grep -q 'cap_sys_ptrace,cap_sys_nice=p$'"
+check "binary has permitted-only file capabilities cap_ipc_lock,cap_sys_ptrace,cap_sys_nice,cap_perfmon=p" \
+	sh -c "getcap '$MNT/usr/local/bin/podprof' | grep -q 'cap_ipc_lock,cap_sys_ptrace,cap_sys_nice,cap_perfmon=p$'"
 check "no compiler, make or setcap in the runtime image" \
 	sh -c "! ls '$MNT'/usr/bin/{cc,gcc,make,setcap,protoc-c} 2>/dev/null | grep -q ."
 check "no setuid/setgid files in the runtime image" \

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +38,9 @@ static pid_t busy_child(void)
 
 	ASSERT(pipe(p) == 0);
 	if ((pid = fork()) == 0) {
+		/* dies with the test, whatever ends it (make torture's failed
+		 * assertions exit without end_child) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		spin(p[1]);
 	}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +175,7 @@ TEST(perfmap_open_resolves_symlinks_inside_the_target_root)
 	ASSERT_OK(pipe(sync));
 	child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* dies with the test, however it ends */
 		if (chroot(root) || chdir("/"))
 			_exit(1);
 		if (write(sync[1], "x", 1) != 1)

@@ -2,6 +2,7 @@
  * objects.h): this process and a forked child of it, read as two targets. */
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ static pid_t idle_child(void)
 	ASSERT_OK(pipe(sync));
 	child = fork();
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* dies with the test, however it ends */
 		close(sync[0]);
 		if (write(sync[1], "x", 1) != 1)
 			_exit(1);

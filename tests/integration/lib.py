@@ -385,6 +385,13 @@ def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_
             frames = frames[1:]   # CPU settled on a sampled stack: that stack's, as the user reads it
             if not frames:
                 continue          # settled on no stack: a thread no tick sampled
+        if len(frames) > 2 and frames[1] == "__restore_rt" and frames[0] == frames[2]:
+            # perf_event: a sample the kernel took while it set up or took
+            # down a signal frame has the interrupted PC with the frame's SP
+            # (seen once in four runs of signals_delivered_exactly_once_...
+            # at 1 kHz): the interrupted function, twice around the
+            # trampoline. Read as the interrupted stack (known, left as it is).
+            frames = frames[2:]
         for f in frames:
             check(f in KNOWN or f in extra or f in plt or LIBC_RE.match(f) or f.startswith("[vdso]") or f.startswith("linux-vdso"),
                   "unexpected frame name %r in %s" % (f, frames))

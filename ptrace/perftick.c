@@ -142,16 +142,16 @@ static void perf_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 	smp->cpu_ns = r->pf_w[r->pf_wi++];
 	smp->state = 'R';   /* it was on a core: the kernel sampled it there */
 	pt__rt(th)->pf_learned = 1;
-	if (r->pf_cbs.sample)
-		r->pf_cbs.sample(r->pf_cbs.arg, smp);
+	if (r->cbs.sample)
+		r->cbs.sample(r->cbs.arg, smp);
 }
 
 static void perf_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
 {
 	struct pt_rule *r = arg;
 
-	if (r->pf_cbs.timing)
-		r->pf_cbs.timing(r->pf_cbs.arg, pause_ns, unwind_ns);
+	if (r->cbs.timing)
+		r->cbs.timing(r->cbs.arg, pause_ns, unwind_ns);
 }
 
 /* Unwinds and reports the batch of captures put so far. */
@@ -184,7 +184,7 @@ static int on_record(void *arg, const struct pt_perfev_sample *smp)
 	struct user_regs_struct regs;
 	int err = 0;
 
-	if (d->r->pf_cbs.sample && w > 0) {
+	if (d->r->cbs.sample && w > 0) {
 		/* Its name, read again once a second (threads rename
 		 * themselves rarely, mostly right after they start). */
 		if (!d->th->comm[0] || pt__now_ns() - d->th->comm_ns > 1000000000ull)
@@ -256,7 +256,6 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 		return 0;
 	if (!r->pf_w && !(r->pf_w = base_calloc((size_t)max, sizeof(*r->pf_w))))
 		return -ENOMEM;
-	r->pf_cbs = *cbs;
 	if (period_ns != r->pf_period) {
 		/* The rate changed (a session's, or the sampler's budget). */
 		r->pf_period = period_ns;

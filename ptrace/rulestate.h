@@ -96,7 +96,6 @@ struct pt_rule {
 	int pf_on;
 	uint64_t *pf_w;
 	int pf_wi;
-	struct pt_tick_cbs pf_cbs;
 	int pf_err;              /* the last open's error, 0 if none failed */
 	uint64_t rng;            /* xorshift state: each event's first period */
 };

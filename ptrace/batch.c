@@ -114,21 +114,49 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 	}
 }
 
-/* Sizes a thread's next stack copy from what its last unwind read: twice
- * that plus a page, in pages. Grows at once, shrinks by an eighth at most
- * per sample (a thread that goes deeper now and then keeps its room); an
- * unwind that ran out of copy makes the next one whole (that sample's
- * stack ends where the copy did: counted, and incomplete). */
+/* Sizes a thread's next stack copy from what its last unwind read. A
+ * stop's copy (ptrace): twice that plus a page, in pages; an unwind that
+ * ran out of copy makes the next one whole (that sample's stack ends where
+ * the copy did: counted, and incomplete). The kernel's copy (perf_event):
+ * what was read and a quarter more, in 512-byte steps; the kernel copies
+ * that much at every sample, on the target's time, and what an unwind
+ * lacks is read from memory right after (read_beyond: counted in `used`),
+ * so a sample that went deeper loses nothing, and the copy grows when two
+ * in a row needed more. A stop's grows at once. Either shrinks by an
+ * eighth at most per sample (a thread that goes deeper now and then keeps
+ * its room). The two are kept
+ * apart: a stop's copy (a thread dump's, under perf_event) is not cut to
+ * the kernel's tight one. */
 static void learn_stack(struct pt_tracee *t, struct pt_thread *th, const struct pt_capture *cap)
 {
 	size_t cur = th->stack_want ? th->stack_want : t->o.stack_bytes;
-	size_t need = (2 * cap->stack_used + 2 * 4096 - 1) & ~(size_t)4095;
+	size_t need, used = cap->stack_used;
 
-	if (cap->stack_short) {
+	if (cap->stack_short)
 		t->st.short_copies++;
+	if (cap->read_beyond) {
+		size_t both, floor;
+
+		cur = th->kstack_want ? th->kstack_want : (cap->stack_len + 511) & ~(size_t)511;
+		need = (used + used / 4 + 512 + 511) & ~(size_t)511;
+		/* Grown to what two samples in a row needed: one unwind that
+		 * strayed (read far past the stack) does not make every later
+		 * copy large; one that went deeper lost nothing. */
+		both = need < th->kstack_last ? need : th->kstack_last;
+		th->kstack_last = need;
+		floor = (cur - cur / 8) & ~(size_t)511;
+		if (both > cur)
+			need = both;
+		else
+			need = need < cur ? (need > floor ? need : floor) : cur;
+		th->kstack_want = need < t->o.stack_bytes ? need : t->o.stack_bytes;
+		return;
+	}
+	if (cap->stack_short) {
 		th->stack_want = 0;
 		return;
 	}
+	need = (2 * used + 2 * 4096 - 1) & ~(size_t)4095;
 	if (need < ((cur - cur / 8) & ~(size_t)4095))
 		need = (cur - cur / 8) & ~(size_t)4095;
 	th->stack_want = need >= t->o.stack_bytes ? 0 : need;

@@ -2,11 +2,11 @@
  * backend. A thread's event opens in its birth stop, before it first runs
  * (a thread born while a session samples), else at the first tick that
  * samples; its first period is a random part of one. It is sized to the
- * thread's stack: at first 8 KiB, as perf's own default, then as the
- * mechanism learns from each unwind what the thread needs (struct
- * pt_thread's stack_want, grown at once when an unwind had to read past
- * the copy), at most --stack-bytes and 65 528 (the kernel's limit); a size
- * that changed by half or more is a new event. The kernel copies the stack
+ * thread's stack: at first 8 KiB, as perf's own default, then what its
+ * unwinds read and a quarter more (struct pt_thread's kstack_want, grown
+ * when two unwinds in a row had to read past the copy: batch.c), at most
+ * --stack-bytes and 65 528 (the kernel's limit); a size grown, or shrunk
+ * by an eighth or more (once a second at most), is a new event. The kernel copies the stack
  * at every sample, so a copy larger than the stack needs is a cost the
  * target pays, about 0.15 us per KiB (reference/perf-event.md, section 8).
  * Sampler thread only. */
@@ -28,6 +28,7 @@
 #define FIRST_STACK 8192u
 #define RETRY_NS 1000000000ull   /* an open that failed is tried again a second later */
 #define MIN_PERIOD_NS 10000ull   /* the kernel's least hrtimer period */
+#define RESIZE_NS 1000000000ull  /* a copy is made smaller once a second at most */
 
 /* The stack copy th's event should take. */
 static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
@@ -35,10 +36,7 @@ static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
 {
 	size_t max = r->pcfg.stack_bytes, want;
 
-	if (!rt->pf_learned)
-		want = FIRST_STACK;
-	else
-		want = th->stack_want ? th->stack_want : max;
+	want = rt->pf_learned && th->kstack_want ? th->kstack_want : FIRST_STACK;
 	if (want > max)
 		want = max;
 	return want & ~(size_t)7;
@@ -199,6 +197,7 @@ static int on_record(void *arg, const struct pt_perfev_sample *smp)
 			d->r->pf_w[d->n++] = (uint64_t)w;
 	}
 	d->r->st.perf_samples++;
+	d->r->st.perf_stack_bytes += smp->stack_len;
 	if (!err)
 		rt->pf_last = (int64_t)smp->count;
 	return d->n == d->max;
@@ -294,7 +293,11 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 			continue;
 		cur = pt_perfev_stack_bytes(rt->pev);
 		want = want_stack(r, th, rt);
-		if (want > cur || want < cur / 2) {
+		/* Grown at once (two unwinds in a row read past the copy);
+		 * shrunk by an eighth or more, once a second at most (a new
+		 * event: its open and close interrupt the thread's core). */
+		if (want > cur || (want <= cur - cur / 8 && now >= rt->pf_resized_ns + RESIZE_NS)) {
+			rt->pf_resized_ns = now;
 			(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
 			close_event(th, rt);
 			open_event(r, th, rt, now, 0);

@@ -59,6 +59,7 @@ struct pt_rule_thread {
 	uint64_t pf_mark;
 	int64_t pf_last;
 	uint64_t pf_retry_ns;
+	uint64_t pf_resized_ns;  /* its event last reopened at another stack size */
 	int pf_learned;
 	int pf_phase;
 };

@@ -112,6 +112,7 @@ struct pt_sampler_stats {
 	uint64_t rate_div;            /* 1, or the factor the rate is lowered by (over budget) */
 	uint64_t rate_changes;
 	uint64_t perf_samples, perf_lost;   /* perf_event backend: samples read, lost */
+	uint64_t perf_stack_bytes;          /* the kernel's stack copies, over the samples read */
 	uint64_t perf_open_failures;        /* threads' events that could not be opened */
 };
 /* Any thread: a snapshot of the counters and recent pause/unwind medians. */

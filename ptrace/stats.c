@@ -66,5 +66,6 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->execs += ts.execs;
 	st->perf_samples += rs.perf_samples;
 	st->perf_lost += rs.perf_lost;
+	st->perf_stack_bytes += rs.perf_stack_bytes;
 	st->perf_open_failures += rs.perf_open_failures;
 }

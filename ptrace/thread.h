@@ -40,6 +40,8 @@ struct pt_thread {
 	uint64_t sig_slices;       /* PT_TH_SIGNALLED: its count of times on a core then */
 	/* capture (capture.c) */
 	size_t stack_want;         /* stack to copy at its next stop; 0: stack_bytes */
+	size_t kstack_want;        /* the kernel's copy at its next sample (perf_event); 0: not learned */
+	size_t kstack_last;        /* what its last sample's unwind needed of it */
 	uint64_t last_sp;          /* its stack pointer at its last stop */
 	/* Go: its signal stack and the signal frame on it, as its last unwind
 	 * through Go's signal handler found them (pt_capture sig_*), or 0 */

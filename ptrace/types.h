@@ -139,6 +139,7 @@ struct pt_rule_stats {
 	/* perf_event backend */
 	uint64_t perf_samples;      /* samples read from the rings */
 	uint64_t perf_lost;         /* samples the kernel could not write (a ring full) */
+	uint64_t perf_stack_bytes;  /* user stack the kernel copied, over the samples read */
 	uint64_t perf_opens, perf_open_failures, perf_reopens;   /* events (re)sized to the stack */
 	int perf_open_err;          /* the last failed open's errno (0: none) */
 };

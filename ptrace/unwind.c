@@ -45,7 +45,8 @@ struct ctx {
 	/* The registers libunwind starts from: the capture's, or those of the
 	 * frame where a walk crossed from Go code into C code. */
 	struct user_regs_struct regs;
-	size_t used;     /* end of the furthest word read from the copy */
+	size_t used;     /* end of the furthest word of the stack read (from the
+			  * copy, or past it from memory: read_beyond) */
 	int short_copy;  /* a read fell in the uncopied part of the stack */
 };
 
@@ -107,6 +108,9 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 		c->short_copy = 1;
 		if (!cap->read_beyond)
 			return -UNW_EINVAL;
+		/* read from memory after the sample: how much the copy lacked */
+		if (addr - sp + sizeof(*val) > c->used)
+			c->used = addr - sp + sizeof(*val);
 	}
 	if (cap->sig_len && addr >= cap->sig_sp) {
 		/* The stack a Go signal interrupted, copied in the same stop. */

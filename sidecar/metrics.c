@@ -61,12 +61,16 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("maps_rereads_total", maps_rereads,
 		"Reads of the target's maps forced by an address outside them."),
 	COUNTER("stack_copies_short_total", short_copies,
-		"Stacks cut short because the unwind needed more than was copied (the next copy is whole)."),
+		"Stacks whose unwind needed more than was copied. A stop's: cut short there, and the next "
+		"copy is whole. The kernel's (perf_event): the rest read from memory, the next copy sized to it."),
 	COUNTER("stack_copies_signal_total", signal_copies,
 		"Go stacks interrupted by a signal, copied in the same stop as the signal handler's."),
 	COUNTER("perf_samples_total", perf_samples,
 		"Samples the kernel took without stopping a thread (the perf_event backend), read from "
 		"the ring buffers."),
+	COUNTER("perf_stack_bytes_total", perf_stack_bytes,
+		"User stack the kernel copied at those samples, on the sampled threads' time (about "
+		"0.15 us per KiB): each thread's copy is what its unwinds read and a quarter more."),
 	COUNTER("perf_samples_lost_total", perf_lost,
 		"Samples the kernel could not write, a ring buffer full (the sampler late): their CPU "
 		"is carried by their threads' next samples."),

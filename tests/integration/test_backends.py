@@ -96,6 +96,45 @@ def perf_events_sample_only_while_a_profile_does():
     f.stop()
 
 
+def perf_counters(pp):
+    st, _, body = http(pp.port, "/metrics")
+    check(st == 200, "/metrics: %d" % st)
+    return {k: int(v) for k, v in re.findall(r"^podprof_(perf_\w+_total) (\d+)", body.decode(), re.M)}
+
+
+@test
+def perf_event_copies_the_stack_the_unwinds_read():
+    """The kernel copies each sample's stack on the target's time (about
+    0.15 us per KiB): podprof opens a thread's event with perf's 8 KiB, then
+    sizes it to what the thread's unwinds read and a quarter more. Two busy
+    threads: the main thread, whose stack from hot_a up to _start is about
+    5 KiB (main holds 512 pthread_t), and a thread whose stack up to its
+    start is under 1 KiB. From the second profile on the kernel copies 7 KiB
+    and 1 KiB, 4.5 KiB a sample at most on average (perf's default would be
+    8; --stack-bytes is at its 64 KiB), and the stacks still reach the
+    threads' start."""
+    f = Fixture(threads=2)
+    pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
+    get_profile(pp, "seconds=1&hz=1000")
+    c0 = perf_counters(pp)
+    path = save(get_profile(pp, "seconds=2&hz=1000"), "perf-copy.pb.gz")
+    c1 = perf_counters(pp)
+    pp.stop()
+    truth = f.stop()
+    n = c1["perf_samples_total"] - c0["perf_samples_total"]
+    per = (c1["perf_stack_bytes_total"] - c0["perf_stack_bytes_total"]) / max(n, 1)
+    print("  info: %d samples, %.0f bytes of stack copied per sample" % (n, per))
+    check(n > 1000, "%d samples in 2 s of 2 busy threads at 1 kHz" % n)
+    check(0 < per <= 4608, "%.0f bytes copied per sample" % per)
+    check_busy_profile(path, truth)
+    whole = total = 0
+    for v, fr in traces(path):
+        total += v
+        whole += v if fr[-1] in ("_start", "__clone3") else 0
+    check(whole >= 0.99 * total, "%.1f%% of the stacks reach _start or __clone3:\n%s" % (
+        100 * whole / max(total, 1), pprof("-traces", path)[:3000]))
+
+
 @test
 def auto_falls_back_to_ptrace_where_perf_events_are_refused():
     """podprof under a seccomp filter that refuses perf_event_open (EPERM,

@@ -351,9 +351,10 @@ def stacks_stay_whole_when_their_depth_changes():
     stacks reach the thread's root. Under perf_event the kernel's copy is
     of the size the thread's event was opened with: what lies past it is
     read from the thread's memory (the samples stay whole), and the event
-    is opened again larger at the next tick, so a spell's samples until
-    then count as short (twice the spells at most)."""
-    for backend, per_spell in (("ptrace", 1), ("perf_event", 2)):
+    is opened again larger at the tick after two samples in a row needed
+    more, so a spell's samples until then count as short (three times the
+    spells at most)."""
+    for backend, per_spell in (("ptrace", 1), ("perf_event", 3)):
         f = Fixture(threads=1, extra=("-D", "1"))
         pp = Podprof("--pid", str(f.pid), "--backend", backend)
         path = save(get_profile(pp, "seconds=4&hz=200"), "deep-%s.pb.gz" % backend)

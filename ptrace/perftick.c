@@ -51,7 +51,10 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 	uint64_t run = 0;
 	int err;
 
-	if (now < rt->pf_retry_ns || (!born && pt_thread_read_sched(th, &run, NULL, NULL)))
+	/* (no period before the first tick that samples: a thread born
+	 * between a session's start and that tick waits for it) */
+	if (!r->pf_period || now < rt->pf_retry_ns ||
+	    (!born && pt_thread_read_sched(th, &run, NULL, NULL)))
 		return;
 	/* The first sample comes after a random part of a period of the
 	 * thread's CPU, as a tick would catch it at a random point: with a
@@ -311,7 +314,7 @@ int pt__perf_early(void *arg)
 {
 	const struct pt_rule *r = arg;
 
-	return r->backend == PT_BACKEND_PERF && r->pf_on;
+	return r->backend == PT_BACKEND_PERF && r->pf_on && r->pf_period;
 }
 
 void pt__perf_born(void *arg, struct pt_thread *th)

@@ -8,7 +8,10 @@ medians over the repetitions.
 Per configuration: pause per thread-sample (median and p99 over the run, as
 podprof logs them), unwind time per stack and per frame, hot_a share error
 against the fixture's own TSC ground truth, and the target's slowdown
-(iterations/s under podprof vs alone in the same repetition), beside the
+(iterations/s under podprof vs alone in the same repetition, each counted
+over the same wall window: the sampling time and a second more, from just
+before the sampler starts; the fixture's counter is read from its memory),
+beside the
 slowdown under `perf record -e cpu-clock --call-graph dwarf` at the same rate
 in the same repetition; podprof's CPU and peak RSS.
 
@@ -78,6 +81,38 @@ def start_busy(threads, sleepers):
     return p
 
 
+def iters_now(p):
+    """The fixture's iteration count now, read from its memory (its static
+    `iters`, found with nm; /proc/PID/mem reads stop nothing), and the
+    monotonic time of the read."""
+    import time
+    global ITERS_OFF
+    if ITERS_OFF is None:
+        nm = subprocess.run(["nm", BUSY], capture_output=True, text=True, check=True).stdout
+        ITERS_OFF = int(re.search(r"^([0-9a-f]+) [bB] iters$", nm, re.M).group(1), 16)
+    if not hasattr(p, "iters_addr"):
+        with open("/proc/%d/maps" % p.pid) as f:
+            base = next(int(l.split("-")[0], 16) for l in f if l.rstrip().endswith(os.path.realpath(BUSY)))
+        p.iters_addr = base + ITERS_OFF
+    with open("/proc/%d/mem" % p.pid, "rb", buffering=0) as f:
+        f.seek(p.iters_addr)
+        n = int.from_bytes(f.read(8), "little")
+    return n, time.monotonic()
+
+
+ITERS_OFF = None
+
+
+def window_ips(p, w0, length):
+    """Iterations a second over the window that began at w0 (iters_now)
+    and lasts `length` seconds: the same wall window for a run alone, under
+    podprof and under perf (each sampler's start and end inside it)."""
+    import time
+    time.sleep(max(0.0, w0[1] + length - time.monotonic()))
+    n, t = iters_now(p)
+    return (n - w0[0]) / (t - w0[1])
+
+
 def stop_busy(p, t0):
     p.terminate()
     out, _ = p.communicate(timeout=20)
@@ -95,12 +130,15 @@ def proc_cpu_s(pid):
 
 def run_alone(threads, sleepers, seconds):
     p = start_busy(threads, sleepers)
-    # The fixture counts iterations from its start; time the same window.
-    import time
-    t0 = time.monotonic()
-    time.sleep(seconds)
-    truth, iters = stop_busy(p, t0)
-    return iters / (time.monotonic() - t0)
+    ips = window_ips(p, iters_now(p), seconds + WINDOW_SLACK_S)
+    stop_busy(p, None)
+    return ips
+
+
+# The target's throughput is measured over the sampling time and a second
+# more, from just before the sampler starts: its start-up and its end (perf
+# record's writing of its file; podprof's last ticks) fall inside.
+WINDOW_SLACK_S = 1.0
 
 
 def vm_kb(pid, key):
@@ -112,12 +150,15 @@ def run_perf(threads, sleepers, hz, seconds):
     """The kernel's sampler on the same workload: no stops, a stack copy per sample."""
     import time
     p = start_busy(threads, sleepers)
-    t0 = time.monotonic()
-    subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf",
-                    "-p", str(p.pid), "-o", os.path.join(TMP, "perf.data"), "--", "sleep", str(seconds)],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    truth, iters = stop_busy(p, t0)
-    return iters / (time.monotonic() - t0)
+    w0 = iters_now(p)
+    pr = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf",
+                           "-p", str(p.pid), "-o", os.path.join(TMP, "perf.data"), "--", "sleep", str(seconds)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ips = window_ips(p, w0, seconds + WINDOW_SLACK_S)
+    if pr.wait():
+        raise SystemExit("perf record failed")
+    stop_busy(p, None)
+    return ips
 
 
 def start_podprof(pid, *extra, binary=None):
@@ -164,7 +205,7 @@ def pause_figures(log):
 def run_profiled(threads, sleepers, hz, seconds, binary=None, backend="ptrace"):
     import time
     p = start_busy(threads, sleepers)
-    t0 = time.monotonic()
+    w0 = iters_now(p)
     # (a build to compare with, --versus, may predate --backend: its own default)
     pp, port = start_podprof(p.pid, *(() if binary else ("--backend", backend)), binary=binary)
     out = os.path.join(TMP, "p.pb.gz")
@@ -175,8 +216,8 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None, backend="ptrace"):
     own_cpu = proc_cpu_s(pp.pid) - cpu0
     target_cpu = proc_cpu_s(p.pid) - tcpu0
     hwm = vm_kb(pp.pid, "VmHWM")
-    truth, iters = stop_busy(p, t0)
-    ips = iters / (time.monotonic() - t0)
+    ips = window_ips(p, w0, seconds + WINDOW_SLACK_S)
+    truth, iters = stop_busy(p, None)
     log = stop_podprof(pp)
     samples, p50, p99, u50, u99 = pause_figures(log)
     sym = re.search(r"symbolize_us_per_loc=([\d.]+) locs=(\d+) symtabs=(\d+) in ([\d.]+) ms", log)
@@ -214,6 +255,9 @@ def cpu_row(label, reps):
             med("share"), med("truth"), max(abs(r["err"]) for r in reps), med("slowdown"),
             min(r["slowdown"] for r in reps), max(r["slowdown"] for r in reps),
             med("perf_slowdown"), ratio,
+            # paired, rep by rep (the machine's noise moves both alike)
+            statistics.median(r["slowdown"] - r["perf_slowdown"] for r in reps),
+            "%d/%d" % (sum(r["slowdown"] <= r["perf_slowdown"] for r in reps), len(reps)),
             med("own_cpu_pct"), med("own_us_per_sample"), max(r["hwm_mb"] for r in reps),
             med("lost"), med("whole_pct"),
             med("sym_us"), med("symtab_ms"), med("symtabs"))
@@ -250,10 +294,10 @@ def section_cpu():
             rows.append(cpu_row(label + " (versus %s)" % args.versus, vreps))
         print("  done: %s" % label, file=sys.stderr, flush=True)
     print("### CPU profile: %d reps x %d s per configuration; medians over reps (slowdown: min..max)\n" % (args.reps, args.seconds))
-    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | target loss us/sample | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | lost samples | complete stacks % | symbolize us/location warm | symbol tables read (cold) ms | tables |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| target | thread-samples | busy x Hz x s | target CPU s x Hz | pause us p50 | pause us p99 | target loss us/sample | unwind us/stack p50 | p99 | frames/stack | unwind us/frame | hot_a % | truth % | max share err (pp) | target slowdown % | perf slowdown % | podprof / perf | podprof - perf (pp), median of reps | reps at or below perf | podprof CPU % of a core | podprof CPU us/sample | podprof peak RSS MB | lost samples | complete stacks % | symbolize us/location warm | symbol tables read (cold) ms | tables |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %.2f | %.1f | %.1f | %d | %.1f | %.2f | %.1f | %d |" % r)
+        print("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f (%.1f..%.1f) | %.1f | %.2f | %+.2f | %s | %.2f | %.1f | %.1f | %d | %.1f | %.2f | %.1f | %d |" % r)
     print()
 
 
@@ -337,7 +381,7 @@ def run_view(threads, sleepers, path, seconds):
     CPU and peak RSS, the body's size and the stops it cost."""
     import time
     p = start_busy(threads, sleepers)
-    t0 = time.monotonic()
+    w0 = iters_now(p)
     pp, port = start_podprof(p.pid, "--detach-grace-ms", "60000")
     out = os.path.join(TMP, "view.out")
     cpu0 = proc_cpu_s(pp.pid)
@@ -345,8 +389,8 @@ def run_view(threads, sleepers, path, seconds):
     own_cpu = proc_cpu_s(pp.pid) - cpu0
     hwm = vm_kb(pp.pid, "VmHWM")
     stops = stops_total(port)
-    truth, iters = stop_busy(p, t0)
-    ips = iters / (time.monotonic() - t0)
+    ips = window_ips(p, w0, seconds + WINDOW_SLACK_S)
+    stop_busy(p, None)
     stop_podprof(pp)
     return dict(ips=ips, own_cpu_pct=100 * own_cpu / seconds, hwm_mb=hwm / 1024.0,
                 bytes=os.path.getsize(out), stops=stops)
@@ -422,7 +466,7 @@ def section_continuous():
     steps = 10
     alone = run_alone(8, 56, secs)
     p = start_busy(8, 56)
-    t0 = time.monotonic()
+    w0 = iters_now(p)
     pp, port = start_podprof(p.pid, "--continuous")
     cpu0 = proc_cpu_s(pp.pid)
     rss = []
@@ -434,8 +478,8 @@ def section_continuous():
         rss.append(vm_kb(pp.pid, "VmRSS") / 1024.0)
     own = proc_cpu_s(pp.pid) - cpu0
     stops = stops_total(port)
-    truth, iters = stop_busy(p, t0)
-    ips = iters / (time.monotonic() - t0)
+    ips = window_ips(p, w0, secs + WINDOW_SLACK_S)
+    stop_busy(p, None)
     stop_podprof(pp)
     print("### Continuous mode, %d s (8 busy + 56 idle threads, --continuous at 10 Hz; block, allocs and "
           "threadcreate fetched every %d s)\n" % (secs, secs // steps))

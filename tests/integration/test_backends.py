@@ -110,9 +110,10 @@ def perf_event_copies_the_stack_the_unwinds_read():
     threads: the main thread, whose stack from hot_a up to _start is about
     5 KiB (main holds 512 pthread_t), and a thread whose stack up to its
     start is under 1 KiB. From the second profile on the kernel copies 7 KiB
-    and 1 KiB, 4.5 KiB a sample at most on average (perf's default would be
-    8; --stack-bytes is at its 64 KiB), and the stacks still reach the
-    threads' start."""
+    and 1 KiB (about 4 KiB a sample on average when the two share the
+    cores alike; under 7.5 KiB however they share them: perf's default is 8
+    KiB, --stack-bytes is at its 64 KiB, and the stop's sizing copied 10.8
+    and 16), and the stacks still reach the threads' start."""
     f = Fixture(threads=2)
     pp = Podprof("--pid", str(f.pid), "--backend", "perf_event")
     get_profile(pp, "seconds=1&hz=1000")
@@ -125,7 +126,7 @@ def perf_event_copies_the_stack_the_unwinds_read():
     per = (c1["perf_stack_bytes_total"] - c0["perf_stack_bytes_total"]) / max(n, 1)
     print("  info: %d samples, %.0f bytes of stack copied per sample" % (n, per))
     check(n > 1000, "%d samples in 2 s of 2 busy threads at 1 kHz" % n)
-    check(0 < per <= 4608, "%.0f bytes copied per sample" % per)
+    check(0 < per <= 7680, "%.0f bytes copied per sample" % per)
     check_busy_profile(path, truth)
     whole = total = 0
     for v, fr in traces(path):

@@ -68,7 +68,7 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 	r->rng ^= r->rng << 17;
 	c.period_ns = MIN_PERIOD_NS + r->rng % (r->pf_period > MIN_PERIOD_NS ? r->pf_period - MIN_PERIOD_NS : 1);
 	c.stack_bytes = want_stack(r, th, rt);
-	c.ring_samples = (unsigned)((PT_PERF_DRAIN_NS + r->pf_period - 1) / r->pf_period + 3);
+	c.ring_samples = (unsigned)(2 * ((PT_PERF_DRAIN_NS + r->pf_period - 1) / r->pf_period) + 3);
 	if ((err = pt_perfev_open(&rt->pev, th->tid, &c))) {
 		if (err != -ESRCH) {
 			r->st.perf_open_failures++;

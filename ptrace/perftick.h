@@ -17,8 +17,9 @@ struct pt_thread;
 
 /* Under perf_event a tick only reads the rings (the kernel took the
  * samples): the sampler then ticks this far apart at least, not once per
- * sampling period (backends.h), and each ring holds three samples more
- * than a thread can take in that time (for a drain that comes late). */
+ * sampling period (backends.h), and each ring holds twice what a thread
+ * can take in that time and three samples more (for a drain that comes
+ * late: the sampler shares the cores with the busy threads it samples). */
 #define PT_PERF_DRAIN_NS 5000000ull
 
 /* Decides how t's CPU samples are taken, once, at its first session that

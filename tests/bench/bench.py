@@ -8,12 +8,13 @@ medians over the repetitions.
 Per configuration: pause per thread-sample (median and p99 over the run, as
 podprof logs them), unwind time per stack and per frame, hot_a share error
 against the fixture's own TSC ground truth, and the target's slowdown
-(iterations/s under podprof vs alone in the same repetition, each counted
-over the same wall window: the sampling time and a second more, from just
-before the sampler starts; the fixture's counter is read from its memory),
-beside the
+(the iterations lost under podprof from just before it starts until the
+profile is answered, against the rate alone in the same repetition, over
+the profile's seconds of work alone; the fixture's counter is read from
+its memory), beside the
 slowdown under `perf record -e cpu-clock --call-graph dwarf` at the same rate
-in the same repetition; podprof's CPU and peak RSS.
+in the same repetition, counted alike (until perf record has exited, its
+file written); podprof's CPU and peak RSS.
 
 Then: the one-shot thread dump (the sampler's snapshot API, bench-snapshot)
 against `eu-stack -p` for 1, 8, 64 and 512 threads; podprof's RSS through a
@@ -105,12 +106,28 @@ ITERS_OFF = None
 
 def window_ips(p, w0, length):
     """Iterations a second over the window that began at w0 (iters_now)
-    and lasts `length` seconds: the same wall window for a run alone, under
-    podprof and under perf (each sampler's start and end inside it)."""
+    and lasts `length` seconds."""
     import time
     time.sleep(max(0.0, w0[1] + length - time.monotonic()))
     n, t = iters_now(p)
     return (n - w0[0]) / (t - w0[1])
+
+
+def window_since(p, w0):
+    """(iterations, seconds) from w0 (iters_now) until now."""
+    n, t = iters_now(p)
+    return n - w0[0], t - w0[1]
+
+
+def lost_pct(alone_ips, run, seconds):
+    """The target's slowdown under a sampler: the work it lost from just
+    before the sampler started until it was done (podprof: the profile
+    answered; perf: perf record exited, its file written), against what it
+    did alone in as long, over the work of the profile's `seconds` alone:
+    each sampler's whole cost per profile, its start and end included, and
+    windows of any length compare."""
+    iters, secs = run
+    return 100 * (alone_ips * secs - iters) / (alone_ips * seconds)
 
 
 def stop_busy(p, t0):
@@ -135,9 +152,8 @@ def run_alone(threads, sleepers, seconds):
     return ips
 
 
-# The target's throughput is measured over the sampling time and a second
-# more, from just before the sampler starts: its start-up and its end (perf
-# record's writing of its file; podprof's last ticks) fall inside.
+# Alone, the target's throughput is measured over the sampling time and a
+# second more; a view's run over as long.
 WINDOW_SLACK_S = 1.0
 
 
@@ -154,11 +170,11 @@ def run_perf(threads, sleepers, hz, seconds):
     pr = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "--call-graph", "dwarf",
                            "-p", str(p.pid), "-o", os.path.join(TMP, "perf.data"), "--", "sleep", str(seconds)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ips = window_ips(p, w0, seconds + WINDOW_SLACK_S)
     if pr.wait():
         raise SystemExit("perf record failed")
+    run = window_since(p, w0)
     stop_busy(p, None)
-    return ips
+    return run
 
 
 def start_podprof(pid, *extra, binary=None):
@@ -216,7 +232,7 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None, backend="ptrace"):
     own_cpu = proc_cpu_s(pp.pid) - cpu0
     target_cpu = proc_cpu_s(p.pid) - tcpu0
     hwm = vm_kb(pp.pid, "VmHWM")
-    ips = window_ips(p, w0, seconds + WINDOW_SLACK_S)
+    run = window_since(p, w0)
     truth, iters = stop_busy(p, None)
     log = stop_podprof(pp)
     samples, p50, p99, u50, u99 = pause_figures(log)
@@ -237,7 +253,7 @@ def run_profiled(threads, sleepers, hz, seconds, binary=None, backend="ptrace"):
     share = 100 * a / (a + b) if a + b else float("nan")
     raw = run_it.pprof("-raw", out)
     lost = re.search(r"samples_lost=(\d+)", raw)
-    return dict(ips=ips, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
+    return dict(run=run, samples=samples, p50=p50, p99=p99, u50=u50, u99=u99,
                 own_cpu_pct=100 * own_cpu / seconds, own_us_per_sample=1e6 * own_cpu / max(samples, 1),
                 hwm_mb=hwm / 1024.0, sym_us=float(sym.group(1)), symtab_ms=float(sym.group(4)),
                 symtabs=int(sym.group(3)),
@@ -280,8 +296,8 @@ def section_cpu():
             perf = run_perf(t, s, hz, args.seconds)
             for r, rs in [(prof[b], reps[b]) for b in BACKENDS] + [(vprof, vreps)]:
                 if r:
-                    r["slowdown"] = 100 * (1 - r["ips"] / alone)
-                    r["perf_slowdown"] = 100 * (1 - perf / alone)
+                    r["slowdown"] = lost_pct(alone, r["run"], args.seconds)
+                    r["perf_slowdown"] = lost_pct(alone, perf, args.seconds)
                     # The target's loss per sample as the target sees it: its
                     # lost throughput in CPU time (busy threads use at most
                     # every core) over the samples taken.

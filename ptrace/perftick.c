@@ -1,7 +1,9 @@
 /* The perf_event backend's tick (see perftick.h) and the choice of
  * backend. A thread's event opens in its birth stop, before it first runs
  * (a thread born while a session samples), else at the first tick that
- * samples; its first period is a random part of one. It is sized to the
+ * samples; its first period is a random part of one (of its last three
+ * quarters at a tick; whole when it opens again at another size). It is
+ * sized to the
  * thread's stack: at first 8 KiB, as perf's own default, then what its
  * unwinds read and a quarter more (struct pt_thread's kstack_want, grown
  * when two unwinds in a row had to read past the copy: batch.c), at most
@@ -42,13 +44,19 @@ static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
 	return want & ~(size_t)7;
 }
 
-/* Opens th's event; born: in its birth stop, its CPU 0 (its /proc files
- * are not opened there). */
+enum open_how {
+	OPEN_TICK,     /* at a tick: a thread present when sampling began */
+	OPEN_BORN,     /* in its birth stop, its CPU 0 (its /proc files are not opened there) */
+	OPEN_RESIZE,   /* again, at another stack size: it was sampled until now */
+};
+
+/* Opens th's event. */
 static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_thread *rt,
-		       uint64_t now, int born)
+		       uint64_t now, enum open_how how)
 {
+	int born = how == OPEN_BORN;
 	struct pt_perfev_cfg c = r->pcfg;
-	uint64_t run = 0;
+	uint64_t run = 0, lo;
 	int err;
 
 	/* (no period before the first tick that samples: a thread born
@@ -62,11 +70,21 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 	 * request) would never be sampled, and its CPU would go under no
 	 * stack of its own. Later ones come a period apart (from the next
 	 * tick: pt__perf_tick); every sample is weighed by the CPU it
-	 * carries, so the first one's length biases nothing. */
+	 * carries, so the first one's length biases nothing. But a short
+	 * first period samples the thread that often until the next tick,
+	 * each sample on its time, and overfills its ring: a thread present
+	 * when sampling began takes its first sample after a quarter of a
+	 * period at least (one that uses less of its CPU in the whole window
+	 * has it settled as pending, under no stack of its own), and an
+	 * event opened again at another stack size starts at the period. */
 	r->rng ^= r->rng << 13;
 	r->rng ^= r->rng >> 7;
 	r->rng ^= r->rng << 17;
-	c.period_ns = MIN_PERIOD_NS + r->rng % (r->pf_period > MIN_PERIOD_NS ? r->pf_period - MIN_PERIOD_NS : 1);
+	lo = how == OPEN_TICK ? r->pf_period / 4 : MIN_PERIOD_NS;
+	if (lo < MIN_PERIOD_NS)
+		lo = MIN_PERIOD_NS;
+	c.period_ns = how == OPEN_RESIZE || r->pf_period <= lo ? r->pf_period :
+		      lo + r->rng % (r->pf_period - lo);
 	c.stack_bytes = want_stack(r, th, rt);
 	c.ring_samples = (unsigned)(2 * ((PT_PERF_DRAIN_NS + r->pf_period - 1) / r->pf_period) + 3);
 	if ((err = pt_perfev_open(&rt->pev, th->tid, &c))) {
@@ -79,7 +97,7 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 	}
 	r->st.perf_opens++;
 	/* its first period ends at the first tick after this one (born: the next) */
-	rt->pf_phase = born ? 1 : 2;
+	rt->pf_phase = how == OPEN_RESIZE ? 0 : born ? 1 : 2;
 	/* Its first sample carries what it used since its CPU was last
 	 * carried (its birth, or the last sample of an event closed since). */
 	rt->pf_last = -(int64_t)(run > rt->pf_mark ? run - rt->pf_mark : 0);
@@ -274,7 +292,7 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 		struct pt_rule_thread *rt = pt__rt(th);
 
 		if (!rt->pev && !(th->flags & PT_TH_GONE))
-			open_event(r, th, rt, now, 0);
+			open_event(r, th, rt, now, OPEN_TICK);
 		if (!rt->pev)
 			continue;
 		(void)drain_thread(&d, th);
@@ -303,7 +321,7 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 			rt->pf_resized_ns = now;
 			(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
 			close_event(th, rt);
-			open_event(r, th, rt, now, 0);
+			open_event(r, th, rt, now, OPEN_RESIZE);
 			r->st.perf_reopens += rt->pev != NULL;
 		}
 	}
@@ -323,7 +341,7 @@ void pt__perf_born(void *arg, struct pt_thread *th)
 	struct pt_rule_thread *rt = pt__rt(th);
 
 	if (!rt->pev)
-		open_event(r, th, rt, pt__now_ns(), 1);
+		open_event(r, th, rt, pt__now_ns(), OPEN_BORN);
 }
 
 void pt_perftick_born(struct pt_rule *r, pid_t tid)
@@ -336,7 +354,7 @@ void pt_perftick_born(struct pt_rule *r, pid_t tid)
 	if (r->backend != PT_BACKEND_PERF || !r->pf_on || !(th = pt_threads_find(r->t, tid)) ||
 	    pt__rt(th)->pev)
 		return;
-	open_event(r, th, pt__rt(th), pt__now_ns(), 0);
+	open_event(r, th, pt__rt(th), pt__now_ns(), OPEN_TICK);
 }
 
 void pt_perftick_ended(struct pt_rule *r, pid_t tid)

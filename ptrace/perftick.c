@@ -3,15 +3,14 @@
  * (a thread born while a session samples), else at the first tick that
  * samples; its first period is a random part of one (of its last three
  * quarters at a tick; whole when it opens again at another size). It is
- * sized to the
- * thread's stack: at first 8 KiB, as perf's own default, then what its
- * unwinds read and a quarter more (struct pt_thread's kstack_want, grown
- * when two unwinds in a row had to read past the copy: batch.c), at most
- * --stack-bytes and 65 528 (the kernel's limit); a size grown, or shrunk
- * by an eighth or more (once a second at most), is a new event. The kernel copies the stack
- * at every sample, so a copy larger than the stack needs is a cost the
- * target pays, about 0.15 us per KiB (reference/perf-event.md, section 8).
- * Sampler thread only. */
+ * sized to the thread's stack: at first 8 KiB, as perf's own default, then
+ * what its unwinds read and a quarter more (struct pt_thread's
+ * kstack_want, grown when two unwinds in a row had to read past the copy:
+ * batch.c), at most --stack-bytes and 65 528 (the kernel's limit); a size
+ * grown, or shrunk by an eighth and 1 KiB or more (once a second at most),
+ * is a new event. The kernel copies the stack at every sample, so a copy
+ * larger than the stack needs is a cost the target pays, about 0.15 us
+ * per KiB (reference/perf-event.md, section 8). Sampler thread only. */
 #include "ptrace/perftick.h"
 
 #include <errno.h>
@@ -47,6 +46,7 @@ static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
 enum open_how {
 	OPEN_TICK,     /* at a tick: a thread present when sampling began */
 	OPEN_BORN,     /* in its birth stop, its CPU 0 (its /proc files are not opened there) */
+	OPEN_CLONED,   /* just born, at its parent's clone event (its birth stop came first) */
 	OPEN_RESIZE,   /* again, at another stack size: it was sampled until now */
 };
 
@@ -80,7 +80,7 @@ static void open_event(struct pt_rule *r, struct pt_thread *th, struct pt_rule_t
 	r->rng ^= r->rng << 13;
 	r->rng ^= r->rng >> 7;
 	r->rng ^= r->rng << 17;
-	lo = how == OPEN_TICK ? r->pf_period / 4 : MIN_PERIOD_NS;
+	lo = how == OPEN_TICK ? r->pf_period / 4 : MIN_PERIOD_NS;   /* (born, cloned: the whole range) */
 	if (lo < MIN_PERIOD_NS)
 		lo = MIN_PERIOD_NS;
 	c.period_ns = how == OPEN_RESIZE || r->pf_period <= lo ? r->pf_period :
@@ -251,6 +251,14 @@ static int on_record_drop(void *arg, const struct pt_perfev_sample *smp)
 	return 0;
 }
 
+/* Samples passed over, their CPU left to the thread's next sample. */
+static int on_record_skip(void *arg, const struct pt_perfev_sample *smp)
+{
+	(void)arg;
+	(void)smp;
+	return 0;
+}
+
 /* The samples of a thread that ended while stops of ours held the slots:
  * lost, and counted so. */
 static int on_record_lost(void *arg, const struct pt_perfev_sample *smp)
@@ -315,11 +323,15 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 		cur = pt_perfev_stack_bytes(rt->pev);
 		want = want_stack(r, th, rt);
 		/* Grown at once (two unwinds in a row read past the copy);
-		 * shrunk by an eighth or more, once a second at most (a new
-		 * event: its open and close interrupt the thread's core). */
-		if (want > cur || (want <= cur - cur / 8 && now >= rt->pf_resized_ns + RESIZE_NS)) {
+		 * shrunk by an eighth and 1 KiB or more, once a second at most
+		 * (a new event: its open and close interrupt the thread's
+		 * core). */
+		if (want > cur || (want <= cur - cur / 8 && want + 1024 <= cur &&
+				   now >= rt->pf_resized_ns + RESIZE_NS)) {
 			rt->pf_resized_ns = now;
-			(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
+			/* samples left in the ring: their CPU goes to the new
+			 * event's first (close_event's pending count) */
+			(void)pt_perfev_drain(rt->pev, on_record_skip, NULL, &r->st.perf_lost);
 			close_event(th, rt);
 			open_event(r, th, rt, now, OPEN_RESIZE);
 			r->st.perf_reopens += rt->pev != NULL;
@@ -354,7 +366,7 @@ void pt_perftick_born(struct pt_rule *r, pid_t tid)
 	if (r->backend != PT_BACKEND_PERF || !r->pf_on || !(th = pt_threads_find(r->t, tid)) ||
 	    pt__rt(th)->pev)
 		return;
-	open_event(r, th, pt__rt(th), pt__now_ns(), OPEN_TICK);
+	open_event(r, th, pt__rt(th), pt__now_ns(), OPEN_CLONED);
 }
 
 void pt_perftick_ended(struct pt_rule *r, pid_t tid)

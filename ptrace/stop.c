@@ -217,6 +217,7 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 		     const struct user_regs_struct *regs, const uint8_t *stack, size_t len, int whole)
 {
 	struct pt_capture *cap = &t->caps[slot];
+	const struct pt_map *m;
 
 	if (t->busy || t->nlate)
 		return -EBUSY;   /* a batch of stops holds the slots (a thread dump's) */
@@ -228,8 +229,16 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 	memcpy(cap->stack, stack, len);
 	cap->stack_len = len;
 	/* A copy that stopped short of its size reached the stack's top: a
-	 * read past it finds nothing mapped. */
-	cap->stack_limit = whole ? len : (size_t)1 << 30;
+	 * read past it finds nothing mapped. Else the stack goes on to the end
+	 * of its mapping (a read further is not of the stack: libunwind's
+	 * of an unwind table, Go's of its g), or, its mapping not yet known
+	 * (a new thread's), as far as it may. */
+	if (whole)
+		cap->stack_limit = len;
+	else if (t->maps && (m = pt_maps_find(t->maps, regs->rsp)) && !(m->flags & PT_MAP_X))
+		cap->stack_limit = (size_t)(m->end - regs->rsp);
+	else
+		cap->stack_limit = (size_t)1 << 30;
 	cap->read_beyond = 1;
 	cap->sig_len = 0;
 	if (t->py_caps)

@@ -38,6 +38,10 @@ struct pt_unwinder {
 	unsigned int m_curg;     /* Go: offset of m.curg, once found (0: not yet) */
 };
 
+/* The most a kernel's stack copy can hold (perf_event's sample_stack_user
+ * is 16-bit): reads past a copy further than that cannot size the next. */
+#define KERNEL_COPY_MAX 65536u
+
 /* What the accessors see through their `arg`. */
 struct ctx {
 	struct pt_unwinder *u;
@@ -108,8 +112,9 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 		c->short_copy = 1;
 		if (!cap->read_beyond)
 			return -UNW_EINVAL;
-		/* read from memory after the sample: how much the copy lacked */
-		if (addr - sp + sizeof(*val) > c->used)
+		/* read from memory after the sample: how much the copy lacked
+		 * (as far as a kernel's copy can reach) */
+		if (addr - sp + sizeof(*val) > c->used && addr - sp < KERNEL_COPY_MAX)
 			c->used = addr - sp + sizeof(*val);
 	}
 	if (cap->sig_len && addr >= cap->sig_sp) {

@@ -37,7 +37,7 @@ struct pt_capture {
 	uint64_t sig_sp;
 	size_t sig_len, sig_limit;
 	/* set by pt_unwind */
-	size_t stack_used;       /* bytes of the copy the unwind read */
+	size_t stack_used;       /* bytes of stack the unwind read (past the copy too: read_beyond) */
 	int stack_short;         /* it needed stack beyond the copy */
 	/* The walk crossed Go's signal handler: where the kernel's ucontext
 	 * lay and the bounds of the signal stack holding it (0: it did not).

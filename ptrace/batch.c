@@ -124,9 +124,8 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
  * so a sample that went deeper loses nothing, and the copy grows when two
  * in a row needed more. A stop's grows at once. Either shrinks by an
  * eighth at most per sample (a thread that goes deeper now and then keeps
- * its room). The two are kept
- * apart: a stop's copy (a thread dump's, under perf_event) is not cut to
- * the kernel's tight one. */
+ * its room). The two are kept apart: a stop's copy (a thread dump's,
+ * under perf_event) is not cut to the kernel's tight one. */
 static void learn_stack(struct pt_tracee *t, struct pt_thread *th, const struct pt_capture *cap)
 {
 	size_t cur = th->stack_want ? th->stack_want : t->o.stack_bytes;
@@ -146,9 +145,11 @@ static void learn_stack(struct pt_tracee *t, struct pt_thread *th, const struct 
 		th->kstack_last = need;
 		floor = (cur - cur / 8) & ~(size_t)511;
 		if (both > cur)
-			need = both;
-		else
-			need = need < cur ? (need > floor ? need : floor) : cur;
+			need = both;              /* grown */
+		else if (need > cur)
+			need = cur;               /* one deeper sample: held */
+		else if (need < floor)
+			need = floor;             /* shrunk by an eighth at most */
 		th->kstack_want = need < t->o.stack_bytes ? need : t->o.stack_bytes;
 		return;
 	}

@@ -86,26 +86,53 @@ def short_lived_threads_cpu_adds_up():
         g, w = 100.0 * got / (short + steady), 100.0 * want / (t_short + t_steady)
         print("  info: %s %.1f%% of short+steady (its threads' clocks: %.1f%%)" % (name, g, w))
         check(abs(g - w) <= 5.0, "%s %.1f%%, its threads' clocks %.1f%%" % (name, g, w))
-    # On the stacks the short threads were sampled in: short_work, but for
-    # the few caught at their start (clone's child side), or ending.
+    # On the stacks the short threads were sampled in, never the steady
+    # thread's, the reporter's or main's: mostly short_work, the rest their
+    # start (clone's child side) and their end (start_thread's exit path).
+    def bare(fr):
+        return [f for f in fr if f != MARK]
+
+    def a_short_threads(fr):
+        return "short_main" in fr or bare(fr) == ["__clone3"] or (
+            "start_thread" in fr and "steady_main" not in fr and "reporter" not in fr)
+
     marked = [(v, fr) for v, fr in tr if MARK in fr]
+    in_marked = sum(v for v, _ in marked)
     on_short = sum(v for v, fr in marked if "short_work" in fr)
-    check(marked and all(fr[0] == MARK for _, fr in marked) and
-          on_short >= 0.9 * sum(v for v, _ in marked),
-          "the unsampled CPU is not on the short threads' stacks: %s" % marked[:5])
-    # A new thread is let go from its birth stop at once: a tick that finds
-    # it before it got a core must not sample it at clone's return, its
-    # first instruction (rule.c unborn): a stack of __clone3 alone (glibc
-    # ends a new thread's unwind there). The parent back from the same
-    # call is there too, for the CPU the call cost it (1-2.6 % here): its
-    # stack goes on to pthread_create and main (batch.c, clone's leaf).
-    unborn = sum(v for v, fr in tr if [f for f in fr if f != MARK] == ["__clone3"])
-    # (Under perf_event a new thread's CPU before its first instruction,
-    # the kernel starting it, is sampled there: __clone3 alone, the child.)
-    parent = [fr for v, fr in tr if fr[:1] == ["__clone3"] and [f for f in fr if f != MARK] != ["__clone3"]]
-    print("  info: %.2f%% of the profile at a new thread's first instruction; %d stacks of the "
-          "parent at clone3's return" % (100.0 * unborn / total, len(parent)))
-    check(unborn <= 0.02 * total, "%.1f%% of the profile at clone3's return" % (100.0 * unborn / total))
+    at_start = sum(v for v, fr in marked if bare(fr) == ["__clone3"])
+    print("  info: unsampled CPU %.0f ms: %.1f%% in short_work, %.1f%% at a short thread's first "
+          "instruction, %.1f%% elsewhere on short threads' stacks" % (
+              in_marked / 1e6, 100.0 * on_short / (in_marked or 1), 100.0 * at_start / (in_marked or 1),
+              100.0 * (in_marked - on_short - at_start) / (in_marked or 1)))
+    check(marked and all(fr[0] == MARK and a_short_threads(fr) for _, fr in marked),
+          "the unsampled CPU is not all on the short threads' stacks: %s" % [
+              (v, fr) for v, fr in marked if fr[0] != MARK or not a_short_threads(fr)][:5])
+    check(on_short >= 0.75 * in_marked, "the unsampled CPU is %.1f%% in short_work: %s" % (
+        100.0 * on_short / in_marked, marked[:5]))
+    # Before a new thread's first instruction, at clone3's return (glibc
+    # ends a new thread's unwind there: __clone3 alone, the child). The
+    # parent back from the same call is there too, for the CPU the call
+    # cost it (1-2.6 % here): its stack goes on to pthread_create and main
+    # (batch.c, clone's leaf).
+    backend = re.search(r"sampled with (\w+)", pp.wait_log(r"backend: pid=%d sampled with" % f.pid, 1)).group(1)
+    unborn = sum(v for v, fr in tr if bare(fr) == ["__clone3"])
+    kids = sum(v for v, fr in tr if a_short_threads(fr))
+    parent = [fr for v, fr in tr if fr[:1] == ["__clone3"] and bare(fr) != ["__clone3"]]
+    print("  info: %s: %.2f%% of the profile (%.1f%% of the short threads') at a new thread's first "
+          "instruction; %d stacks of the parent at clone3's return" % (
+              backend, 100.0 * unborn / total, 100.0 * unborn / kids, len(parent)))
+    if backend == "ptrace":
+        # A new thread is let go from its birth stop at once: a tick that
+        # finds it before it got a core must not sample it there (rule.c
+        # unborn).
+        check(unborn <= 0.02 * total, "%.1f%% of the profile at clone3's return" % (100.0 * unborn / total))
+    else:
+        # The kernel samples the CPU a new thread uses before its first
+        # instruction, coming back from its birth stop: 1-11 % of a 330 us
+        # thread's CPU in 4 s runs here (about 5 % with a Poisson count of
+        # a few samples). More would be a thread sampled before it ran.
+        check(unborn <= 0.2 * kids, "%.1f%% of the short threads' CPU at clone3's return" % (
+            100.0 * unborn / kids))
     check(all("pthread_create" in fr and "main" in fr for fr in parent),
           "the parent's stack at clone3's return ends there: %s" % parent[:3])
     raw = pprof("-raw", path)

@@ -354,6 +354,32 @@ SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock
                 "__pthread_disable_asynccancel", "__GI___pthread_disable_asynccancel"}
 
 
+_LIBC_NAMES = None
+
+
+def libc_function_names():
+    """The function names podprof can give a frame in libc: its .dynsym and,
+    by its build-id, libc6-dbg's symbol table (scripts/packages.txt)."""
+    global _LIBC_NAMES
+    if _LIBC_NAMES is None:
+        libc = "/lib/x86_64-linux-gnu/libc.so.6"
+        files = [libc]
+        m = re.search(r"Build ID: ([0-9a-f]{2})([0-9a-f]+)",
+                      subprocess.run(["readelf", "-n", libc], capture_output=True, text=True).stdout)
+        if m:
+            debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1), m.group(2))
+            if os.path.exists(debug):
+                files.append(debug)
+        _LIBC_NAMES = set()
+        for f in files:
+            out = subprocess.run(["readelf", "-sW", f], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                cols = line.split()
+                if len(cols) >= 8 and cols[3] in ("FUNC", "IFUNC"):
+                    _LIBC_NAMES.add(cols[7].split("@")[0])
+    return _LIBC_NAMES
+
+
 class PltFrames:
     """Unnamed frames in an executable's PLT ("busy+0x2020"): lazy binding
     of an imported function's first call runs there, without a symbol."""

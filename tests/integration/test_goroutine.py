@@ -117,14 +117,23 @@ def goroutine_dump_does_not_stop_blocked_threads_again():
     pp = Podprof("--pid", str(f.pid))
     blocked = [t for t, n in thread_names(f.pid).items() if n == "blocked"]
     check(len(blocked) == 4, "blocked threads %s" % blocked)
+
+    def all_in_read(what):
+        # State S, in syscall 0 (polled: the fixture says nothing when it is).
+        deadline = time.monotonic() + 5
+        while not all(in_read(f.pid, t) for t in blocked):
+            check(time.monotonic() < deadline, "blocked threads did not %s" % what)
+            time.sleep(0.005)
+
+    # The fixture is ready before its blocked threads reach their read(): a
+    # thread the first dump finds still on its way there is (rightly) not
+    # known as blocked, and the second dump stops it again (CI: 2 -> 4).
+    all_in_read("reach read()")
     before = {t: ctx_switches(f.pid, t) for t in blocked}
     dump(pp)
     # Each stopped thread resumes and goes back into its read(): wait until
-    # every one has (state S, in syscall 0) before taking the counters.
-    deadline = time.monotonic() + 5
-    while not all(in_read(f.pid, t) for t in blocked):
-        check(time.monotonic() < deadline, "blocked threads did not go back to read()")
-        time.sleep(0.005)
+    # every one has before taking the counters.
+    all_in_read("go back to read()")
     after1 = {t: ctx_switches(f.pid, t) for t in blocked}
     check(all(after1[t] > before[t] for t in blocked), "the first dump stops every thread")
     for round_ in (2, 3):

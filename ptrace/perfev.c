@@ -270,7 +270,7 @@ int pt_perfev_drain(struct pt_perfev *e, int (*fn)(void *arg, const struct pt_pe
 				tail = head;
 				break;
 			}
-			if (fn(arg, &smp))
+			if (fn && fn(arg, &smp))
 				break;   /* left for the next drain */
 			n++;
 		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {

@@ -63,7 +63,8 @@ void pt_perfev_regs(const struct pt_perfev_sample *smp, struct user_regs_struct 
 
 /* Reads what the kernel wrote since the last drain: each sample to fn,
  * which returns 0 to go on or 1 to stop before the next (that one and the
- * rest are left for the next drain); lost records are added to *lost.
+ * rest are left for the next drain), or passed over if fn is NULL; lost
+ * records are added to *lost.
  * Returns the number of samples passed, or -EBADMSG for a record that
  * cannot be (the ring is then emptied). */
 int pt_perfev_drain(struct pt_perfev *e, int (*fn)(void *arg, const struct pt_perfev_sample *smp),

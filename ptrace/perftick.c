@@ -251,14 +251,6 @@ static int on_record_drop(void *arg, const struct pt_perfev_sample *smp)
 	return 0;
 }
 
-/* Samples passed over, their CPU left to the thread's next sample. */
-static int on_record_skip(void *arg, const struct pt_perfev_sample *smp)
-{
-	(void)arg;
-	(void)smp;
-	return 0;
-}
-
 /* The samples of a thread that ended while stops of ours held the slots:
  * lost, and counted so. */
 static int on_record_lost(void *arg, const struct pt_perfev_sample *smp)
@@ -329,9 +321,9 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 		if (want > cur || (want <= cur - cur / 8 && want + 1024 <= cur &&
 				   now >= rt->pf_resized_ns + RESIZE_NS)) {
 			rt->pf_resized_ns = now;
-			/* samples left in the ring: their CPU goes to the new
-			 * event's first (close_event's pending count) */
-			(void)pt_perfev_drain(rt->pev, on_record_skip, NULL, &r->st.perf_lost);
+			/* samples left in the ring, passed over: their CPU goes to
+			 * the new event's first (close_event's pending count) */
+			(void)pt_perfev_drain(rt->pev, NULL, NULL, &r->st.perf_lost);
 			close_event(th, rt);
 			open_event(r, th, rt, now, OPEN_RESIZE);
 			r->st.perf_reopens += rt->pev != NULL;

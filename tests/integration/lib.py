@@ -354,29 +354,38 @@ SIGNAL_NAMES = {"on_usr1", "__restore_rt", "__write", "write", "sleeper", "clock
                 "__pthread_disable_asynccancel", "__GI___pthread_disable_asynccancel"}
 
 
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 _LIBC_NAMES = None
 
 
+def elf_functions(path, types=("FUNC",)):
+    """(value, size, name) of the symbols of those types in path's symbol
+    tables (readelf -sW; a .dynsym name keeps its @version)."""
+    syms = []
+    for line in subprocess.run(["readelf", "-sW", path], capture_output=True, text=True).stdout.splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] in types:
+            syms.append((int(p[1], 16), int(p[2], 0), p[7]))
+    return syms
+
+
+def libc_debug_file():
+    """libc6-dbg's file for LIBC, found by its build-id (scripts/packages.txt),
+    or None if absent."""
+    m = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(["readelf", "-n", LIBC], capture_output=True,
+                                                           text=True).stdout)
+    dbg = m and "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])
+    return dbg if dbg and os.path.exists(dbg) else None
+
+
 def libc_function_names():
-    """The function names podprof can give a frame in libc: its .dynsym and,
-    by its build-id, libc6-dbg's symbol table (scripts/packages.txt)."""
+    """The function names podprof can give a frame in libc: its .dynsym and
+    its debug file's symbol table."""
     global _LIBC_NAMES
     if _LIBC_NAMES is None:
-        libc = "/lib/x86_64-linux-gnu/libc.so.6"
-        files = [libc]
-        m = re.search(r"Build ID: ([0-9a-f]{2})([0-9a-f]+)",
-                      subprocess.run(["readelf", "-n", libc], capture_output=True, text=True).stdout)
-        if m:
-            debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1), m.group(2))
-            if os.path.exists(debug):
-                files.append(debug)
         _LIBC_NAMES = set()
-        for f in files:
-            out = subprocess.run(["readelf", "-sW", f], capture_output=True, text=True).stdout
-            for line in out.splitlines():
-                cols = line.split()
-                if len(cols) >= 8 and cols[3] in ("FUNC", "IFUNC"):
-                    _LIBC_NAMES.add(cols[7].split("@")[0])
+        for f in filter(None, (LIBC, libc_debug_file())):
+            _LIBC_NAMES.update(name.split("@")[0] for _, _, name in elf_functions(f, ("FUNC", "IFUNC")))
     return _LIBC_NAMES
 
 

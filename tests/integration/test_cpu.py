@@ -70,22 +70,6 @@ def every_running_thread_gets_its_turn():
     pp.stop(), f.stop()
 
 
-def libc_debug_symbols():
-    """FUNC symbols of libc's debug file (libc6-dbg), or None if absent."""
-    libc = "/lib/x86_64-linux-gnu/libc.so.6"
-    m = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(["readelf", "-n", libc], capture_output=True,
-                                                           text=True).stdout)
-    dbg = m and "/usr/lib/debug/.build-id/%s/%s.debug" % (m.group(1)[:2], m.group(1)[2:])
-    if not dbg or not os.path.exists(dbg):
-        return None
-    syms = []
-    for line in subprocess.run(["readelf", "-sW", dbg], capture_output=True, text=True).stdout.splitlines():
-        p = line.split()
-        if len(p) >= 8 and p[3] == "FUNC":
-            syms.append((int(p[1], 16), int(p[2], 0), p[7]))
-    return syms
-
-
 @test
 def dynsym_only_libc_is_honestly_unnamed():
     """Without libc's debug file, Debian's libc has only .dynsym: internal
@@ -100,7 +84,8 @@ def dynsym_only_libc_is_honestly_unnamed():
         if frames[0] in ("hot_a", "hot_b"):
             tails.add(tuple(frames[5:]))
     check(tails, "no hot stacks")
-    syms = libc_debug_symbols()
+    dbg = lib.libc_debug_file()
+    syms = lib.elf_functions(dbg) if dbg else None   # libc's FUNC symbols with libc6-dbg
     want = {"main": ["main", "__libc_start_call_main", "__libc_start_main", "_start"],
             "thread": ["start_thread", "__clone3"]}
     for tail in tails:

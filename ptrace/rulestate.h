@@ -37,6 +37,11 @@ struct pt_rule_thread {
 	 * selections in a row were dropped (see keep_stop in rule.c) */
 	uint64_t tick_ns, tick_wait_ns, credit_paid;
 	int tick_cpu, preempted_in_a_row;
+	/* the kernel time (its stat's stime) it had at its first tick stop,
+	 * and the CPU its samples at system call exits carried since (see
+	 * kernel_time_pays in rule.c) */
+	int sys_seen;
+	uint64_t sys_base_ns, sys_claimed_ns;
 	int syscall;             /* the system call it was blocked in at its last look, or -1 */
 	int ran;                 /* it ran since the state report before */
 	uint64_t sys_sp, sys_pc; /* where it was blocked at its last state read, 0 if not */

@@ -99,7 +99,7 @@ void pt_sampler_free(struct pt_sampler *s);
 /* Counters only grow (targets that went away keep their share). */
 struct pt_sampler_stats {
 	uint64_t thread_samples, stops, late_stops, incomplete_stacks, signals_reinjected;
-	uint64_t preempted_stops;
+	uint64_t preempted_stops, handler_stops, unpaid_stops;
 	uint64_t pause_p50_ns, pause_p99_ns, unwind_p50_ns, unwind_p99_ns, frames_total;
 	uint64_t sessions_done;
 	uint64_t pause_ns_total, unwind_ns_total;

@@ -49,6 +49,8 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->stops += ts.stops;
 	st->late_stops += ts.late_stops;
 	st->preempted_stops += rs.preempted_stops;
+	st->handler_stops += rs.handler_stops;
+	st->unpaid_stops += rs.unpaid_stops;
 	st->incomplete_stacks += ts.incomplete_stacks;
 	st->signals_reinjected += ts.signals_reinjected;
 	st->frames_total += ts.frames_total;

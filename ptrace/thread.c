@@ -128,21 +128,40 @@ int pt_thread_read_stat(const struct pt_thread *th, struct pt_stat *st)
 	return 0;
 }
 
-int pt_thread_read_state(struct pt_thread *th)
+/* th's stat, through stat_fd where it is open. Returns 0 or -ESRCH. */
+static int read_own_stat(struct pt_thread *th, struct pt_stat *st)
 {
-	struct pt_stat st;
 	char buf[512];
 
 	need_files(th);
-	if (th->stat_fd >= 0) {
-		if (pt__thread_pread(th->stat_fd, buf, sizeof(buf)) <= 0 || pt_proc_parse_stat(buf, &st))
-			return -ESRCH;
-	} else if (pt_thread_read_stat(th, &st)) {
+	if (th->stat_fd >= 0)
+		return pt__thread_pread(th->stat_fd, buf, sizeof(buf)) <= 0 ||
+		       pt_proc_parse_stat(buf, st) ? -ESRCH : 0;
+	return pt_thread_read_stat(th, st);
+}
+
+int pt_thread_read_state(struct pt_thread *th)
+{
+	struct pt_stat st;
+
+	if (read_own_stat(th, &st))
 		return -ESRCH;
-	}
 	th->state = st.state;
 	snprintf(th->comm, sizeof(th->comm), "%.15s", st.comm);  /* TASK_COMM_LEN */
 	th->comm_ns = pt__now_ns();
+	return 0;
+}
+
+int pt_thread_read_kernel_ns(struct pt_thread *th, uint64_t *ns)
+{
+	long hz = sysconf(_SC_CLK_TCK);   /* the auxiliary vector's: no system call */
+	struct pt_stat st;
+
+	if (hz <= 0)
+		hz = 100;
+	if (read_own_stat(th, &st))
+		return -ESRCH;
+	*ns = st.stime * (1000000000ull / (uint64_t)hz);
 	return 0;
 }
 

@@ -97,6 +97,10 @@ int pt_thread_read_stat(const struct pt_thread *th, struct pt_stat *st);
 /* Reads th's state and name (/proc/<tid>/stat, through stat_fd where it is
  * open). Returns 0 or -ESRCH. */
 int pt_thread_read_state(struct pt_thread *th);
+/* th's CPU time in kernel mode so far (its stat's stime, in clock ticks:
+ * the kernel's share of its precise CPU time, as found in kernel mode by
+ * the scheduler's ticks). Returns 0 or -ESRCH. */
+int pt_thread_read_kernel_ns(struct pt_thread *th, uint64_t *ns);
 /* 1 if th is runnable (state R) now: /proc/<tid>/syscall says "running"
  * for exactly that, for a third of the cost of /proc/<tid>/stat (another
  * uid's thread: its stat). Its name is read again when a second old. */

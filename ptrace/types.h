@@ -134,6 +134,9 @@ struct pt_tick_cbs {
 struct pt_rule_stats {
 	uint64_t preempted_stops;   /* a tick's, dropped: stopped where it waited for a core */
 	uint64_t unborn_stops;      /* a tick's, dropped: a new thread before its first instruction */
+	uint64_t handler_stops;     /* a tick's, dropped: at a signal handler's first instruction */
+	uint64_t unpaid_stops;      /* a tick's, dropped: at a system call's exit its kernel time
+				     * does not pay for (reached after our interrupt) */
 	uint64_t snapshot_stops;    /* stacks cached at a snapshot's or a state report's stop */
 	uint64_t snapshot_reused;   /* stacks answered from the cache instead of a stop */
 	/* perf_event backend */

@@ -44,6 +44,13 @@ static const struct stat_metric stat_metrics[] = {
 		"CPU-tick stops resumed without a sample: the thread waited for a core and stopped "
 		"at the exit of the system call where it was preempted, not where it runs; "
 		"it stays due, its CPU counted in its next sample."),
+	COUNTER("handler_stops_total", handler_stops,
+		"CPU-tick stops resumed without a sample: the thread stood at a signal handler's first "
+		"instruction, resumed with its signal and not yet run; it stays due."),
+	COUNTER("unpaid_syscall_stops_total", unpaid_stops,
+		"CPU-tick stops resumed without a sample: the thread stopped at the exit of a system call "
+		"it entered after the interrupt was sent (a slow interrupt), beyond what its kernel time "
+		"pays for; it stays due, its CPU counted in its next sample."),
 	COUNTER("incomplete_stacks_total", incomplete_stacks,
 		"Stacks whose unwind ended before the outermost frame."),
 	COUNTER("signals_reinjected_total", signals_reinjected,

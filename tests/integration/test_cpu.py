@@ -438,7 +438,11 @@ def threads_sharing_a_core_are_sampled_where_they_run():
     lands there: podprof took 43 % of its samples in read_cpu_clock. Such
     stops are dropped (the thread stays due, its CPU counted in its next
     sample), so the profile shows where the thread runs: read_cpu_clock
-    under 10 %, hot_a and hot_b the rest, split as the TSC says."""
+    under 10 %, hot_a and hot_b the rest, split as the TSC says. On a VM,
+    whose interrupts take 50-120 us to stop a running thread, busy -K also
+    reaches its call after the interrupt without waiting (7 % of the
+    samples, 17.5 % on CI's machine): those stops are kept only as far as
+    the thread's kernel time pays for them (unpaid_syscall_stops)."""
     cpu = min(os.sched_getaffinity(0))
     f = Fixture(threads=1, extra=("-K",))
     hog = Fixture(threads=1)
@@ -446,7 +450,8 @@ def threads_sharing_a_core_are_sampled_where_they_run():
     # ptrace's stops: a perf_event sample lands where the thread runs anyway.
     pp = Podprof("--pid", str(f.pid), "--backend", "ptrace")
     path = save(get_profile(pp, "seconds=4&hz=250"), "shared-core.pb.gz")
-    dropped = metrics(pp)["podprof_preempted_stops_total"]
+    mt = metrics(pp)
+    dropped, unpaid = mt["podprof_preempted_stops_total"], mt["podprof_unpaid_syscall_stops_total"]
     pp.stop(), hog.stop()
     truth = f.stop()
     m = re.search(r"clock=([\d.]+)", f.output)
@@ -457,7 +462,8 @@ def threads_sharing_a_core_are_sampled_where_they_run():
     a = 100.0 * sum(v for v, fr in tr if "hot_a" in fr) / total
     b = 100.0 * sum(v for v, fr in tr if "hot_b" in fr) / total
     print("  info: read_cpu_clock %.1f%% of the CPU profile (of busy's wall time, waits for the core "
-          "included: %s%%); hot_a %.1f%% hot_b %.1f%%; %d stops dropped" % (clock, m.group(1), a, b, dropped))
+          "included: %s%%); hot_a %.1f%% hot_b %.1f%%; %d stops dropped after a wait, %d unpaid" %
+          (clock, m.group(1), a, b, dropped, unpaid))
     if dropped == 0 and clock < 10.0:
         # A kernel that ends slices only at its ticks (not EEVDF's, which
         # does so in the system call too) puts no wait there.

@@ -35,16 +35,30 @@ void fake_running(int i)
 	put(F.th[i]->sys_fd, "running\n");
 }
 
+static void put_stat(int i)
+{
+	char stat[256];
+
+	snprintf(stat, sizeof(stat), "%d (worker%d) %c 1 1 1 0 -1 0 0 0 0 0 1 %llu 0 0 20 0 1 0 5 0 0",
+		 FAKE_TID0 + i, i, F.state[i], (unsigned long long)F.stime[i]);
+	put(F.th[i]->stat_fd, stat);
+}
+
 void fake_blocked(int i, int nr, uint64_t sp, uint64_t pc)
 {
-	char buf[256], stat[256];
+	char buf[256];
 
 	snprintf(buf, sizeof(buf), "%d 0x0 0x0 0x0 0x0 0x0 0x0 %#llx %#llx\n", nr,
 		 (unsigned long long)sp, (unsigned long long)pc);
 	put(F.th[i]->sys_fd, buf);
-	snprintf(stat, sizeof(stat), "%d (worker%d) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0",
-		 FAKE_TID0 + i, i);
-	put(F.th[i]->stat_fd, stat);
+	F.state[i] = 'S';
+	put_stat(i);
+}
+
+void fake_kernel_time(int i, uint64_t ticks)
+{
+	F.stime[i] += ticks;
+	put_stat(i);
 }
 
 void fake_burn(int i, uint64_t ns, uint64_t wait)
@@ -150,6 +164,7 @@ void fake_setup(int n, int max_per_tick)
 		F.th[i]->stat_fd = memfile();
 		snprintf(F.th[i]->comm, sizeof(F.th[i]->comm), "worker%d", i % 10);
 		F.th[i]->comm_ns = pt__now_ns();
+		F.stime[i] = 1;
 		fake_burn(i, 0, 0);
 		fake_blocked(i, SYS_futex, 0x7000, 0x401234);
 	}

@@ -24,6 +24,8 @@ struct fake {
 	struct pt_rule *r;
 	struct pt_thread *th[FAKE_NTH];
 	uint64_t run[FAKE_NTH], wait[FAKE_NTH], slices[FAKE_NTH];
+	uint64_t stime[FAKE_NTH];    /* kernel-mode CPU in clock ticks (stat's stime) */
+	char state[FAKE_NTH];        /* stat's state */
 	uint64_t pcpu;               /* the process clock the rule sees, 0: unknown */
 	/* the stand-in stop cycle: what it saw, and what each stop gives */
 	pid_t sel[64];
@@ -52,6 +54,8 @@ void fake_running(int i);
 /* Thread i is blocked (S) in system call nr, at stack and instruction
  * pointers sp and pc. */
 void fake_blocked(int i, int nr, uint64_t sp, uint64_t pc);
+/* Thread i spent `ticks` more clock ticks of its CPU in kernel mode. */
+void fake_kernel_time(int i, uint64_t ticks);
 /* Thread i used ns more CPU and waited `wait` more for a core (the process
  * clock moves with it). */
 void fake_burn(int i, uint64_t ns, uint64_t wait);

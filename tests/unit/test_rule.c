@@ -255,15 +255,106 @@ TEST(rule_drops_a_stop_at_a_syscall_exit_after_a_wait_for_a_core)
 	fake_burn(0, PERIOD, 0);
 	tick();
 	ASSERT_EQ(F.nsampled, 1);
-	/* A stop after no wait (it was on a core) is kept too. */
+	/* A stop after no wait (it was on a core) is kept too, while the
+	 * thread's kernel time pays for it: the 17th stop above carried 17
+	 * periods to getpid's exit, so 18 periods in the kernel are needed
+	 * (clock ticks of 10 ms, a period each). */
 	F.regs.orig_rax = SYS_getpid;
 	F.regs.rax = 1234;
 	F.wait_at_stop = 0;
+	fake_kernel_time(0, 18);
 	fake_burn(0, PERIOD, 0);
 	tick();
 	ASSERT_EQ(F.nsampled, 1);
 	pt_rule_stats(F.r, &st);
 	ASSERT_EQ(st.preempted_stops, 16);
+	ASSERT_EQ(st.unpaid_stops, 0);
+	fake_teardown();
+}
+
+TEST(rule_syscall_exit_samples_carry_no_more_than_the_kernel_time)
+{
+	struct pt_rule_stats st;
+	uint64_t at_exit = 0, total = 0;
+
+	/* A thread on a core (no wait) whose every stop lands at the exit of
+	 * clock_gettime, a call it makes after our interrupt (a slow one):
+	 * with no kernel time since its first stop, those stops are dropped,
+	 * up to 16 in a row, and the one after is kept with all their CPU. */
+	fake_setup(1, 16);
+	fake_running(0);
+	F.regs.orig_rax = SYS_clock_gettime;
+	F.regs.rax = 0;
+	for (int k = 0; k < 17; k++) {
+		fake_burn(0, PERIOD, 0);
+		tick();
+	}
+	ASSERT_EQ(F.nsampled, 1);
+	ASSERT_U64_EQ(weight_of(0), 17 * PERIOD);
+	pt_rule_stats(F.r, &st);
+	ASSERT_EQ(st.unpaid_stops, 16);
+	ASSERT_EQ(st.preempted_stops, 0);
+	/* Stops in user code are kept whatever the kernel time. */
+	F.regs.orig_rax = (uint64_t)-1;
+	fake_burn(0, PERIOD, 0);
+	ASSERT_EQ(tick(), 1);
+	fake_teardown();
+
+	/* A thread that spends half its CPU in the kernel, three of whose
+	 * four stops land at write's exit: those exits are kept as its
+	 * kernel time pays for them, so they carry half its CPU, not three
+	 * quarters. */
+	fake_setup(1, 16);
+	fake_running(0);
+	for (int k = 0; k < 400; k++) {
+		int sys = k % 4 != 0;
+
+		F.regs.orig_rax = sys ? SYS_write : (uint64_t)-1;
+		F.regs.rax = 4096;
+		fake_burn(0, PERIOD, 0);
+		if (k % 2)
+			fake_kernel_time(0, 1);
+		tick();
+		for (int j = 0; j < F.nsampled; j++) {
+			at_exit += sys ? F.weight[j] : 0;
+			total += F.weight[j];
+		}
+	}
+	ASSERT(total >= 390 * PERIOD);
+	ASSERT(at_exit >= total * 45 / 100 && at_exit <= total * 55 / 100);
+	pt_rule_stats(F.r, &st);
+	ASSERT(st.unpaid_stops > 50);
+	fake_teardown();
+}
+
+TEST(rule_drops_a_stop_at_a_signal_handlers_first_instruction)
+{
+	struct pt_rule_stats st;
+
+	/* The registers the kernel enters a handler with: rsp at the frame,
+	 * rdx the ucontext after the restorer's address, rsi the siginfo
+	 * after it, rdi the signal, rax 0. The thread has not run the
+	 * handler: its stop is dropped, it stays due. */
+	fake_setup(1, 16);
+	fake_running(0);
+	F.regs.rsp = 0x7fff0000;
+	F.regs.rdx = 0x7fff0008;
+	F.regs.rsi = 0x7fff0008 + 304;
+	F.regs.rdi = 27;
+	F.regs.rax = 0;
+	fake_burn(0, PERIOD, 0);
+	tick();
+	ASSERT(selected(0));
+	ASSERT_EQ(F.nsampled, 0);
+	pt_rule_stats(F.r, &st);
+	ASSERT_EQ(st.handler_stops, 1);
+	/* One instruction in (a push moved rsp): where it runs, kept, with
+	 * the CPU of the dropped stop. */
+	F.regs.rsp -= 8;
+	fake_burn(0, PERIOD, 0);
+	tick();
+	ASSERT_EQ(F.nsampled, 1);
+	ASSERT_U64_EQ(weight_of(0), 2 * PERIOD);
 	fake_teardown();
 }
 

@@ -37,7 +37,7 @@ ALL_CFLAGS = $(CFLAGS) $(SAN) $(WARN) -MMD -MP -D_GNU_SOURCE -I. -I$(BUILD)/gen 
              -I$(LLHTTP_INC) $(PKG_CFLAGS) -DPODPROF_VERSION='"$(VERSION) ($(GIT_REV))"' $(EXTRA_CFLAGS)
 
 SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)) $(wildcard sidecar/profiles/*.c)
-PTRACE_SRC  := $(wildcard ptrace/*.c)
+PTRACE_SRC  := $(sort $(shell find ptrace -name '*.c'))
 ENCODER_SRC := $(wildcard encoder/*.c)
 BASE_SRC    := $(wildcard base/*.c)
 LIB_OBJ := $(addprefix $(BUILD)/,$(SIDECAR_SRC:.c=.o) $(PTRACE_SRC:.c=.o) $(ENCODER_SRC:.c=.o) \
@@ -122,7 +122,7 @@ $(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h $(BUILD)
 
 # CPython's layouts from each release's own headers, printed by a program
 # built with them: the unit test python_layout_matches_headers holds
-# ptrace/python_interp.c's table to them. 3.11: Debian's python3.11-dev; 3.12:
+# ptrace/runtimes/python/interp.c's table to them. 3.11: Debian's python3.11-dev; 3.12:
 # any install's headers (pyenv's here; PY312_INC= to point elsewhere). A
 # release whose headers are missing is not built (its check skips).
 PY311_INC ?= /usr/include/python3.11
@@ -221,7 +221,7 @@ demo: all fixtures
 	scripts/demo.sh
 
 lint: structure
-	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c ptrace/*.c encoder/*.c base/*.c || \
+	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c $(PTRACE_SRC) encoder/*.c base/*.c || \
 		{ echo "lint: banned function (STYLE H15)"; exit 1; }
 	@! grep -nE '^#include "(ptrace|sidecar)/' encoder/*.c encoder/*.h || \
 		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (DESIGN.md, Folders)"; exit 1; }

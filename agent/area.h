@@ -1,6 +1,6 @@
 /* The allocation agent's records, as it publishes them to podprof: the
  * layout is the contract between agent/ (the writer, inside the target) and
- * ptrace/agentrec.c (the reader, outside it). Types and constants only.
+ * ptrace/allocs/agentrec.c (the reader, outside it). Types and constants only.
  *
  * The agent exports one symbol, PPA_HEADER_SYMBOL, a struct ppa_header in
  * its data. Once the agent has set itself up, header.area holds the address

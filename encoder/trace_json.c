@@ -126,7 +126,7 @@ static int by_time(const void *a, const void *b, void *arg)
 
 /* Returns 0 or -ENOMEM (the buffer's own failures stick in it). The events
  * in time order: a thread's run is drawn after the fact, back in time
- * (ptrace/session_trace.c draw_run), so the order they came in is not it. */
+ * (ptrace/sessions/trace.c draw_run), so the order they came in is not it. */
 static int counters(struct base_buf *ob, const struct enc_trace *tr)
 {
 	uint8_t *st = base_calloc(tr->nthreads + 1, 1);

@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "base/mem.h"
-#include "ptrace/types.h"
+#include "ptrace/core/types.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
 

@@ -53,7 +53,7 @@ typedef void (*sc_cfg_help_cb)(FILE *out);
 int sc_cfg_load(struct sc_cfg *cfg, int argc, char **argv, sc_cfg_help_cb endpoints, FILE *out,
 		FILE *err);
 void sc_cfg_free(struct sc_cfg *cfg);
-/* --backend as the sampler takes it (enum pt_backend: ptrace/types.h). */
+/* --backend as the sampler takes it (enum pt_backend: ptrace/core/types.h). */
 int sc_cfg_backend(const struct sc_cfg *cfg);
 
 #endif

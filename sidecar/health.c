@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ptrace/proc.h"
-#include "ptrace/sampler.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sampler/sampler.h"
 #include "sidecar/http.h"
 #include "sidecar/log.h"
 #include "sidecar/reply.h"

@@ -12,7 +12,7 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/pod.h"
 #include "sidecar/reply.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/log.h"
 #include "sidecar/query.h"

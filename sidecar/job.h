@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "ptrace/sampler.h"
+#include "ptrace/sampler/sampler.h"
 #include "sidecar/procs.h"
 #include "sidecar/reply.h"
 

@@ -15,8 +15,8 @@
 #include <uv.h>
 
 #include "base/buf.h"
-#include "ptrace/proc.h"
-#include "ptrace/backends.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sampler/backends.h"
 #include "sidecar/cfg.h"
 #include "sidecar/log.h"
 #include "sidecar/routes.h"

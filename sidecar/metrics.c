@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "ptrace/proc.h"
-#include "ptrace/sampler.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sampler/sampler.h"
 #include "sidecar/http.h"
 #include "sidecar/reply.h"
 #include "sidecar/server.h"

@@ -10,7 +10,7 @@
 
 #include "base/array.h"
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 
 #define POD_LIST_TTL_NS 1000000000ull
 

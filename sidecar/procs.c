@@ -12,7 +12,7 @@
 
 #include "base/array.h"
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/target.h"
 
 struct entry {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "ptrace/profile.h"
+#include "ptrace/profile/profile.h"
 
 #define SC_PROCS_SCAN_MAX 8192   /* processes read from /proc at most */
 

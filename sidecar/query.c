@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/util.h"
 
 int sc_query_get(const char *q, const char *key, char *out, size_t len)

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/mem.h"
-#include "ptrace/proc.h"
-#include "ptrace/session_watch.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sessions/watch.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"

@@ -10,8 +10,8 @@
 #include "base/mem.h"
 #include "encoder/pprof.h"
 #include "encoder/text.h"
-#include "ptrace/proc.h"
-#include "ptrace/sampler.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sampler/sampler.h"
 #include "sidecar/util.h"
 
 static const char *state_name(char state)

@@ -12,13 +12,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ptrace/profile.h"
+#include "ptrace/profile/profile.h"
 
 struct enc_pprof;
 struct pt_profile;
 
 /* The value columns each sampler sample carries (their meaning is the
- * session kind's: see ptrace/sampler.h). */
+ * session kind's: see ptrace/sampler/sampler.h). */
 enum sc_stack_column {
 	SC_COL_0, SC_COL_1, SC_COL_2, SC_COL_3,
 	SC_COL_COUNT = SC_COL_0,    /* CPU, dump: samples (ticks, or 1 per thread) */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/log.h"
 #include "sidecar/util.h"
 

@@ -14,7 +14,7 @@
 #include "base/array.h"
 #include "base/buf.h"
 #include "base/mem.h"
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/cfg.h"
 #include "sidecar/util.h"
 

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "sidecar/http.h"
 #include "sidecar/reply.h"
 #include "sidecar/server.h"

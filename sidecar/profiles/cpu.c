@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "encoder/pprof.h"
-#include "ptrace/session_cpu.h"
+#include "ptrace/sessions/cpu.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
@@ -65,7 +65,7 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}
-	/* What the samples did not carry (ptrace/session_cpu.c): the live
+	/* What the samples did not carry (ptrace/sessions/cpu.c): the live
 	 * threads' CPU since their last sample, then the ended threads'. */
 	if (pr->process_cpu_ns) {
 		snprintf(comment, sizeof(comment),

@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "encoder/pprof.h"
-#include "ptrace/proc.h"
-#include "ptrace/session_threads.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sessions/threads.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/profiles/named.h"

@@ -2,7 +2,7 @@
  * process holds, from its allocation records (the allocation agent's, or a
  * Go runtime's own), as Go's heap profile says it; without records, or with
  * view=mappings, where the memory lives, by mapping, from /proc/<pid>/smaps
- * (ptrace/session_memory.c). Requests and the index's count run on the
+ * (ptrace/sessions/memory.c). Requests and the index's count run on the
  * loop thread, the encoding (the profile, or debug=1's text) on a work
  * thread. */
 #include "sidecar/profiles/memory.h"
@@ -16,8 +16,8 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "encoder/pprof.h"
-#include "ptrace/proc.h"
-#include "ptrace/session_memory.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sessions/memory.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/profiles/named.h"

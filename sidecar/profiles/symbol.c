@@ -12,7 +12,7 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
-#include "ptrace/session_symbols.h"
+#include "ptrace/sessions/symbols.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/query.h"

@@ -1,7 +1,7 @@
 /* /debug/pprof/threadcreate: the stacks that created threads (clone events
  * seen while attached, from the first request on), and the live threads
  * whose creation was not seen under their start routines, labelled
- * creation="not seen" (ptrace/session_threadcreate.c). */
+ * creation="not seen" (ptrace/sessions/threadcreate.c). */
 #include "sidecar/profiles/threadcreate.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "encoder/pprof.h"
-#include "ptrace/session_threadcreate.h"
+#include "ptrace/sessions/threadcreate.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
 #include "sidecar/profiles/named.h"

@@ -1,4 +1,4 @@
-/* /debug/pprof/trace: a per-thread timeline (ptrace/session_trace.c) as a
+/* /debug/pprof/trace: a per-thread timeline (ptrace/sessions/trace.c) as a
  * Go 1.19 execution trace, which `go tool trace` opens, or with
  * ?format=json as Chrome Trace Event JSON (?gz=1: gzipped) for Perfetto,
  * speedscope and chrome://tracing. The request is read on the loop
@@ -13,8 +13,8 @@
 #include "base/mem.h"
 #include "encoder/trace.h"
 #include "encoder/trace_json.h"
-#include "ptrace/proc.h"
-#include "ptrace/session_trace.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/sessions/trace.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"

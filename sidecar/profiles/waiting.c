@@ -1,5 +1,5 @@
 /* /debug/pprof/block and /debug/pprof/mutex: where threads wait. From the
- * threads' states at each tick (ptrace/session_waiting.c), never a stop of a
+ * threads' states at each tick (ptrace/sessions/waiting.c), never a stop of a
  * thread that stays blocked. Go's block and mutex are cumulative since the
  * program started; here they are measured over a window: ?seconds=N, or
  * --wait-seconds when none is given (said in the profile's comment).
@@ -15,9 +15,9 @@
 
 #include "base/mem.h"
 #include "encoder/pprof.h"
-#include "ptrace/proc.h"
-#include "ptrace/profile.h"
-#include "ptrace/session_waiting.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/profile/profile.h"
+#include "ptrace/sessions/waiting.h"
 #include "sidecar/cfg.h"
 #include "sidecar/http.h"
 #include "sidecar/job.h"
@@ -72,7 +72,7 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 	if ((err = enc_pprof_comment(e, comment)))
 		return err;
 	if (pr->unsampled_ns) {
-		/* ptrace/session_waiting.c */
+		/* ptrace/sessions/waiting.c */
 		snprintf(comment, sizeof(comment),
 			 "podprof: unseen_ns=%" PRIu64 " waited by threads that ended where no tick saw "
 			 "(their clocks: life less CPU and run delay), added under \"" PT_MARK_UNSEEN_WAIT_NAME

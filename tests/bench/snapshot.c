@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ptrace/sampler.h"
-#include "ptrace/session_threads.h"
+#include "ptrace/sampler/sampler.h"
+#include "ptrace/sessions/threads.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;

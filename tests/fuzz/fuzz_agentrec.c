@@ -1,4 +1,4 @@
-/* libFuzzer harness: the allocation agent's records (ptrace/agentrec.c), a
+/* libFuzzer harness: the allocation agent's records (ptrace/allocs/agentrec.c), a
  * memory image the target writes. The input is the target's memory from
  * address BASE on (the agent's header at BASE); reads outside it fail as
  * reads of unmapped memory do. Every stack read must lie within its caps. */
@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ptrace/agentrec.h"
-#include "ptrace/allocs.h"
+#include "ptrace/allocs/agentrec.h"
+#include "ptrace/core/allocs.h"
 
 #define BASE 0x7f0000000000ull
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/elf.h"
+#include "ptrace/space/elf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

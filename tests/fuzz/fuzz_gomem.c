@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ptrace/gomem.h"
+#include "ptrace/runtimes/go/gomem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

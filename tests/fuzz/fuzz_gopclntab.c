@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/gopclntab.h"
+#include "ptrace/space/gopclntab.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ptrace/perfmap.h"
+#include "ptrace/space/perfmap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

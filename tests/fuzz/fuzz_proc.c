@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

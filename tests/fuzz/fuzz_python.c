@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/python_frames.h"
-#include "ptrace/python_interp.h"
-#include "ptrace/python_names.h"
-#include "ptrace/unwind.h"
+#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/runtimes/python/interp.h"
+#include "ptrace/runtimes/python/names.h"
+#include "ptrace/space/unwinder.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

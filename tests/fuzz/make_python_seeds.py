@@ -4,7 +4,7 @@ process at 0x10000000, as the harness reads them: the runtime state at 0
 (interpreters.head at 40), an interpreter, a thread state for tid 1 whose
 current frame is the innermost of three (inner <- outer, entry <- <module>,
 entry), their code objects, names (one UCS-2) and location tables. The
-offsets are those of ptrace/python_interp.c's 3.11 layout. seed-bulk also puts the
+offsets are those of ptrace/runtimes/python/interp.c's 3.11 layout. seed-bulk also puts the
 frames in the thread state's frame stack (datastack chunk, top and limit).
 
     tests/fuzz/make_python_seeds.py tests/fuzz/corpus/python

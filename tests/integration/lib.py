@@ -339,7 +339,7 @@ def traces(path, index="cpu"):
 LIBC_RE = re.compile(r"^(libc\.so\.6|ld-linux-x86-64\.so\.2)\+0x[0-9a-f]+$|^_dl_[a-z_]+$")
 MAIN_TAIL = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 THREAD_TAIL = ["start_thread", "__clone3"]
-# The leaf frames podprof puts over CPU no sample carried (ptrace/profile.h).
+# The leaf frames podprof puts over CPU no sample carried (ptrace/profile/profile.h).
 MARK_UNSAMPLED = "[exited threads' CPU, not sampled]"
 MARK_PENDING = "[CPU since the thread's last sample]"
 PODPROF_MARKS = {MARK_UNSAMPLED, MARK_PENDING}

@@ -7,11 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ptrace/ptrace_internal.h"
-#include "ptrace/rule.h"
-#include "ptrace/threads.h"
-#include "ptrace/tracee.h"
-#include "ptrace/tracer.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/rule/rule.h"
+#include "ptrace/mechanism/threads.h"
+#include "ptrace/mechanism/tracee.h"
+#include "ptrace/mechanism/tracer.h"
 #include "tests/harness.h"
 
 struct fake F;

@@ -11,8 +11,8 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "ptrace/rulestate.h"
-#include "ptrace/mechanism.h"
+#include "ptrace/rule/rulestate.h"
+#include "ptrace/mechanism/mechanism.h"
 
 #define FAKE_PERIOD 10000000ull   /* a 100 Hz tick */
 #define FAKE_NTH 8

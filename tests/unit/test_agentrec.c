@@ -1,4 +1,4 @@
-/* The allocation agent's records as podprof reads them (ptrace/agentrec.c),
+/* The allocation agent's records as podprof reads them (ptrace/allocs/agentrec.c),
  * over a synthetic target memory: good records, and every bound a corrupt
  * or hostile target could break. Also Go's unsampling and the heap text. */
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include "agent/area.h"
 #include "base/mem.h"
 #include "encoder/text.h"
-#include "ptrace/agentrec.h"
-#include "ptrace/allocs.h"
+#include "ptrace/allocs/agentrec.h"
+#include "ptrace/core/allocs.h"
 #include "tests/harness.h"
 
 #define BASE 0x7f0000000000ull

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "ptrace/elf.h"
-#include "ptrace/mem.h"
-#include "ptrace/module.h"
-#include "ptrace/proc.h"
+#include "ptrace/space/elf.h"
+#include "ptrace/space/mem.h"
+#include "ptrace/space/module.h"
+#include "ptrace/proc/proc.h"
 #include "tests/harness.h"
 
 __attribute__((noinline)) int fixture_symbol_target(int x);

@@ -1,4 +1,4 @@
-/* The Go memory-profile reader (ptrace/gomem.c) on synthetic target memory:
+/* The Go memory-profile reader (ptrace/runtimes/go/gomem.c) on synthetic target memory:
  * a small fake address space (the runtime's globals, and buckets laid out
  * as Go 1.18 to 1.26 lay them out on 64-bit) served by a read callback that
  * counts its reads. Each future of a record holds different counts, so a
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptrace/gomem.h"
+#include "ptrace/runtimes/go/gomem.h"
 #include "tests/harness.h"
 
 #define DATA 0x500000u         /* the runtime's globals */

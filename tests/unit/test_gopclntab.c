@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ptrace/elf.h"
-#include "ptrace/gopclntab.h"
+#include "ptrace/space/elf.h"
+#include "ptrace/space/gopclntab.h"
 #include "tests/harness.h"
 
 #define VADDR 0x400000u

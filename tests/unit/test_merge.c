@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/mem.h"
-#include "ptrace/merge.h"
+#include "ptrace/profile/merge.h"
 #include "tests/harness.h"
 
 /* A profile of one process: `nmaps` maps, a location per map (named

@@ -1,4 +1,4 @@
-/* The perf_event ring (ptrace/perfev.h) on a busy child of ours: samples
+/* The perf_event ring (ptrace/perf/perfev.h) on a busy child of ours: samples
  * come with its registers, its count and a copy of its stack that holds
  * what the child wrote there; a drain stopped by its callback leaves the
  * rest for the next. Skipped where perf_event_open is refused. */
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ptrace/perfev.h"
+#include "ptrace/perf/perfev.h"
 #include "tests/harness.h"
 
 #define MARK 0x5eed5eed0badcafeull

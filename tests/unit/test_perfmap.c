@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ptrace/perfmap.h"
+#include "ptrace/space/perfmap.h"
 #include "tests/harness.h"
 
 /* Lines as node --perf-basic-prof and python -X perf write them. */

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "ptrace/proc.h"
+#include "ptrace/proc/proc.h"
 #include "tests/harness.h"
 
 TEST(stat_plain)

@@ -28,11 +28,11 @@
 #include <unistd.h>
 
 #include "encoder/pprof.h"
-#include "ptrace/python_frames.h"
-#include "ptrace/python_interp.h"
-#include "ptrace/python_names.h"
-#include "ptrace/unwind.h"
-#include "ptrace/python.h"
+#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/runtimes/python/interp.h"
+#include "ptrace/runtimes/python/names.h"
+#include "ptrace/space/unwinder.h"
+#include "ptrace/runtimes/python/python.h"
 #include "tests/harness.h"
 
 static const uint8_t real_table[] = {

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "ptrace/ptrace_internal.h"
-#include "ptrace/rate.h"
-#include "ptrace/rule.h"
-#include "ptrace/snapshot.h"
-#include "ptrace/threads.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/sampler/rate.h"
+#include "ptrace/rule/rule.h"
+#include "ptrace/rule/snapshot.h"
+#include "ptrace/mechanism/threads.h"
 #include "tests/harness.h"
 #include "tests/unit/fake.h"
 

@@ -8,13 +8,13 @@
 #include <sys/syscall.h>
 
 #include "base/mem.h"
-#include "ptrace/ptrace_internal.h"
-#include "ptrace/sampler.h"
-#include "ptrace/session.h"
-#include "ptrace/session_cpu.h"
-#include "ptrace/session_threads.h"
-#include "ptrace/session_waiting.h"
-#include "ptrace/stacks.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/sampler/sampler.h"
+#include "ptrace/sampler/session.h"
+#include "ptrace/sessions/cpu.h"
+#include "ptrace/sessions/threads.h"
+#include "ptrace/sessions/waiting.h"
+#include "ptrace/core/stacks.h"
 #include "tests/harness.h"
 #include "tests/unit/fake.h"
 

@@ -6,10 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ptrace/mem.h"
-#include "ptrace/module.h"
-#include "ptrace/objects.h"
-#include "ptrace/proc.h"
+#include "ptrace/space/mem.h"
+#include "ptrace/space/module.h"
+#include "ptrace/space/objects.h"
+#include "ptrace/proc/proc.h"
 #include "tests/harness.h"
 
 struct reader {

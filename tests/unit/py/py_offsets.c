@@ -1,5 +1,5 @@
 /* Prints, from one CPython release's own headers (3.11 or 3.12, built with
- * Py_BUILD_CORE for the internal ones), every offset ptrace/python_interp.c's
+ * Py_BUILD_CORE for the internal ones), every offset ptrace/runtimes/python/interp.c's
  * layout table holds for that release, one "name value" per line. The unit
  * test python_layout_matches_headers compares them with the table, so a
  * wrong number fails a test. Built by the Makefile where the headers are

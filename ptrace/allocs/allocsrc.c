@@ -1,0 +1,231 @@
+/* Finding and reading a target's allocation records (see allocsrc.h). */
+#include "ptrace/allocs/allocsrc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/area.h"
+#include "ptrace/allocs/agentrec.h"
+#include "ptrace/runtimes/go/gomem.h"
+#include "ptrace/space/gopclntab.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/core/stacks.h"
+#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/mechanism/tracee.h"
+
+static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	return pt_symbolize_read(arg, addr, buf, len);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !strcmp(s + n - k, tail) && (n == k || s[n - k - 1] == '/');
+}
+
+/* The first mapping whose path is the agent's library, or NULL. */
+static const struct pt_map *agent_map(const struct pt_maps *m)
+{
+	for (size_t i = 0; m && i < m->n; i++)
+		if (ends_with(m->v[i].path, PT_AGENTREC_LIBRARY))
+			return &m->v[i];
+	return NULL;
+}
+
+/* The first mapping of the executable (as /proc/<pid>/exe names it), or NULL. */
+static const struct pt_map *exe_map(pid_t pid, const struct pt_maps *m)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	if ((n = readlink(link, path, sizeof(path) - 1)) <= 0)
+		return NULL;
+	path[n] = 0;
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		path[n - 10] = 0;
+	for (size_t i = 0; m && i < m->n; i++)
+		if (!strcmp(m->v[i].path, path))
+			return &m->v[i];
+	return NULL;
+}
+
+static int from_agent(struct pt_tracee *t, const struct pt_map *lib, struct pt_allocs *out,
+		      const char **why)
+{
+	const char *name = PPA_HEADER_SYMBOL;
+	uint64_t addr = 0, size = 0;
+	int n = pt_symbolize_lookup(t, lib->start, &name, &addr, &size, 1);
+
+	if (n < 0)
+		return n;
+	if (!n || !addr) {
+		*why = "a library named libpodprof-alloc.so is loaded but holds no podprof record "
+		       "header (another build?)";
+		return -ENOENT;
+	}
+	return pt_agentrec_read(read_target, t, addr, out, why);
+}
+
+/* The functions Go's traceback gives at pc, innermost first; returns how
+ * many (0: not Go code). */
+static int go_frames(struct pt_tracee *t, uint64_t pc, struct pt_goline *gl)
+{
+	return pt_symbolize_go(t, pc, gl, PT_GOTAB_MAX_INLINE + 1);
+}
+
+/* Go's records hold a PC per function of an inlined call: the call site,
+ * then a mark in each function it was inlined into. podprof names every
+ * function inlined at a PC from that PC alone, so the marks after it that
+ * stand for those functions are dropped (runtime/pprof folds them into one
+ * location the same way), and so is runtime.goexit at the root, which Go's
+ * profiles leave out. Frames move down in place. */
+static void go_fold(struct pt_tracee *t, struct pt_allocs *a)
+{
+	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1], next[PT_GOTAB_MAX_INLINE + 1];
+	size_t w = 0;
+
+	for (size_t i = 0; i < a->nstacks; i++) {
+		struct pt_alloc_stack *s = &a->stacks[i];
+		size_t first = w;
+
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint64_t pc = a->frames[s->first + k];
+			int nf = go_frames(t, pc, gl);
+
+			if (nf > 0 && k + 1 == s->n && !strcmp(gl[nf - 1].name, "runtime.goexit"))
+				break;
+			a->frames[w++] = pc;
+			/* Skip the marks of the outer functions, each checked. */
+			for (int j = 1; j < nf && k + 1 < s->n; j++) {
+				int m = go_frames(t, a->frames[s->first + k + 1], next);
+
+				if (m <= 0 || strcmp(next[0].name, gl[j].name))
+					break;
+				k++;
+			}
+		}
+		s->first = (uint32_t)first;
+		s->n = (uint32_t)(w - first);
+	}
+	a->nframes = w;
+}
+
+static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allocs *out,
+		   const char **why)
+{
+	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
+	struct pt_gomem_syms syms;
+	int err, n = pt_symbolize_lookup(t, exe->start, pt_gomem_symbol_names, addrs, sizes,
+					 PT_GOMEM_NSYMS);
+
+	if (n < 0 || !addrs[0]) {
+		*why = "no allocation agent in the process, and a Go program without the runtime's "
+		       "records among its symbols (no runtime.mbuckets: stripped?)";
+		return -ENOENT;
+	}
+	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
+	if (!(err = pt_gomem_read(read_target, t, &syms, out, why)))
+		go_fold(t, out);
+	return err;
+}
+
+int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX], int *n,
+		     const char **why)
+{
+	const char *why_agent = NULL, *why_go = NULL;
+	const struct pt_maps *m;
+	const struct pt_map *lib, *exe;
+	int err, err_agent = -ENOENT, err_go = -ENOENT;
+
+	memset(out, 0, PT_ALLOCSRC_MAX * sizeof(*out));
+	*n = 0;
+	*why = NULL;
+	if ((err = pt_symbolize_refresh_maps(t)))
+		return err;
+	m = pt_symbolize_maps(t);
+	exe = exe_map(pt_tracee_pid(t), m);
+	lib = agent_map(m);
+	/* A Go program keeps its own records (with the agent: a cgo program,
+	 * whose C allocations are the agent's). Other executables' symbols are
+	 * not searched for the runtime's (a file read at every request). */
+	if (exe && pt_symbolize_is_go(t, exe->start)) {
+		if (!(err_go = from_go(t, exe, &out[*n], &why_go)))
+			++*n;
+		else if (err_go == -ENOMEM || err_go == -ESRCH)
+			return err_go;
+	}
+	if (lib) {
+		if (!(err_agent = from_agent(t, lib, &out[*n], &why_agent)))
+			++*n;
+		else if (err_agent == -ENOMEM || err_agent == -ESRCH)
+			return err_agent;
+	}
+	if (*n) {
+		*why = lib && err_agent ? why_agent : NULL;
+		return 0;
+	}
+	if (lib) {
+		*why = why_agent;
+		return err_agent;
+	}
+	if (why_go) {
+		*why = why_go;
+		return err_go;
+	}
+	*why = "no allocation agent in the process, and not a Go program";
+	return -ENOENT;
+}
+
+static int64_t bounded(uint64_t v)
+{
+	return v < (uint64_t)PT_ALLOCS_MAX_VALUE ? (int64_t)v : PT_ALLOCS_MAX_VALUE;
+}
+
+/* Go's four values of a record, estimated: the agent's are already;
+ * Go's buckets are scaled each on its own (scaleHeapSample), in use from
+ * allocations less frees, as runtime/pprof does. */
+static void estimate(const struct pt_allocs *a, const struct pt_alloc_stack *s, int64_t *v)
+{
+	int64_t ao = bounded(s->alloc_objects), ab = bounded(s->alloc_bytes);
+	int64_t io = ao - bounded(s->free_objects), ib = ab - bounded(s->free_bytes);
+
+	if (io < 0)
+		io = 0;
+	if (ib < 0)
+		ib = 0;
+	if (!a->scaled) {
+		pt_allocs_scale(ao, ab, a->rate, &ao, &ab);
+		pt_allocs_scale(io, ib, a->rate, &io, &ib);
+	}
+	v[0] = ao;
+	v[1] = ab;
+	v[2] = io;
+	v[3] = ib;
+}
+
+int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t max)
+{
+	int err;
+
+	if (!*st && (err = pt_stacks_new(st, max)))
+		return err;
+	for (size_t i = 0; i < a->nstacks; i++) {
+		const struct pt_alloc_stack *s = &a->stacks[i];
+		/* Go's buckets are per stack and size, and unsampled each on its own
+		 * (the sizes kept apart by the sample's tid, which no label shows). */
+		struct pt_sample smp = { .comm = "", .state = '?', .syscall = -1,
+					 .tid = s->size > INT32_MAX ? INT32_MAX : (pid_t)s->size,
+					 .frames = a->frames + s->first, .n = (int)s->n };
+		int64_t v[PT_MAX_VALUES];
+
+		estimate(a, s, v);
+		if ((err = pt_stacks_add(*st, &smp, v)) == -ENOMEM)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,202 @@
+/* A batch of captures, once every thread of it runs again: unwound
+ * offline (libunwind over the stack copies, ptrace/space/unwinder.c), then each
+ * reported to whoever chose the threads, through its ops. Sampler thread
+ * only. */
+#include "ptrace/mechanism/batch.h"
+
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+
+#include "ptrace/space/mem.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/runtimes/python/python.h"
+#include "ptrace/mechanism/mechanism.h"
+#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/unwinder.h"
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+#define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
+#define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
+
+/* An address outside every mapping means the maps may be stale (a library
+ * loaded since they were read, e.g. by the dynamic loader right after an
+ * exec): read them again and redo the batch. If that did not place the
+ * address (junk at the end of a frame-pointer chain), the least time
+ * between such reads doubles, up to a second. */
+int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uint64_t *f, int max, int n)
+{
+	struct user_regs_struct regs = cap->regs;
+	size_t len = cap->stack_len, limit = cap->stack_limit;
+	const struct pt_map *m;
+	uint64_t ret;
+	int complete;
+
+	if (n > 1 || max < 2 || cap->stack_len < 16)
+		return n;
+	memcpy(&ret, cap->stack, sizeof(ret));
+	if (!(m = pt_maps_find(t->maps, ret)) || !(m->flags & PT_MAP_X))
+		return n;
+	cap->regs.rip = ret;
+	cap->regs.rsp += 8;
+	cap->stack += 8;
+	cap->stack_len -= 8;
+	if (cap->stack_limit > 8)
+		cap->stack_limit -= 8;
+	n = 1 + pt_unwind(t->unw, cap, f + 1, max - 1, &complete);
+	f[1] = ret - 1;   /* a return address: the call is the instruction before */
+	cap->stack -= 8;
+	cap->stack_used += 8;
+	cap->regs = regs;
+	cap->stack_len = len;
+	cap->stack_limit = limit;
+	return n;
+}
+
+/* A tick's capture of a thread back from clone or clone3 (the parent: rax
+ * its child's tid; the child, at 0, has no caller). A sample the kernel
+ * took (perf_event) has no system call number: one right after a syscall
+ * instruction (0f 05) whose unwind went no further is taken for the same
+ * (a thread in clone's kernel part, its registers those it entered with:
+ * glibc's clone3 marks the end of the stack there, for the child's sake),
+ * when the word at its SP is a return address (a child's new stack holds
+ * none). */
+static int clone_parent(struct pt_tracee *t, const struct pt_capture *cap)
+{
+	uint8_t insn[2];
+
+	if (cap->read_beyond)
+		return cap->regs.rip >= 2 && !pt_mem_read(t->mem, cap->regs.rip - 2, insn, 2) &&
+		       insn[0] == 0x0f && insn[1] == 0x05;
+	return (cap->regs.orig_rax == SYS_clone || cap->regs.orig_rax == SYS_clone3) &&
+	       (int64_t)cap->regs.rax > 0;
+}
+
+void pt__batch_unwind(struct pt_tracee *t, int ncap)
+{
+	if (!t->maps_backoff_ns)
+		t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t miss, incomplete = 0;
+
+		for (int k = 0; k < ncap; k++) {
+			uint64_t t0 = pt__now_ns();
+			int complete;
+
+			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
+						  t->frames + (size_t)k * t->o.max_frames,
+						  t->o.max_frames, &complete);
+			if (t->nframes[k] <= 1 && clone_parent(t, &t->caps[k]))
+				t->nframes[k] = pt__batch_unwind_clone_leaf(
+					t, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
+					t->o.max_frames, t->nframes[k]);
+			t->unwind_ns[k] = pt__now_ns() - t0;
+			incomplete += !complete;
+		}
+		miss = pt_unwinder_take_miss(t->unw);
+		if (pass == 0 && miss && pt__now_ns() >= t->maps_at_ns + t->maps_backoff_ns &&
+		    pt_symbolize_refresh_maps(t) == 0) {
+			t->st.maps_rereads++;
+			if (pt_maps_find(t->maps, miss)) {
+				t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
+				continue;   /* the maps were stale: again, with the new ones */
+			}
+			t->maps_backoff_ns = t->maps_backoff_ns * 2 < MAPS_BACKOFF_MAX_NS ?
+					     t->maps_backoff_ns * 2 : MAPS_BACKOFF_MAX_NS;
+		}
+		t->st.incomplete_stacks += incomplete;
+		return;
+	}
+}
+
+/* Sizes a thread's next stack copy from what its last unwind read. A
+ * stop's copy (ptrace): twice that plus a page, in pages; an unwind that
+ * ran out of copy makes the next one whole (that sample's stack ends where
+ * the copy did: counted, and incomplete). The kernel's copy (perf_event):
+ * what was read and a quarter more, in 512-byte steps; the kernel copies
+ * that much at every sample, on the target's time, and what an unwind
+ * lacks is read from memory right after (read_beyond: counted in `used`),
+ * so a sample that went deeper loses nothing, and the copy grows when two
+ * in a row needed more. A stop's grows at once. Either shrinks by an
+ * eighth at most per sample (a thread that goes deeper now and then keeps
+ * its room). The two are kept apart: a stop's copy (a thread dump's,
+ * under perf_event) is not cut to the kernel's tight one. */
+static void learn_stack(struct pt_tracee *t, struct pt_thread *th, const struct pt_capture *cap)
+{
+	size_t cur = th->stack_want ? th->stack_want : t->o.stack_bytes;
+	size_t need, used = cap->stack_used;
+
+	if (cap->stack_short)
+		t->st.short_copies++;
+	if (cap->read_beyond) {
+		size_t both, floor;
+
+		cur = th->kstack_want ? th->kstack_want : (cap->stack_len + 511) & ~(size_t)511;
+		need = (used + used / 4 + 512 + 511) & ~(size_t)511;
+		/* Grown to what two samples in a row needed: one unwind that
+		 * strayed (read far past the stack) does not make every later
+		 * copy large; one that went deeper lost nothing. */
+		both = need < th->kstack_last ? need : th->kstack_last;
+		th->kstack_last = need;
+		floor = (cur - cur / 8) & ~(size_t)511;
+		if (both > cur)
+			need = both;              /* grown */
+		else if (need > cur)
+			need = cur;               /* one deeper sample: held */
+		else if (need < floor)
+			need = floor;             /* shrunk by an eighth at most */
+		th->kstack_want = need < t->o.stack_bytes ? need : t->o.stack_bytes;
+		return;
+	}
+	if (cap->stack_short) {
+		th->stack_want = 0;
+		return;
+	}
+	need = (2 * used + 2 * 4096 - 1) & ~(size_t)4095;
+	if (need < ((cur - cur / 8) & ~(size_t)4095))
+		need = (cur - cur / 8) & ~(size_t)4095;
+	th->stack_want = need >= t->o.stack_bytes ? 0 : need;
+}
+
+void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *ops)
+{
+	for (int k = 0; k < ncap; k++) {
+		struct pt_thread *th = t->slot_th[k];
+		const struct pt_capture *cap = &t->caps[k];
+		uint64_t dt = t->unwind_ns[k];
+		struct pt_sample smp;
+
+		if (t->py_caps && t->py_caps[k].n) {
+			uint64_t t0 = pt__now_ns();
+
+			t->nframes[k] = pt_py_merge(t->py, &t->py_caps[k],
+						    t->frames + (size_t)k * t->o.max_frames, t->nframes[k]);
+			dt += pt__now_ns() - t0;
+		}
+		smp = (struct pt_sample){
+			.pid = t->pid, .tid = th->tid, .comm = th->comm, .state = th->state,
+			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
+			.frames = t->frames + (size_t)k * t->o.max_frames, .n = t->nframes[k],
+			.sp = cap->regs.rsp, .pc = cap->regs.rip,
+		};
+		learn_stack(t, th, cap);
+		if (cap->sig_uc) {
+			th->sig_uc = cap->sig_uc;
+			th->sig_lo = cap->sig_lo;
+			th->sig_hi = cap->sig_hi;
+		}
+		t->st.thread_samples++;
+		t->st.unwind_ns_total += dt;
+		t->st.pause_ns_total += t->slot_pause[k];
+		t->st.frames_total += (uint64_t)smp.n;
+		if (ops->timing)
+			ops->timing(ops->arg, t->slot_pause[k], dt);
+		if (ops->sample)
+			ops->sample(ops->arg, th, &smp);
+	}
+}

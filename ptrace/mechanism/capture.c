@@ -1,0 +1,154 @@
+/* Capturing a thread we stopped: its registers and a copy of its stack
+ * (as much as its last unwind needed, with room to spare), the stack a Go
+ * signal handler interrupted, and a Python thread's frame chain. Whatever
+ * changes as soon as the thread runs is read here, inside the pause; the
+ * rest waits until it runs again (batch.c). Sampler thread only. */
+#include "ptrace/mechanism/capture.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+
+#include "base/mem.h"
+#include "ptrace/space/mem.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/runtimes/python/python.h"
+#include "ptrace/mechanism/mechanism.h"
+#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/runtimes/python/interp.h"
+#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/gowalk.h"
+#include "ptrace/space/unwinder.h"
+
+/* A Go thread stopped in its signal handler (its SP on the signal stack
+ * where an earlier unwind found Go's handler): the interrupted goroutine's
+ * stack, from the SP in the kernel's signal frame, is copied in the same
+ * stop, since the thread overwrites it as soon as the handler returns. A
+ * frame that is not where it was last time (a nested signal) gives an SP
+ * the unwind does not meet: the copy then goes unused. */
+static void capture_interrupted(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *cap)
+{
+	uint64_t sp, pc;
+	ssize_t n;
+
+	if (!pt_capture_signal(cap, th->sig_uc, &sp, &pc) || (sp >= th->sig_lo && sp < th->sig_hi))
+		return;
+	if (!cap->sig_stack && !(cap->sig_stack = base_malloc(t->o.stack_bytes)))
+		return;
+	n = pt_mem_read_partial(t->pid, sp, cap->sig_stack, t->o.stack_bytes);
+	if (n < 16)
+		return;
+	cap->sig_sp = sp;
+	cap->sig_len = (size_t)n;
+	cap->sig_limit = cap->sig_len == t->o.stack_bytes ? ((size_t)1 << 30) : 0;
+	t->st.signal_copies++;
+}
+
+/* Copying costs the stopped thread about a microsecond per page: as much
+ * stack as its last unwind needed, with room to spare (batch.c sizes it). */
+int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *cap,
+		struct pt_py_cap *pyc)
+{
+	size_t want = th->stack_want ? th->stack_want : t->o.stack_bytes;
+	ssize_t n;
+
+	if (pyc)
+		pyc->n = 0;
+	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
+		return -ENOMEM;
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
+		return -errno;
+	th->last_sp = cap->regs.rsp;
+	n = pt_mem_read_partial(t->pid, cap->regs.rsp, cap->stack, want);
+	cap->stack_len = n > 0 ? (size_t)n : 0;
+	cap->stack_limit = cap->stack_len == want ? t->o.stack_bytes : 0;
+	cap->sig_len = 0;
+	cap->read_beyond = 0;   /* stopped: its stack past the copy is not read */
+	if (th->sig_uc && cap->regs.rsp >= th->sig_lo && cap->regs.rsp < th->sig_uc)
+		capture_interrupted(t, th, cap);
+	/* A Python thread's frame chain changes as soon as it runs: read now,
+	 * in the same stop (python.h). */
+	if (pyc && th->py_tstate) {
+		uint64_t t0 = pt__now_ns();
+
+		if (pt_py_capture(t->py, th->py_tstate, th->py_nstid, th->py_bulk, cap, pyc) == -ESTALE)
+			th->py_tstate = th->py_retry_ns = 0;   /* not its thread state any more */
+		t->st.py_capture_ns += pt__now_ns() - t0;
+		t->st.py_captures++;
+	}
+	return 0;
+}
+
+/* How long a thread whose thread state was not found waits before the
+ * next look (a thread Python has not bound yet, or one that is not
+ * Python's). */
+#define PY_RETRY_NS 100000000ull
+
+/* The tid the target knows th by (PyThreadState.native_thread_id). */
+static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
+{
+	char path[96], buf[4096];
+	pid_t ns;
+
+	if (pt__symbolize_nspid(t) == t->pid)
+		return th->tid;   /* our PID namespace is the target's */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid, (int)th->tid);
+	if (pt_proc_slurp(path, buf, sizeof(buf)) < 0 || pt_proc_parse_nspid(buf, &ns))
+		return th->tid;
+	return ns;
+}
+
+void pt__capture_py_detect(struct pt_tracee *t)
+{
+	char note[sizeof(t->py_note)];
+	enum pt_py_state st;
+
+	if (!t->py || pt_py_state(t->py) == PT_PY_ACTIVE)
+		return;
+	st = pt_py_detect(t->py, t->maps, t->mods, note, sizeof(note));
+	/* a slot per capture of a batch, and one for clone events */
+	if (st == PT_PY_ACTIVE && !t->py_caps &&
+	    !(t->py_caps = base_calloc((size_t)t->o.max_per_tick + 1, sizeof(*t->py_caps)))) {
+		pt_py_reset(t->py);
+		return;
+	}
+	if (note[0] && strcmp(note, t->py_note)) {
+		memcpy(t->py_note, note, sizeof(t->py_note));
+		t->py_noted = 0;
+	}
+}
+
+/* The target runs meanwhile: its list of thread states is walked once for
+ * all the threads of the batch. */
+void pt__capture_py_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
+{
+	struct pt_thread *found[64];
+	pid_t ns[64];
+	uint64_t ts[64], now;
+	int k = 0;
+
+	if (!t->py || pt_py_state(t->py) != PT_PY_ACTIVE)
+		return;
+	now = pt__now_ns();
+	for (int i = 0; i < nsel && k < 64; i++) {
+		struct pt_thread *th = sel[i];
+
+		if (!th || th->py_tstate || now < th->py_retry_ns)
+			continue;
+		if (!th->py_nstid)
+			th->py_nstid = thread_nstid(t, th);
+		ns[k] = th->py_nstid;
+		ts[k] = 0;
+		found[k++] = th;
+	}
+	if (!k)
+		return;
+	pt_py_find_threads(t->py, ns, ts, (size_t)k);
+	for (int j = 0; j < k; j++) {
+		found[j]->py_tstate = ts[j];
+		found[j]->py_retry_ns = ts[j] ? 0 : now + PY_RETRY_NS;
+	}
+}

@@ -1,0 +1,324 @@
+/* A tracee's life: created with its capture slots and its unwinding and
+ * naming state, attached (every thread seized, nothing stopped), detached
+ * (every thread interrupted and let go, with whatever signal it stopped
+ * for), moved on to a new program after an exec, freed. The pieces of the
+ * mechanism it uses are listed in tracee_internal.h. Sampler thread only,
+ * but for pt_tracee_new and the accessors. */
+
+#include "ptrace/mechanism/tracee.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+#include "ptrace/mechanism/capture.h"
+#include "ptrace/mechanism/events.h"
+#include "ptrace/mechanism/execfp.h"
+#include "ptrace/space/mem.h"
+#include "ptrace/space/module.h"
+#include "ptrace/space/perfmap.h"
+#include "ptrace/proc/proc.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/runtimes/python/python.h"
+#include "ptrace/mechanism/mechanism.h"
+#include "ptrace/runtimes/python/interp.h"
+#include "ptrace/mechanism/stop.h"
+#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/mechanism/threads.h"
+#include "ptrace/mechanism/tracer.h"
+#include "ptrace/space/unwinder.h"
+
+/* The shared page pool sized for the tracer's tracees (a pool that cannot
+ * grow leaves reads uncached: slower, not wrong). */
+static void size_pool(struct pt_tracer *tr)
+{
+	unsigned int n = 0;
+
+	for (struct pt_tracee *x = tr->tracees; x; x = x->next)
+		n++;
+	(void)pt_mem_pool_size(tr->pages, n);
+}
+
+int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
+		  const struct pt_tracee_opts *opts)
+{
+	size_t slots = (size_t)opts->max_per_tick, frames;
+	struct pt_tracee *t;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	if (base_size_mul((size_t)opts->max_frames, slots, &frames))
+		return -E2BIG;
+	t = base_calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->o = *opts;
+	t->auxv_fd = -1;
+	t->caps = base_calloc(slots, sizeof(*t->caps));
+	t->frames = base_calloc(frames, sizeof(*t->frames));
+	t->nframes = base_calloc(slots, sizeof(*t->nframes));
+	t->unwind_ns = base_calloc(slots, sizeof(*t->unwind_ns));
+	t->slot_th = base_calloc(slots, sizeof(*t->slot_th));
+	t->slot_pause = base_calloc(slots, sizeof(*t->slot_pause));
+	t->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	t->spin_slots = t->ncpu > 2 ? t->ncpu - 1 : 1;
+	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns || !t->slot_th || !t->slot_pause)
+		goto out;
+	/* The slots' stack copies are made at their first use: a process
+	 * of few threads never uses most of them (pt__capture). */
+	if ((err = pt_mem_new(&t->mem, pid, tr->pages)) ||
+	    (err = pt_modules_new(&t->mods, pid, t->mem, tr->objects)) ||
+	    (err = pt_unwinder_new(&t->unw, t->mem, t->mods)))
+		goto out;
+	if (opts->debug_dir)
+		pt_modules_set_debug_dir(t->mods, opts->debug_dir);
+	if (opts->python && (err = pt_py_new(&t->py, pid, t->mem)))
+		goto out;
+	t->tr = tr;
+	t->next = tr->tracees;
+	tr->tracees = t;
+	size_pool(tr);
+	*out = t;
+	t = NULL;
+	err = 0;
+out:
+	pt_tracee_free(t);
+	return err;
+}
+
+void pt_tracee_free(struct pt_tracee *t)
+{
+	if (!t)
+		return;
+	if (t->attached)
+		pt_tracee_detach(t, 2000000000ull);
+	for (struct pt_tracee **pp = t->tr ? &t->tr->tracees : NULL; pp && *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			size_pool(t->tr);
+			break;
+		}
+	pt__threads_free(t);
+	if (t->auxv_fd >= 0)
+		close(t->auxv_fd);
+	if (t->caps)
+		for (int i = 0; i < t->o.max_per_tick; i++)
+			base_free(t->caps[i].stack), base_free(t->caps[i].sig_stack);
+	base_free(t->caps);
+	base_free(t->frames);
+	base_free(t->nframes);
+	base_free(t->unwind_ns);
+	base_free(t->slot_th);
+	base_free(t->slot_pause);
+	if (t->clone_cap)
+		base_free(t->clone_cap->stack), base_free(t->clone_cap->sig_stack);
+	base_free(t->clone_cap);
+	base_free(t->clone_frames);
+	pt_py_free(t->py);
+	base_free(t->py_caps);
+	pt_unwinder_free(t->unw);
+	pt_modules_free(t->mods);
+	pt_mem_free(t->mem);
+	pt_maps_free(t->maps);
+	pt_perfmap_free(t->pm);
+	base_free(t);
+}
+
+pid_t pt_tracee_pid(const struct pt_tracee *t) { return t->pid; }
+const struct pt_tracee_opts *pt_tracee_opts(const struct pt_tracee *t) { return &t->o; }
+int pt_tracee_attached(const struct pt_tracee *t) { return t->attached; }
+int pt_tracee_detaching(const struct pt_tracee *t) { return t->attached && t->detaching; }
+int pt_tracee_gone(const struct pt_tracee *t) { return t->gone; }
+int pt_tracee_exec_pending(const struct pt_tracee *t) { return t->execed; }
+int pt_tracee_python(const struct pt_tracee *t)
+{
+	return t->py && pt_py_state(t->py) == PT_PY_ACTIVE;
+}
+uint64_t pt_tracee_woke_ns(const struct pt_tracee *t) { return t->tr->woke_ns; }
+
+void pt_tracee_clone_stacks(struct pt_tracee *t, int on)
+{
+	t->clone_stacks = on;
+}
+
+uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
+{
+	return pt__clock_ns((clockid_t)((~(unsigned int)t->pid << 3) | 2));   /* CPUCLOCK_SCHED */
+}
+
+void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
+{
+	*out = t->st;
+	pt_modules_load_stats(t->mods, &out->symtab_load_ns, &out->symtab_loads);
+}
+
+void pt_tracee_ack_exec(struct pt_tracee *t)
+{
+	if (!t->execed)
+		return;
+	t->execed = 0;
+	pt_mem_flush(t->mem);
+	pt_modules_reset(t->mods);
+	pt_modules_freeze(t->mods, 0);
+	pt_perfmap_free(t->pm);
+	t->pm = NULL;
+	memset(&t->pm_st, 0, sizeof(t->pm_st));
+	pt_unwinder_flush(t->unw);
+	/* Without the new program's maps, the old ones would key its reads
+	 * as the old program's files (the shared pages): read uncached. */
+	if (pt_symbolize_refresh_maps(t))
+		pt_mem_set_maps(t->mem, NULL);
+	t->mm_fp = pt__execfp_read(t, 0);   /* the new program's */
+	if (t->py) {
+		/* The new program's interpreter, if any (no token of the old
+		 * one is left: the sessions that saw it have ended), and its
+		 * thread states, looked up anew. */
+		pt_py_reset(t->py);
+		for (size_t i = 0; i < t->n; i++) {
+			struct pt_thread *th = t->th[i];
+
+			th->py_tstate = th->py_retry_ns = th->py_bulk[0] = th->py_bulk[1] = 0;
+		}
+		pt__capture_py_detect(t);
+	}
+}
+
+/* 1 if t's leader is traced by this tracer already: a child its traced
+ * parent forked (the tracee's PTRACE_O_TRACEFORK), adopted as it is, in its
+ * first stop, its options its parent's. */
+static int traced_by_us(const struct pt_tracee *t)
+{
+	char path[64], buf[2048];
+	long long tracer;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	return pt_proc_slurp(path, buf, sizeof(buf)) > 0 && !pt_proc_status_value(buf, "TracerPid", &tracer) &&
+	       (pid_t)tracer == t->tr->tid;
+}
+
+int pt_tracee_attach(struct pt_tracee *t)
+{
+	const long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
+			  PTRACE_O_TRACEVFORK;
+	int err, round;
+
+	if (t->attached)
+		return 0;
+	if ((err = pt_symbolize_refresh_maps(t)))
+		return err;
+	pt_mem_flush(t->mem);
+	/* The thread that first attaches is the tracer (ptrace is per thread). */
+	if (!t->tr->tid)
+		t->tr->tid = gettid();
+	t->attached = 1;
+	/* Threads created while we list and seize are caught either by the
+	 * clone event of an already seized parent or by the next listing. */
+	/* The leader first: permission is per process, so once it is seized
+	 * an EPERM for a sibling only means that thread is exiting (the kernel
+	 * refuses to attach to an exiting task with EPERM, not ESRCH). */
+	if (ptrace(PTRACE_SEIZE, t->pid, 0, opts) < 0) {
+		err = -errno;
+		/* A child its traced parent forked is ours already. */
+		if (err != -EPERM || !traced_by_us(t))
+			goto fail;
+	}
+	if ((err = pt__threads_add(t, t->pid, 0)))
+		goto fail;
+	for (round = 0; round < 64; round++) {
+		size_t n, added = 0;
+		pid_t *tids;
+
+		err = pt_proc_list_tasks(t->pid, (size_t)t->o.max_threads, &tids, &n);
+		if (err && err != -E2BIG)
+			goto fail;
+		for (size_t i = 0; i < n; i++) {
+			if (pt_threads_find(t, tids[i]))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tids[i], 0, opts) < 0) {
+				err = -errno;
+				if (err == -ESRCH || err == -EPERM)
+					continue;   /* exited or exiting meanwhile */
+				base_free(tids);
+				goto fail;
+			}
+			if ((err = pt__threads_add(t, tids[i], 0))) {
+				ptrace(PTRACE_DETACH, tids[i], 0, 0);
+				base_free(tids);
+				goto fail;
+			}
+			added++;
+		}
+		base_free(tids);
+		if (!added)
+			break;
+	}
+	if (t->n == 0) {
+		err = -ESRCH;
+		goto fail;
+	}
+	pt__execfp_open(t);
+	t->mm_fp = pt__execfp_read(t, 0);
+	pt__capture_py_detect(t);
+	return 0;
+fail:
+	/* Inside a poll (a fork's child being adopted) the detach cannot wait
+	 * for the stops it asks for: the poll under way takes them. */
+	if (pt_tracee_detach(t, t->tr->polling ? 0 : 1000000000ull) == -EINPROGRESS)
+		return err;   /* detaching: the stops to come end it */
+	t->attached = 0;
+	return err;
+}
+
+int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)
+{
+	uint64_t deadline = pt__now_ns() + timeout_ns;
+
+	if (!t->attached)
+		return 0;
+	if (t->tr->tid != gettid()) {
+		/* Called after the tracer thread ended (the sampler's shutdown):
+		 * the kernel detached every thread when it exited. */
+		for (size_t i = 0; i < t->n; i++)
+			t->th[i]->flags |= PT_TH_GONE;
+		pt_threads_compact(t);
+		t->attached = 0;
+		return 0;
+	}
+	t->detaching = 1;
+	t->nlate = 0;   /* late captures nobody is left to take */
+	for (size_t i = 0; i < t->n; i++) {
+		struct pt_thread *th = t->th[i];
+
+		if (th->flags & (PT_TH_GONE | PT_TH_INTERRUPTING))
+			continue;
+		if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0 && errno == ESRCH) {
+			/* Already dead: reap it if it is, else forget it. */
+			if (pt__events_poll(t, th) == PT__EV_NONE)
+				th->flags |= PT_TH_GONE;
+			continue;
+		}
+		th->flags |= PT_TH_INTERRUPTING;
+	}
+	for (;;) {
+		size_t live = 0;
+		uint64_t now;
+
+		pt_tracer_poll(t->tr);
+		for (size_t i = 0; i < t->n; i++)
+			live += !(t->th[i]->flags & PT_TH_GONE);
+		if (!live || !t->attached)
+			break;
+		now = pt__now_ns();
+		if (now >= deadline)
+			return -EINPROGRESS;
+		pt__stop_wait_wake(t->tr->wake_fd, deadline - now < 5000000 ? deadline - now : 5000000);
+	}
+	t->attached = 0;
+	t->detaching = 0;
+	pt_threads_compact(t);
+	return 0;
+}

@@ -1,0 +1,75 @@
+/* A traced process (a tracee) of the ptrace mechanism, and its life:
+ * created with its capture slots and its unwinding and naming state,
+ * attached (every thread seized, nothing stopped), detached, moved on to a
+ * new program after an exec, freed.
+ *
+ * The mechanism is this header's module and those it lists, one file and
+ * header each, bottom-up: execfp (noticing an exec), symbolize (maps and
+ * names), capture (a stopped thread's registers and stacks), batch
+ * (unwinding and reporting captures), threads (the thread table), events
+ * (acting on one waitpid status), stop (the stop cycle), tracer (reaping
+ * every tracee's events) and tracee (here). Each calls only those before
+ * it; their shared state is ptrace/mechanism/mechanism.h. Which threads to stop is
+ * not decided by the mechanism: that is the sampling rule's
+ * (ptrace/rule/rule.h), which calls it and is called back only through the ops
+ * structures it gives (struct pt_stop_ops, struct pt_thread_ops).
+ *
+ * Every function here runs on the tracer thread (the sampler thread), the
+ * only thread that calls ptrace or waitpid (STYLE H12), except where
+ * noted. */
+#ifndef PT_TRACEE_H
+#define PT_TRACEE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ptrace/core/types.h"
+
+struct pt_tracee;
+struct pt_tracer;
+
+/* A tracee of `tr` (not attached yet). Returns 0 or -ENOMEM. Any thread. */
+int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
+		  const struct pt_tracee_opts *opts);
+/* Detaches (bounded wait) and frees. NULL-safe. */
+void pt_tracee_free(struct pt_tracee *t);
+
+pid_t pt_tracee_pid(const struct pt_tracee *t);
+const struct pt_tracee_opts *pt_tracee_opts(const struct pt_tracee *t);
+int pt_tracee_attached(const struct pt_tracee *t);
+/* 1 while a detach that timed out waits for threads still to stop. */
+int pt_tracee_detaching(const struct pt_tracee *t);
+/* 1 once the process has exited (or was never there). */
+int pt_tracee_gone(const struct pt_tracee *t);
+/* 1 after the target exec'd and before pt_tracee_ack_exec(): meanwhile no
+ * tick samples and symbolization still uses the old program's maps and
+ * modules, so sessions that saw the old program can end with its names. */
+int pt_tracee_exec_pending(const struct pt_tracee *t);
+/* 1 if the target runs a CPython we read frames of (ptrace/runtimes/python/python.h). */
+int pt_tracee_python(const struct pt_tracee *t);
+/* Forgets the old program (maps, modules, caches) and resumes sampling. */
+void pt_tracee_ack_exec(struct pt_tracee *t);
+void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
+/* When t's tracer last woke from a sleep (pt_tracer_woke), 0 if it has
+ * polled since. */
+uint64_t pt_tracee_woke_ns(const struct pt_tracee *t);
+/* The CPU time the process used so far, all its threads, the exited ones
+ * too (the sums of each thread's schedstat); 0 if unreadable. */
+uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t);
+
+/* With on, each clone event carries the parent's stack (taken while the
+ * parent is stopped at the event anyway: no extra stop, a copy and an
+ * unwind more per thread created). */
+void pt_tracee_clone_stacks(struct pt_tracee *t, int on);
+
+/* Seizes every thread (PTRACE_SEIZE, following clones and execs; nothing is
+ * stopped). Returns 0, -ESRCH (no such process), -EPERM (ptrace denied:
+ * CAP_SYS_PTRACE missing or Yama), -E2BIG (over max_threads) or -ENOMEM. */
+int pt_tracee_attach(struct pt_tracee *t);
+/* Interrupts and detaches every thread, waiting at most timeout_ns; threads
+ * still pending are detached when their stop arrives (pt_tracer_poll).
+ * Returns 0 when fully detached, -EINPROGRESS otherwise. */
+int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns);
+
+#endif

@@ -1,0 +1,96 @@
+/* Sessions: how a kind of request plugs into the sampler (STYLE H1: shared
+ * only inside ptrace/). The sampler thread owns the thread, the request
+ * queue, the targets and the tick schedule; what a request gathers and how
+ * it turns that into a result is its kind's, one file each in
+ * ptrace/sessions/ (cpu.c, threads.c, symbols.c, ...), through the ops
+ * below. A new kind is a new file, ptrace/sessions/<name>.c, and its
+ * header, <name>.h, declaring its pt_kind_<name>. Types only: the sampler
+ * implements the calls a kind may make back (pt__target_slot in
+ * targets.h, pt__log in log.h).
+ *
+ * Every hook runs on the sampler thread, between ticks or inside one; none
+ * may call back into the sampler or stop threads itself, except `start`,
+ * which may use the tracee and its rule (pt_snapshot_take,
+ * pt_symbolize_addr). */
+#ifndef PT_SESSION_H
+#define PT_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ptrace/core/types.h"
+
+struct pt_request;
+struct pt_rule;
+struct pt_sampler;
+struct pt_sampler_opts;
+struct pt_session_kind;
+struct pt_tracee;
+
+/* One request being served. A kind's own session structure embeds this one
+ * as its first member and recovers itself with PT_SESSION_OF. */
+struct pt__target;
+
+struct pt_session {
+	const struct pt_session_kind *kind;
+	struct pt_sampler *s;
+	const struct pt_sampler_opts *o;
+	struct pt_request *req;
+	struct pt_tracee *t;
+	struct pt_rule *rule;        /* t's sampling rule (pt_snapshot_take) */
+	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC; end_ns == start_ns without a window */
+	uint64_t start_wall;         /* CLOCK_REALTIME at start, for profiles' time stamps */
+	/* the sampler's, for the tick schedule */
+	uint64_t period_ns, next_due;
+	int take;                    /* the current tick is this session's */
+	double scale;                /* this session's period over the tick's */
+	struct pt__target *target;   /* the sampler's record of the target */
+	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
+	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
+	struct pt_session *next;
+};
+
+#define PT_SESSION_OF(ss, type) ((type *)(void *)(ss))
+
+#define PT_KIND_F_ATTACH 0x1u   /* needs the target traced (seized) */
+#define PT_KIND_F_WINDOW 0x2u   /* lasts req->duration_ns if > 0 */
+#define PT_KIND_F_STATES 0x4u   /* wants every thread's state at each of its ticks */
+#define PT_KIND_F_TICKS  0x8u   /* its window is sampled by ticks (else only its ends count) */
+
+/* A thread's end, as sessions are told of it. */
+struct pt_exit {
+	pid_t tid;
+	uint64_t at_ns;            /* when it was seen (pt__now_ns) */
+	uint64_t run_ns, wait_ns;  /* its clocks at its end (struct pt_event), 0 if unknown */
+};
+
+struct pt_session_kind {
+	const char *name;            /* for logs */
+	size_t size;                 /* of the kind's session structure */
+	unsigned int flags;          /* PT_KIND_F_* */
+	/* The session begins: returns 0 or a negative errno (the request then
+	 * fails with it). A kind without a window does all its work here. */
+	int (*start)(struct pt_session *ss);
+	/* A thread-sample taken by one of the session's ticks (the CPU it used
+	 * since its previous sample is in smp->cpu_ns, for a tick period:
+	 * scale it by ss->scale for the session's). May be NULL. */
+	void (*on_sample)(struct pt_session *ss, const struct pt_sample *smp);
+	/* Each thread of the target at each of the session's ticks
+	 * (PT_KIND_F_STATES only). */
+	void (*on_thread_state)(struct pt_session *ss, const struct pt_thread_state *st);
+	/* A thread of the target was created or ended while the session ran. */
+	void (*on_clone)(struct pt_session *ss, pid_t parent, pid_t child);
+	void (*on_exit)(struct pt_session *ss, const struct pt_exit *x);
+	/* The session ends (its window is over, its target exited or exec'd, or
+	 * the client left): fill the request's results. Returns 0 or a negative
+	 * errno. Not called when start failed. */
+	int (*finish)(struct pt_session *ss);
+	/* The window is over: called for every session ending at once (a
+	 * group's members) before the first of them finishes, to read what
+	 * must be read as the window ends, not as it is finished. May be NULL. */
+	void (*on_end)(struct pt_session *ss);
+	/* Frees what the kind allocated (not the session itself). May be NULL. */
+	void (*free)(struct pt_session *ss);
+};
+
+#endif

@@ -1,0 +1,280 @@
+/* The CPU profile: on-CPU stacks over a window, weighted by the CPU each
+ * thread used since its previous sample (the tick's rule is in rule.c),
+ * and at the end the CPU no sample carried: the process's CPU clock over
+ * the window (the exited threads' too) less the samples' total. That is
+ * the CPU of threads that ran between ticks and ended (a thread per
+ * request: each lives for less than a tick, most are never caught
+ * running), and what a thread sampled once used after its sample until it
+ * ended. It goes to the stacks of the threads that were sampled and ended
+ * in the window, in proportion to their samples (threads caught running
+ * are a fair draw of those that were not: 150 samples of short-lived
+ * threads in a 5 s window at 100 Hz stood for 1.50 s, their clocks said
+ * 1.52), each under a frame that says so (PT_MARK_UNSAMPLED); with none
+ * sampled, to that frame alone. Before that, what the live threads used
+ * since their last sample (their next one would carry it: up to a period
+ * each, more for a thread a loaded machine kept off its core at the
+ * ticks), as far as the samples fall short: each thread's on its last stack
+ * of the window under PT_MARK_PENDING (alone for a thread not sampled in
+ * it). Settling only fills what the samples lack, so the total never
+ * passes the process's CPU (a window's first samples carry what their
+ * threads used before it). The profile's comment says how much. Owns
+ * the session's stack table. Sampler thread only, as every session
+ * hook. */
+#include "ptrace/sessions/cpu.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/map.h"
+#include "base/mem.h"
+#include "ptrace/sampler/log.h"
+#include "ptrace/sampler/group.h"
+#include "ptrace/profile/profile.h"
+#include "ptrace/rule/rule.h"
+#include "ptrace/core/internal.h"
+#include "ptrace/sampler/sampler.h"
+#include "ptrace/sampler/session.h"
+#include "ptrace/core/stacks.h"
+#include "ptrace/mechanism/tracee.h"
+
+struct cpu_session {
+	struct pt_session base;
+	struct pt_stacks *stacks;
+	uint64_t thread_samples;
+	uint64_t cpu0;           /* the process's CPU clock at the start; 0: unknown */
+	uint64_t cpu1;           /* and as the window ended (on_end), 0: read at finish */
+	uint64_t dropped_ns;     /* CPU of the samples the table refused */
+	int scaled;              /* a sample was scaled (ss->scale > 1) */
+	struct base_map exited;  /* tids of the threads that ended in the window */
+	uint64_t exited_n;
+	int exited_full;         /* a tid could not be kept: no settling */
+	struct base_map last;    /* tid -> 1 + the entry of its last sample */
+	struct base_map by_entry;   /* at the end: entry + 1 -> its threads' pending CPU */
+	struct base_map before;  /* tid -> its pending CPU at the start (used before the window) */
+	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
+	uint64_t pend_sum;       /* all the pending CPU of the window */
+};
+
+static void note_before(void *arg, pid_t tid, uint64_t ns)
+{
+	struct cpu_session *cs = arg;
+
+	base_map_put(&cs->before, (uint64_t)tid, ns);   /* no memory: counted as the window's */
+}
+
+static int cpu_start(struct pt_session *ss)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+
+	cs->cpu0 = pt_tracee_cpu_ns(ss->t);
+	/* What each thread's next sample would carry from before the window:
+	 * not the window's, if it has no sample in it. */
+	if (ss->rule)
+		pt_rule_pending_ns(ss->rule, note_before, cs);
+	return pt_stacks_new(&cs->stacks, (size_t)ss->o->max_stacks);
+}
+
+static void cpu_on_exit(struct pt_session *ss, const struct pt_exit *x)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+
+	cs->exited_n++;
+	if (x->tid > 0 && base_map_put(&cs->exited, (uint64_t)x->tid, 1))
+		cs->exited_full = 1;
+	if (x->tid > 0)
+		base_map_del(&cs->last, (uint64_t)x->tid);   /* live threads only */
+}
+
+/* At the end, each live thread's CPU since its last sample: summed per
+ * entry of its last stack of the window (by_entry: entry + 1 -> ns), or
+ * alone for a thread not sampled in it (or no room), less what it had
+ * pending at the start. */
+static void note_pending(void *arg, pid_t tid, uint64_t ns)
+{
+	struct cpu_session *cs = arg;
+	uint64_t *id = base_map_get(&cs->last, (uint64_t)tid), *sum, *was;
+
+	if (!id && (was = base_map_get(&cs->before, (uint64_t)tid)))
+		ns = ns > *was ? ns - *was : 0;
+	cs->pend_sum += ns;
+	if (!id)
+		cs->pend_alone += ns;
+	else if ((sum = base_map_get(&cs->by_entry, *id)))
+		*sum += ns;
+	else if (base_map_put(&cs->by_entry, *id, ns))
+		cs->pend_alone += ns;
+}
+
+static uint64_t pending_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	struct cpu_session *cs = arg;
+	uint64_t *ns = base_map_get(&cs->by_entry, (uint64_t)id + 1);
+
+	(void)e;
+	(void)v;
+	return ns ? *ns : 0;
+}
+
+static uint64_t exited_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	struct cpu_session *cs = arg;
+
+	(void)id;
+	return e->tid > 0 && v[0] > 0 && base_map_get(&cs->exited, (uint64_t)e->tid) ? (uint64_t)v[0] : 0;
+}
+
+/* The window's CPU that no sample carried, settled as the header says. A
+ * stack refused (past max_stacks: counted as dropped) or no memory: the
+ * profile goes out with what is settled so far. */
+static void settle(struct cpu_session *cs, struct pt_profile *p)
+{
+	struct pt_stacks *st = cs->stacks;
+	size_t n = pt_stacks_count(st);
+	uint64_t cpu1 = cs->cpu1 ? cs->cpu1 : pt_tracee_cpu_ns(cs->base.t), total, due, want;
+	struct pt_spread spread = { .arg = cs };
+	struct pt_sample e;
+	int64_t v[PT_MAX_VALUES];
+
+	p->exited_threads = cs->exited_n;
+	/* A window cut short by the target's exit or exec: its CPU clock then
+	 * holds what the new program did, or nothing to settle against. A
+	 * session at a lower rate than the ticks': its samples are scaled
+	 * estimates, whose noise is no thread's unsampled CPU. */
+	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full || cs->base.cut || cs->scaled)
+		return;
+	p->process_cpu_ns = cpu1 - cs->cpu0;
+	total = cs->dropped_ns;   /* samples past max_stacks: carried, not kept */
+	for (size_t i = 0; i < n; i++) {
+		pt_stacks_get(st, i, &e, v);
+		total += (uint64_t)v[1];
+	}
+	if (p->process_cpu_ns <= total)
+		return;
+	due = p->process_cpu_ns - total;
+	/* The live threads' first: what they used since their last sample
+	 * (a part the table refused is left unsettled, no ended thread's). */
+	if (cs->base.rule)
+		pt_rule_pending_ns(cs->base.rule, note_pending, cs);
+	if ((want = due < cs->pend_sum ? due : cs->pend_sum)) {
+		spread.mark = PT_MARK_PENDING;
+		spread.weight = pending_weight;
+		spread.alone = cs->pend_alone;
+		p->pending_ns = pt_stacks_spread(st, n, &spread, want, &p->pending_stacks);
+		p->unsettled_ns = want - p->pending_ns;
+		due -= want;
+	}
+	/* The rest is the ended threads' (with none ended, nobody's: left
+	 * out, the comment says how much the profile lacks). */
+	if (!due)
+		return;
+	if (!cs->exited_n) {
+		p->unsettled_ns += due;
+		return;
+	}
+	spread.mark = PT_MARK_UNSAMPLED;
+	spread.weight = exited_weight;
+	spread.alone = 0;
+	p->unsampled_ns = pt_stacks_spread(st, n, &spread, due, &p->exited_stacks);
+	p->unsettled_ns += due - p->unsampled_ns;
+}
+
+static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+	/* The CPU a thread used since it was last looked at covers one tick
+	 * period, or the session's if that is longer. */
+	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * ss->scale) };
+	int id;
+
+	cs->thread_samples++;
+	cs->scaled |= ss->scale > 1.0;
+	if ((id = pt_stacks_add(cs->stacks, smp, v)) < 0) {
+		cs->dropped_ns += (uint64_t)v[1];
+		if (smp->tid > 0)
+			base_map_del(&cs->last, (uint64_t)smp->tid);   /* its pending goes alone */
+	} else if (smp->tid > 0 && base_map_put(&cs->last, (uint64_t)smp->tid, (uint64_t)id + 1)) {
+		base_map_del(&cs->last, (uint64_t)smp->tid);   /* no memory: the same */
+	}
+}
+
+static void cpu_on_end(struct pt_session *ss)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+
+	cs->cpu1 = pt_tracee_cpu_ns(ss->t);
+}
+
+static int cpu_finish(struct pt_session *ss)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+	struct pt_request *req = ss->req;
+	struct pt_profile *p;
+	struct pt_sampler_stats st;
+	struct pt_tracee_stats ts;
+	struct pt_profile acct = { 0 };
+	int err;
+
+	settle(cs, &acct);
+	err = pt_profile_build(cs->stacks, ss->t, &req->profile);
+	p = req->profile;
+	if (p) {
+		p->time_ns = ss->start_wall;
+		p->duration_ns = pt__now_ns() - ss->start_ns;
+		p->hz = req->hz;
+		p->thread_samples = cs->thread_samples;
+		p->process_cpu_ns = acct.process_cpu_ns;
+		p->unsampled_ns = acct.unsampled_ns;
+		p->pending_ns = acct.pending_ns;
+		p->pending_stacks = acct.pending_stacks;
+		p->unsettled_ns = acct.unsettled_ns;
+		p->exited_threads = acct.exited_threads;
+		p->exited_stacks = acct.exited_stacks;
+	}
+	pt_sampler_stats(ss->s, &st);
+	pt_tracee_stats(ss->t, &ts);
+	pt__log(ss->s, 1, "profile: done pid=%d thread_samples=%llu stacks=%zu dropped=%llu "
+			"pause_us p50=%.1f p99=%.1f unwind_us p50=%.1f p99=%.1f "
+			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
+			" python_captures=%llu python_us_per_capture=%.2f"
+			" process_cpu_ms=%.1f pending_ms=%.1f unsampled_ms=%.1f unsettled_ms=%.1f"
+			" exited_threads=%llu exited_stacks=%llu%s",
+			(int)req->pid, (unsigned long long)cs->thread_samples,
+			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
+			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
+			(double)st.unwind_p50_ns / 1e3, (double)st.unwind_p99_ns / 1e3,
+			p && p->nlocs ? (double)p->symbolize_ns / 1e3 / (double)p->nlocs : 0.0,
+			p ? p->nlocs : 0, (unsigned long long)ts.symtab_loads,
+			(double)ts.symtab_load_ns / 1e6, (unsigned long long)ts.py_captures,
+			ts.py_captures ? (double)ts.py_capture_ns / 1e3 / (double)ts.py_captures : 0.0,
+			(double)acct.process_cpu_ns / 1e6, (double)acct.pending_ns / 1e6,
+			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
+			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
+			pt__request_cancelled(req) ? " (client gone)" : "");
+	return err;
+}
+
+static void cpu_free(struct pt_session *ss)
+{
+	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+
+	pt_stacks_free(cs->stacks);
+	base_map_free(&cs->exited);
+	base_map_free(&cs->last);
+	base_map_free(&cs->by_entry);
+	base_map_free(&cs->before);
+}
+
+const struct pt_session_kind pt_kind_cpu = {
+	.name = "profile",
+	.size = sizeof(struct cpu_session),
+	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS,
+	.start = cpu_start,
+	.on_sample = cpu_on_sample,
+	.on_exit = cpu_on_exit,
+	.finish = cpu_finish,
+	.on_end = cpu_on_end,
+	.free = cpu_free,
+};

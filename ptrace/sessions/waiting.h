@@ -1,0 +1,28 @@
+/* The waiting sessions, block and mutex, and the continuous watch's waits
+ * they answer from without a window (see waiting.c). Sampler thread. */
+#ifndef PT_SESSION_WAITING_H
+#define PT_SESSION_WAITING_H
+
+#include "ptrace/sampler/session.h"
+
+/* Waiting: threads blocked (S or D) at each tick over duration_ns at hz,
+ * weighted by the time since the tick before; mutex only those in futex.
+ * Stacks are those cached since each thread blocked (one stop at its first
+ * sight blocked, none after). Result: profile, values (contentions: new
+ * waits, delay ns). */
+extern const struct pt_session_kind pt_kind_block;
+extern const struct pt_session_kind pt_kind_mutex;
+
+/* The continuous watch's waits (block and mutex) of ss's target, kept by
+ * waiting.c in a target slot of its own, where block and mutex
+ * requests without a window find them: started anew (counts start again)
+ * for the watch (watch.c), which feeds it each thread state.
+ * Returns 0 or -ENOMEM. */
+struct pt__watched;
+int pt__watched_start(struct pt_session *ss, struct pt__watched **out);
+void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st);
+/* ... and each thread's birth and end. */
+void pt__watched_on_clone(struct pt__watched *w, pid_t child);
+void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x);
+
+#endif

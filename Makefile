@@ -19,7 +19,7 @@ ifeq ($(FLAVOUR),asan)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 # make torture: ASan+UBSan, and the HTTP layer's X-Podprof-Fail-Alloc hook
-# (sidecar/http.c), which no other flavour has.
+# (sidecar/server/http.c), which no other flavour has.
 ifeq ($(FLAVOUR),torture)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DPODPROF_TORTURE
 endif
@@ -36,7 +36,7 @@ GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 ALL_CFLAGS = $(CFLAGS) $(SAN) $(WARN) -MMD -MP -D_GNU_SOURCE -I. -I$(BUILD)/gen \
              -I$(LLHTTP_INC) $(PKG_CFLAGS) -DPODPROF_VERSION='"$(VERSION) ($(GIT_REV))"' $(EXTRA_CFLAGS)
 
-SIDECAR_SRC := $(filter-out sidecar/main.c,$(wildcard sidecar/*.c)) $(wildcard sidecar/profiles/*.c)
+SIDECAR_SRC := $(filter-out sidecar/main.c,$(sort $(shell find sidecar -name '*.c')))
 PTRACE_SRC  := $(sort $(shell find ptrace -name '*.c'))
 ENCODER_SRC := $(wildcard encoder/*.c)
 BASE_SRC    := $(wildcard base/*.c)
@@ -221,10 +221,10 @@ demo: all fixtures
 	scripts/demo.sh
 
 lint: structure
-	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/*.c sidecar/profiles/*.c $(PTRACE_SRC) encoder/*.c base/*.c || \
+	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/main.c $(SIDECAR_SRC) $(PTRACE_SRC) encoder/*.c base/*.c || \
 		{ echo "lint: banned function (STYLE H15)"; exit 1; }
 	@! grep -nE '^#include "(ptrace|sidecar)/' encoder/*.c encoder/*.h || \
-		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (DESIGN.md, Folders)"; exit 1; }
+		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (docs/ARCHITECTURE.md)"; exit 1; }
 
 # The structure's rules (scripts/structure.py): no .c over 900 lines, no
 # raw allocation outside base/, no loop of files, no include of a higher

@@ -49,8 +49,10 @@ STANDS_ON = {
     "ptrace/allocs": ["ptrace/mechanism", "agent"],  # allocation records read from targets
     "ptrace/sampler": ["ptrace/rule", "ptrace/profile", "ptrace/allocs"],  # the thread, targets, requests
     "ptrace/sessions": ["ptrace/sampler"],  # one file per kind of request
-    "sidecar": ["ptrace/sessions", "encoder", "sidecar/profiles"],
-    "sidecar/profiles": ["ptrace/sessions", "encoder", "sidecar"],   # one file per endpoint
+    "sidecar/server": ["ptrace/sessions", "encoder"],  # HTTP, a request's trip, answers, targets, config
+    "sidecar/profiles": ["sidecar/server"],  # one file per pprof endpoint
+    "sidecar/pages": ["sidecar/server"],     # the index, health probes, metrics
+    "sidecar": ["sidecar/profiles", "sidecar/pages"],   # main and the route table
 }
 
 

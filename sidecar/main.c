@@ -17,12 +17,12 @@
 #include "base/buf.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sampler/backends.h"
-#include "sidecar/cfg.h"
-#include "sidecar/log.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/log.h"
 #include "sidecar/routes.h"
-#include "sidecar/server.h"
-#include "sidecar/target.h"
-#include "sidecar/util.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/target.h"
+#include "sidecar/server/util.h"
 
 static void on_signal(uv_signal_t *h, int signum)
 {

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sidecar/health.h"
-#include "sidecar/index.h"
-#include "sidecar/metrics.h"
+#include "sidecar/pages/health.h"
+#include "sidecar/pages/index.h"
+#include "sidecar/pages/metrics.h"
 #include "sidecar/profiles/cmdline.h"
 #include "sidecar/profiles/cpu.h"
 #include "sidecar/profiles/goroutine.h"
@@ -18,7 +18,7 @@
 #include "sidecar/profiles/threadcreate.h"
 #include "sidecar/profiles/trace.h"
 #include "sidecar/profiles/waiting.h"
-#include "sidecar/util.h"
+#include "sidecar/server/util.h"
 
 /* Every endpoint, sorted by path: listed profiles appear in the index in
  * this order, as Go's index sorts them by name. */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "sidecar/server.h"
+#include "sidecar/server/server.h"
 
 const struct sc_route *sc_routes(size_t *n);
 /* Writes the endpoint list of --help. */

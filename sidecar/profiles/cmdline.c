@@ -6,10 +6,10 @@
 #include <stdio.h>
 
 #include "ptrace/proc/proc.h"
-#include "sidecar/http.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/util.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/util.h"
 
 void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {

@@ -9,13 +9,13 @@
 
 #include "encoder/pprof.h"
 #include "ptrace/sessions/cpu.h"
-#include "sidecar/cfg.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/stacks.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/stacks.h"
 
 static const struct sc_stack_value cpu_values[] = {
 	{ "samples", "count", SC_COL_COUNT },

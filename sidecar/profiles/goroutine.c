@@ -9,14 +9,14 @@
 #include "encoder/pprof.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sessions/threads.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
 #include "sidecar/profiles/named.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/stacks.h"
-#include "sidecar/util.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/stacks.h"
+#include "sidecar/server/util.h"
 
 struct goroutine_job {
 	struct sc_job job;

@@ -4,11 +4,11 @@
 
 #include <stdio.h>
 
-#include "sidecar/cfg.h"
-#include "sidecar/http.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
 
 int sc_named_seconds(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
 {

@@ -13,12 +13,12 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "ptrace/sessions/symbols.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/util.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/util.h"
 
 #define MAX_SYMBOL_ADDRS 100000
 

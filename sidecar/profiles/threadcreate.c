@@ -10,14 +10,14 @@
 
 #include "encoder/pprof.h"
 #include "ptrace/sessions/threadcreate.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
 #include "sidecar/profiles/named.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/stacks.h"
-#include "sidecar/util.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/stacks.h"
+#include "sidecar/server/util.h"
 
 struct threadcreate_job {
 	struct sc_job job;

@@ -15,14 +15,14 @@
 #include "encoder/trace_json.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sessions/trace.h"
-#include "sidecar/cfg.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
-#include "sidecar/log.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/util.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/util.h"
 
 _Static_assert((int)ENC_TR_RUNNING == (int)PT_TL_RUNNING &&
 		       (int)ENC_TR_STOPPED == (int)PT_TL_STOPPED &&

@@ -21,10 +21,10 @@
 
 #include <uv.h>
 
-#include "sidecar/cfg.h"
-#include "sidecar/log.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/log.h"
 #include "sidecar/routes.h"
-#include "sidecar/server.h"
+#include "sidecar/server/server.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

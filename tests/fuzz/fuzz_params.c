@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sidecar/query.h"
-#include "sidecar/util.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

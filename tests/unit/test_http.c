@@ -14,8 +14,8 @@
 #include <uv.h>
 
 #include "base/mem.h"
-#include "sidecar/cfg.h"
-#include "sidecar/http.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
 #include "tests/harness.h"
 
 struct srv {

@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "sidecar/cfg.h"
-#include "sidecar/query.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/query.h"
 #include "sidecar/routes.h"
-#include "sidecar/server.h"
-#include "sidecar/target.h"
-#include "sidecar/util.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/target.h"
+#include "sidecar/server/util.h"
 #include "tests/harness.h"
 
 TEST(profile_seconds_like_go)

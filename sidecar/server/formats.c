@@ -2,7 +2,7 @@
  * builder's stacks through encoder/flame.c, with the headers each form
  * needs (the page opens in the browser; speedscope's file downloads;
  * folded stacks are plain text). Any thread (a work thread's encoding). */
-#include "sidecar/formats.h"
+#include "sidecar/server/formats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,9 +11,9 @@
 
 #include "base/mem.h"
 #include "encoder/pprof.h"
-#include "sidecar/log.h"
-#include "sidecar/query.h"
-#include "sidecar/util.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/util.h"
 
 /* The sample type sample_index= names (a type's name or its index), the
  * default when empty; -1 when it names none. */

@@ -1,6 +1,6 @@
 /* /healthz and /readyz: whether podprof can do its job now. Loop thread
  * only. */
-#include "sidecar/health.h"
+#include "sidecar/pages/health.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +9,10 @@
 
 #include "ptrace/proc/proc.h"
 #include "ptrace/sampler/sampler.h"
-#include "sidecar/http.h"
-#include "sidecar/log.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
 
 /* The sampler thread wakes at least once a second; a loop turn longer than
  * this (a tick of a huge target) is a stall. */

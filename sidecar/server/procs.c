@@ -1,6 +1,6 @@
 /* A request's processes (see procs.h): one scan of /proc into an array
  * of its own, freed before it returns. */
-#include "sidecar/procs.h"
+#include "sidecar/server/procs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
-#include "sidecar/target.h"
+#include "sidecar/server/target.h"
 
 struct entry {
 	pid_t pid, ppid;

@@ -3,7 +3,7 @@
  * each request by the route table it was given: auth, the switch, Go's
  * mux answers for unknown paths and methods. Loop thread, except where
  * noted. */
-#include "sidecar/server.h"
+#include "sidecar/server/server.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,16 +14,16 @@
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sessions/watch.h"
-#include "sidecar/cfg.h"
-#include "sidecar/http.h"
-#include "sidecar/job.h"
-#include "sidecar/log.h"
-#include "sidecar/pod.h"
-#include "sidecar/procs.h"
-#include "sidecar/query.h"
-#include "sidecar/reply.h"
-#include "sidecar/switch.h"
-#include "sidecar/util.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/job.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/pod.h"
+#include "sidecar/server/procs.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/switch.h"
+#include "sidecar/server/util.h"
 
 struct sc_server {
 	uv_loop_t *loop;

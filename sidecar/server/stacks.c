@@ -1,7 +1,7 @@
 /* The sampler's stacks in the encoders' terms (see stacks.h): the arrays
  * made here (pprof ids of mappings and locations, the text view) live for
  * one call. Any thread (a work thread, in practice). */
-#include "sidecar/stacks.h"
+#include "sidecar/server/stacks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "encoder/text.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sampler/sampler.h"
-#include "sidecar/util.h"
+#include "sidecar/server/util.h"
 
 static const char *state_name(char state)
 {

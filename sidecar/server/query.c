@@ -1,7 +1,7 @@
 /* Go's net/http/pprof parameter rules (see query.h): pure functions of the
  * query text, but for sc_query_pid, which also reads /proc. Owns nothing.
  * Any thread. */
-#include "sidecar/query.h"
+#include "sidecar/server/query.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "ptrace/proc/proc.h"
-#include "sidecar/util.h"
+#include "sidecar/server/util.h"
 
 int sc_query_get(const char *q, const char *key, char *out, size_t len)
 {

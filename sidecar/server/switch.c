@@ -1,15 +1,15 @@
 /* The switch file's poll (see switch.h): a timer and the file's path,
  * owned by struct sc_switch, freed once the timer's handle is closed.
  * Loop thread only. */
-#include "sidecar/switch.h"
+#include "sidecar/server/switch.h"
 
 #include <errno.h>
 #include <string.h>
 
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
-#include "sidecar/log.h"
-#include "sidecar/util.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/util.h"
 
 #define POLL_MS 1000
 

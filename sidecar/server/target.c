@@ -1,7 +1,7 @@
 /* Choosing the target (see target.h): one scan of /proc, its candidates
  * in an array of its own, freed before it returns. Start-up and loop
  * thread. */
-#include "sidecar/target.h"
+#include "sidecar/server/target.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
-#include "sidecar/cfg.h"
-#include "sidecar/util.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/util.h"
 
 int sc_target_is_pause(const char *comm)
 {

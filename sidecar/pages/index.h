@@ -1,6 +1,6 @@
 /* /debug/pprof/: Go's index page, its rows and descriptions read from the
  * server's route table, followed by a panel on the target process and one
- * listing the pod's processes (sidecar/pod.h). Loop thread only. */
+ * listing the pod's processes (sidecar/server/pod.h). Loop thread only. */
 #ifndef SC_INDEX_H
 #define SC_INDEX_H
 

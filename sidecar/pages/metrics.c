@@ -1,6 +1,6 @@
 /* /metrics (see metrics.h): each request formats the table of metrics
  * into a buffer of its own, handed to the HTTP layer. Loop thread only. */
-#include "sidecar/metrics.h"
+#include "sidecar/pages/metrics.h"
 
 #include <dirent.h>
 #include <stddef.h>
@@ -13,10 +13,10 @@
 #include "base/buf.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/sampler/sampler.h"
-#include "sidecar/http.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/util.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/util.h"
 
 /* A metric read from a struct pt_sampler_stats field (uint64_t), divided
  * by div (1e9: nanoseconds to seconds). A summary reads four fields: its

@@ -2,7 +2,7 @@
  * with their bounded request buffers, and the responses being written,
  * each owned by its connection until its write completes. Loop thread
  * only. */
-#include "sidecar/http.h"
+#include "sidecar/server/http.h"
 
 #include <errno.h>
 #include <llhttp.h>
@@ -12,9 +12,9 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
-#include "sidecar/cfg.h"
-#include "sidecar/log.h"
-#include "sidecar/util.h"
+#include "sidecar/server/cfg.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/util.h"
 
 #define CONN_F_BUSY      0x01u   /* a handler owns the current request */
 #define CONN_F_CLOSING   0x02u

@@ -3,7 +3,7 @@
  * loop, sampler and work threads never interleave; stderr made
  * non-blocking when it is a pipe nobody may read, the lines dropped then
  * counted. Any thread; sc_log_init at start-up. */
-#include "sidecar/log.h"
+#include "sidecar/server/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * a work thread hold it in turn. The jobs themselves go once their async
  * handle is closed and no encoding is left to report back. Loop thread,
  * except where noted. */
-#include "sidecar/job.h"
+#include "sidecar/server/job.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,10 +12,10 @@
 
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
-#include "sidecar/http.h"
-#include "sidecar/log.h"
-#include "sidecar/query.h"
-#include "sidecar/util.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/query.h"
+#include "sidecar/server/util.h"
 
 struct sc_jobs {
 	uv_loop_t *loop;

@@ -11,8 +11,8 @@
 #include <uv.h>
 
 #include "ptrace/sampler/sampler.h"
-#include "sidecar/procs.h"
-#include "sidecar/reply.h"
+#include "sidecar/server/procs.h"
+#include "sidecar/server/reply.h"
 
 struct sc_conn;
 struct sc_request;

@@ -1,6 +1,6 @@
 /* The sidecar's small helpers (see util.h): pure functions of their
  * arguments, owning nothing. Any thread. */
-#include "sidecar/util.h"
+#include "sidecar/server/util.h"
 
 #include <ctype.h>
 #include <errno.h>

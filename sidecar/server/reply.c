@@ -1,16 +1,16 @@
 /* Go's answer shapes (see reply.h). Any thread, but for sc_go_error (the
  * loop's: it writes to a connection). */
-#include "sidecar/reply.h"
+#include "sidecar/server/reply.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/mem.h"
 #include "encoder/pprof.h"
-#include "sidecar/formats.h"
-#include "sidecar/http.h"
-#include "sidecar/log.h"
-#include "sidecar/util.h"
+#include "sidecar/server/formats.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/util.h"
 
 static const char GO_ERR[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n";
 static const char GO_ERR_RETRY[] = "Content-Type: text/plain; charset=utf-8\r\nX-Go-Pprof: 1\r\n"

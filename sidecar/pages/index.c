@@ -1,7 +1,7 @@
 /* Go's index page (see index.h): each request builds its page in a buffer
  * of its own, handed to the HTTP layer; the pod's processes come from the
- * server's list of them (sidecar/pod.h). Loop thread only. */
-#include "sidecar/index.h"
+ * server's list of them (sidecar/server/pod.h). Loop thread only. */
+#include "sidecar/pages/index.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,11 +13,11 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
-#include "sidecar/http.h"
-#include "sidecar/pod.h"
-#include "sidecar/reply.h"
-#include "sidecar/server.h"
-#include "sidecar/util.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/pod.h"
+#include "sidecar/server/reply.h"
+#include "sidecar/server/server.h"
+#include "sidecar/server/util.h"
 
 static void target_panel(pid_t pid, struct base_buf *b)
 {

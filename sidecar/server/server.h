@@ -1,8 +1,8 @@
 /* The pprof server: its life (the sampler thread, the jobs, the HTTP
  * listener, the switch file, the continuous watch) and the dispatch of each
  * request by a route table it is given (sidecar/routes.h: the one list of
- * endpoints). Handlers answer through sidecar/reply.h, or later through a
- * job (sidecar/job.h). Loop thread only, except where noted.
+ * endpoints). Handlers answer through sidecar/server/reply.h, or later through a
+ * job (sidecar/server/job.h). Loop thread only, except where noted.
  *
  * A new endpoint is a file in sidecar/profiles/ with its header (its
  * handler, an sc_route_cb: it parses its own parameters, answering
@@ -17,7 +17,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "sidecar/procs.h"
+#include "sidecar/server/procs.h"
 
 struct pt_sampler;
 struct sc_cfg;
@@ -73,7 +73,7 @@ const struct sc_cfg *sc_server_cfg(const struct sc_server *s);
 pid_t sc_server_target(const struct sc_server *s);          /* the default target */
 struct pt_sampler *sc_server_sampler(struct sc_server *s);
 struct sc_jobs *sc_server_jobs(struct sc_server *s);
-/* The pod's processes (sidecar/pod.h). */
+/* The pod's processes (sidecar/server/pod.h). */
 struct sc_pod *sc_server_pod(struct sc_server *s);
 /* The route table it dispatches by. */
 const struct sc_route *sc_server_routes(const struct sc_server *s, size_t *n);

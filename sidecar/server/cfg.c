@@ -1,7 +1,7 @@
 /* The configuration's table and its readers (see cfg.h): the strings a
  * struct sc_cfg holds are copies it owns, freed by sc_cfg_free. Start-up
  * on the main thread; read-only after. */
-#include "sidecar/cfg.h"
+#include "sidecar/server/cfg.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -13,8 +13,8 @@
 
 #include "base/mem.h"
 #include "ptrace/core/types.h"
-#include "sidecar/log.h"
-#include "sidecar/util.h"
+#include "sidecar/server/log.h"
+#include "sidecar/server/util.h"
 
 enum def_type { DEF_INT, DEF_STR, DEF_BOOL };
 

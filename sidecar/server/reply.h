@@ -42,7 +42,7 @@ struct sc_reply {
  * encoding failure logs and answers 500. */
 void sc_reply_error(struct sc_reply *r, int status, const char *msg);
 void sc_reply_body(struct sc_reply *r, int status, const char *headers, void *body, size_t len);
-/* With r->format set, the profile goes out in that form (sidecar/formats.c)
+/* With r->format set, the profile goes out in that form (sidecar/server/formats.c)
  * instead of pprof's. */
 void sc_reply_pprof(struct sc_reply *r, struct enc_pprof *e, int err, const char *filename);
 

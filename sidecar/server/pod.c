@@ -1,5 +1,5 @@
 /* The processes of the pod (see pod.h). Loop thread only. */
-#include "sidecar/pod.h"
+#include "sidecar/server/pod.h"
 
 #include <dirent.h>
 #include <errno.h>

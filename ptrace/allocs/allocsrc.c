@@ -12,12 +12,12 @@
 #include "ptrace/space/gopclntab.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/stacks.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/mechanism/tracee.h"
 
 static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
 {
-	return pt_symbolize_read(arg, addr, buf, len);
+	return pt_space_read(pt_tracee_space(arg), addr, buf, len);
 }
 
 static int ends_with(const char *s, const char *tail)
@@ -59,7 +59,7 @@ static int from_agent(struct pt_tracee *t, const struct pt_map *lib, struct pt_a
 {
 	const char *name = PPA_HEADER_SYMBOL;
 	uint64_t addr = 0, size = 0;
-	int n = pt_symbolize_lookup(t, lib->start, &name, &addr, &size, 1);
+	int n = pt_space_lookup(pt_tracee_space(t), lib->start, &name, &addr, &size, 1);
 
 	if (n < 0)
 		return n;
@@ -75,7 +75,7 @@ static int from_agent(struct pt_tracee *t, const struct pt_map *lib, struct pt_a
  * many (0: not Go code). */
 static int go_frames(struct pt_tracee *t, uint64_t pc, struct pt_goline *gl)
 {
-	return pt_symbolize_go(t, pc, gl, PT_GOTAB_MAX_INLINE + 1);
+	return pt_space_go_lines(pt_tracee_space(t), pc, gl, PT_GOTAB_MAX_INLINE + 1);
 }
 
 /* Go's records hold a PC per function of an inlined call: the call site,
@@ -120,7 +120,7 @@ static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allo
 {
 	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
 	struct pt_gomem_syms syms;
-	int err, n = pt_symbolize_lookup(t, exe->start, pt_gomem_symbol_names, addrs, sizes,
+	int err, n = pt_space_lookup(pt_tracee_space(t), exe->start, pt_gomem_symbol_names, addrs, sizes,
 					 PT_GOMEM_NSYMS);
 
 	if (n < 0 || !addrs[0]) {
@@ -145,15 +145,15 @@ int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX],
 	memset(out, 0, PT_ALLOCSRC_MAX * sizeof(*out));
 	*n = 0;
 	*why = NULL;
-	if ((err = pt_symbolize_refresh_maps(t)))
+	if ((err = pt_space_refresh_maps(pt_tracee_space(t))))
 		return err;
-	m = pt_symbolize_maps(t);
+	m = pt_space_maps(pt_tracee_space(t));
 	exe = exe_map(pt_tracee_pid(t), m);
 	lib = agent_map(m);
 	/* A Go program keeps its own records (with the agent: a cgo program,
 	 * whose C allocations are the agent's). Other executables' symbols are
 	 * not searched for the runtime's (a file read at every request). */
-	if (exe && pt_symbolize_is_go(t, exe->start)) {
+	if (exe && pt_space_is_go(pt_tracee_space(t), exe->start)) {
 		if (!(err_go = from_go(t, exe, &out[*n], &why_go)))
 			++*n;
 		else if (err_go == -ENOMEM || err_go == -ESRCH)

@@ -14,15 +14,12 @@
 #include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/runtimes/python/frames.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/space/unwinder.h"
 
 #ifndef SYS_clone3
 #define SYS_clone3 435
 #endif
-
-#define MAPS_BACKOFF_MIN_NS 10000000ull     /* 10 ms */
-#define MAPS_BACKOFF_MAX_NS 1000000000ull   /* 1 s */
 
 /* An address outside every mapping means the maps may be stale (a library
  * loaded since they were read, e.g. by the dynamic loader right after an
@@ -40,7 +37,7 @@ int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uin
 	if (n > 1 || max < 2 || cap->stack_len < 16)
 		return n;
 	memcpy(&ret, cap->stack, sizeof(ret));
-	if (!(m = pt_maps_find(t->maps, ret)) || !(m->flags & PT_MAP_X))
+	if (!(m = pt_maps_find(pt_space_maps(t->as), ret)) || !(m->flags & PT_MAP_X))
 		return n;
 	cap->regs.rip = ret;
 	cap->regs.rsp += 8;
@@ -48,7 +45,7 @@ int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uin
 	cap->stack_len -= 8;
 	if (cap->stack_limit > 8)
 		cap->stack_limit -= 8;
-	n = 1 + pt_unwind(t->unw, cap, f + 1, max - 1, &complete);
+	n = 1 + pt_unwind(pt_space_unwinder(t->as), cap, f + 1, max - 1, &complete);
 	f[1] = ret - 1;   /* a return address: the call is the instruction before */
 	cap->stack -= 8;
 	cap->stack_used += 8;
@@ -71,7 +68,7 @@ static int clone_parent(struct pt_tracee *t, const struct pt_capture *cap)
 	uint8_t insn[2];
 
 	if (cap->read_beyond)
-		return cap->regs.rip >= 2 && !pt_mem_read(t->mem, cap->regs.rip - 2, insn, 2) &&
+		return cap->regs.rip >= 2 && !pt_space_read(t->as, cap->regs.rip - 2, insn, 2) &&
 		       insn[0] == 0x0f && insn[1] == 0x05;
 	return (cap->regs.orig_rax == SYS_clone || cap->regs.orig_rax == SYS_clone3) &&
 	       (int64_t)cap->regs.rax > 0;
@@ -79,8 +76,6 @@ static int clone_parent(struct pt_tracee *t, const struct pt_capture *cap)
 
 void pt__batch_unwind(struct pt_tracee *t, int ncap)
 {
-	if (!t->maps_backoff_ns)
-		t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
 	for (int pass = 0; pass < 2; pass++) {
 		uint64_t miss, incomplete = 0;
 
@@ -88,7 +83,7 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 			uint64_t t0 = pt__now_ns();
 			int complete;
 
-			t->nframes[k] = pt_unwind(t->unw, &t->caps[k],
+			t->nframes[k] = pt_unwind(pt_space_unwinder(t->as), &t->caps[k],
 						  t->frames + (size_t)k * t->o.max_frames,
 						  t->o.max_frames, &complete);
 			if (t->nframes[k] <= 1 && clone_parent(t, &t->caps[k]))
@@ -98,17 +93,9 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 			t->unwind_ns[k] = pt__now_ns() - t0;
 			incomplete += !complete;
 		}
-		miss = pt_unwinder_take_miss(t->unw);
-		if (pass == 0 && miss && pt__now_ns() >= t->maps_at_ns + t->maps_backoff_ns &&
-		    pt_symbolize_refresh_maps(t) == 0) {
-			t->st.maps_rereads++;
-			if (pt_maps_find(t->maps, miss)) {
-				t->maps_backoff_ns = MAPS_BACKOFF_MIN_NS;
-				continue;   /* the maps were stale: again, with the new ones */
-			}
-			t->maps_backoff_ns = t->maps_backoff_ns * 2 < MAPS_BACKOFF_MAX_NS ?
-					     t->maps_backoff_ns * 2 : MAPS_BACKOFF_MAX_NS;
-		}
+		miss = pt_unwinder_take_miss(pt_space_unwinder(t->as));
+		if (pass == 0 && miss && pt_space_refresh_for(t->as, miss))
+			continue;   /* the maps were stale: again, with the new ones */
 		t->st.incomplete_stacks += incomplete;
 		return;
 	}

@@ -19,7 +19,7 @@
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/runtimes/python/frames.h"
 #include "ptrace/runtimes/python/interp.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/space/gowalk.h"
 #include "ptrace/space/unwinder.h"
 
@@ -93,7 +93,7 @@ static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
 	char path[96], buf[4096];
 	pid_t ns;
 
-	if (pt__symbolize_nspid(t) == t->pid)
+	if (pt_space_nspid(t->as) == t->pid)
 		return th->tid;   /* our PID namespace is the target's */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid, (int)th->tid);
 	if (pt_proc_slurp(path, buf, sizeof(buf)) < 0 || pt_proc_parse_nspid(buf, &ns))
@@ -108,7 +108,7 @@ void pt__capture_py_detect(struct pt_tracee *t)
 
 	if (!t->py || pt_py_state(t->py) == PT_PY_ACTIVE)
 		return;
-	st = pt_py_detect(t->py, t->maps, t->mods, note, sizeof(note));
+	st = pt_py_detect(t->py, pt_space_maps(t->as), pt_space_modules(t->as), note, sizeof(note));
 	/* a slot per capture of a batch, and one for clone events */
 	if (st == PT_PY_ACTIVE && !t->py_caps &&
 	    !(t->py_caps = base_calloc((size_t)t->o.max_per_tick + 1, sizeof(*t->py_caps)))) {

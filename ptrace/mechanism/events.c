@@ -18,7 +18,7 @@
 #include "ptrace/mechanism/batch.h"
 #include "ptrace/mechanism/capture.h"
 #include "ptrace/mechanism/execfp.h"
-#include "ptrace/space/module.h"
+#include "ptrace/space/space.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
@@ -122,7 +122,7 @@ static struct pt_capture *clone_capture(struct pt_tracee *t)
  * its first frame). Returns the number of frames. */
 static int unwind_clone_parent(struct pt_tracee *t, struct pt_capture *cap)
 {
-	int complete, n = pt_unwind(t->unw, cap, t->clone_frames, t->o.max_frames, &complete);
+	int complete, n = pt_unwind(pt_space_unwinder(t->as), cap, t->clone_frames, t->o.max_frames, &complete);
 
 	return pt__batch_unwind_clone_leaf(t, cap, t->clone_frames, t->o.max_frames, n);
 }
@@ -269,7 +269,7 @@ static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 	 * ended; see pt_tracee_ack_exec(). */
 	t->execed = 1;
 	t->st.execs++;
-	pt_modules_freeze(t->mods, 1);
+	pt_space_hold(t->as, 1);
 	/* This tid is now the thread that called exec (it took the leader's
 	 * tid): whatever we sent the old leader is moot, and our /proc fds
 	 * point at the dead task. A stop still pending for the new one arrives

@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "base/map.h"
@@ -18,14 +17,11 @@
 struct pt_tracee;
 
 struct pt_capture;
-struct pt_mem;
 struct pt_mem_pool;
 struct pt_objects;
-struct pt_modules;
-struct pt_perfmap;
 struct pt_py;
 struct pt_py_cap;
-struct pt_unwinder;
+struct pt_space;
 
 /* The calling thread as a tracer: ptrace is per thread, so the thread that
  * seized a tracee is the only one that may wait for it or command it. This
@@ -77,10 +73,7 @@ struct pt_tracee {
 	int spin_slots;          /* stops that may come from other cores: spin for these */
 	uint64_t mm_fp;          /* address-space fingerprint at the last check */
 	int auxv_fd;             /* the leader's /proc auxv, for mm_fp */
-	struct pt_maps *maps;
-	struct pt_mem *mem;
-	struct pt_modules *mods;
-	struct pt_unwinder *unw;
+	struct pt_space *as;     /* its maps, memory, modules, unwinder, perf map */
 	/* capture slots, max_per_tick of them */
 	struct pt_capture *caps;
 	uint64_t *frames;        /* max_frames per slot */
@@ -94,15 +87,7 @@ struct pt_tracee {
 	uint64_t *clone_frames;  /* max_frames */
 	int busy;                /* collecting: slots in use, no late captures */
 	struct pt_stop_ops late; /* where late captures go: the last tick's */
-	uint64_t maps_at_ns;     /* last /proc/<pid>/maps read */
-	uint64_t maps_backoff_ns;  /* least time between reads forced by a miss */
 	struct pt_tracee_stats st;
-	/* JIT symbols (perf map): reloaded at most once per maps refresh, and
-	 * only when the file changed (symbolize.c) */
-	struct pt_perfmap *pm;
-	pid_t nspid;
-	int pm_checked;
-	struct stat pm_st;
 	/* CPython frames (python_*.c): detected at attach and exec, read per
 	 * capture into py_caps (a slot each, and one for clone events) when
 	 * py is active */

@@ -28,6 +28,7 @@
 #include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/mechanism/threads.h"
+#include "ptrace/space/space.h"
 #include "ptrace/space/unwinder.h"
 
 void pt__stop_drain_wake(int fd)
@@ -235,7 +236,7 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 	 * (a new thread's), as far as it may. */
 	if (whole)
 		cap->stack_limit = len;
-	else if (t->maps && (m = pt_maps_find(t->maps, regs->rsp)) && !(m->flags & PT_MAP_X))
+	else if (pt_space_maps(t->as) && (m = pt_maps_find(pt_space_maps(t->as), regs->rsp)) && !(m->flags & PT_MAP_X))
 		cap->stack_limit = (size_t)(m->end - regs->rsp);
 	else
 		cap->stack_limit = (size_t)1 << 30;

@@ -18,18 +18,17 @@
 #include "ptrace/mechanism/events.h"
 #include "ptrace/mechanism/execfp.h"
 #include "ptrace/space/mem.h"
-#include "ptrace/space/module.h"
-#include "ptrace/space/perfmap.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/runtimes/python/interp.h"
+#include "ptrace/runtimes/python/names.h"
+#include "ptrace/space/space.h"
+#include "ptrace/space/stackmem.h"
 #include "ptrace/mechanism/stop.h"
-#include "ptrace/mechanism/symbolize.h"
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/mechanism/tracer.h"
-#include "ptrace/space/unwinder.h"
 
 /* The shared page pool sized for the tracer's tracees (a pool that cannot
  * grow leaves reads uncached: slower, not wrong). */
@@ -70,13 +69,9 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 		goto out;
 	/* The slots' stack copies are made at their first use: a process
 	 * of few threads never uses most of them (pt__capture). */
-	if ((err = pt_mem_new(&t->mem, pid, tr->pages)) ||
-	    (err = pt_modules_new(&t->mods, pid, t->mem, tr->objects)) ||
-	    (err = pt_unwinder_new(&t->unw, t->mem, t->mods)))
+	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
-	if (opts->debug_dir)
-		pt_modules_set_debug_dir(t->mods, opts->debug_dir);
-	if (opts->python && (err = pt_py_new(&t->py, pid, t->mem)))
+	if (opts->python && (err = pt_py_new(&t->py, pid, pt_space_mem(t->as))))
 		goto out;
 	t->tr = tr;
 	t->next = tr->tracees;
@@ -120,11 +115,7 @@ void pt_tracee_free(struct pt_tracee *t)
 	base_free(t->clone_frames);
 	pt_py_free(t->py);
 	base_free(t->py_caps);
-	pt_unwinder_free(t->unw);
-	pt_modules_free(t->mods);
-	pt_mem_free(t->mem);
-	pt_maps_free(t->maps);
-	pt_perfmap_free(t->pm);
+	pt_space_free(t->as);
 	base_free(t);
 }
 
@@ -150,10 +141,31 @@ uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
 	return pt__clock_ns((clockid_t)((~(unsigned int)t->pid << 3) | 2));   /* CPUCLOCK_SCHED */
 }
 
+struct pt_space *pt_tracee_space(struct pt_tracee *t) { return t->as; }
+
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 {
+	struct pt_space_stats ss;
+
 	*out = t->st;
-	pt_modules_load_stats(t->mods, &out->symtab_load_ns, &out->symtab_loads);
+	pt_space_stats(t->as, &ss);
+	out->maps_rereads = ss.maps_rereads;
+	out->perfmap_entries = ss.perfmap_entries;
+	out->symtab_load_ns = ss.symtab_load_ns;
+	out->symtab_loads = ss.symtab_loads;
+}
+
+int pt_tracee_py_lines(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max)
+{
+	return t->py && pt_py_is_token(addr) ? pt_py_lines(t->py, addr, out, max) : 0;
+}
+
+const char *pt_tracee_py_note(struct pt_tracee *t)
+{
+	if (t->py_noted || !t->py_note[0])
+		return NULL;
+	t->py_noted = 1;
+	return t->py_note;
 }
 
 void pt_tracee_ack_exec(struct pt_tracee *t)
@@ -161,17 +173,7 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	if (!t->execed)
 		return;
 	t->execed = 0;
-	pt_mem_flush(t->mem);
-	pt_modules_reset(t->mods);
-	pt_modules_freeze(t->mods, 0);
-	pt_perfmap_free(t->pm);
-	t->pm = NULL;
-	memset(&t->pm_st, 0, sizeof(t->pm_st));
-	pt_unwinder_flush(t->unw);
-	/* Without the new program's maps, the old ones would key its reads
-	 * as the old program's files (the shared pages): read uncached. */
-	if (pt_symbolize_refresh_maps(t))
-		pt_mem_set_maps(t->mem, NULL);
+	pt_space_reset(t->as);
 	t->mm_fp = pt__execfp_read(t, 0);   /* the new program's */
 	if (t->py) {
 		/* The new program's interpreter, if any (no token of the old
@@ -208,9 +210,9 @@ int pt_tracee_attach(struct pt_tracee *t)
 
 	if (t->attached)
 		return 0;
-	if ((err = pt_symbolize_refresh_maps(t)))
+	if ((err = pt_space_refresh_maps(t->as)))
 		return err;
-	pt_mem_flush(t->mem);
+	pt_space_flush(t->as);
 	/* The thread that first attaches is the tracer (ptrace is per thread). */
 	if (!t->tr->tid)
 		t->tr->tid = gettid();

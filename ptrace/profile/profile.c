@@ -18,7 +18,7 @@
 #include "ptrace/core/internal.h"
 #include "ptrace/runtimes/python/python.h"
 #include "ptrace/core/stacks.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/mechanism/tracee.h"
 
 void pt_profile_drop_zero(struct pt_profile *p)
@@ -51,8 +51,8 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 	const struct pt_maps *maps;
 
 	if (!pt_tracee_gone(t))
-		pt_symbolize_refresh_maps(t);
-	maps = pt_symbolize_maps(t);
+		pt_space_refresh_maps(pt_tracee_space(t));
+	maps = pt_space_maps(pt_tracee_space(t));
 	if (!maps)
 		return 0;
 	p->maps = base_calloc(maps->n ? maps->n : 1, sizeof(*p->maps));
@@ -70,7 +70,7 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 		pm->offset = m->offset;
 		if (!(pm->path = base_strdup(m->path)))
 			return -ENOMEM;
-		snprintf(pm->build_id, sizeof(pm->build_id), "%s", pt_symbolize_build_id(t, m->start));
+		snprintf(pm->build_id, sizeof(pm->build_id), "%s", pt_space_build_id(pt_tracee_space(t), m->start));
 		p->nmaps++;
 	}
 	return 0;
@@ -111,7 +111,7 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 {
 	struct pt_py_line ln[PT_MAX_PY_LINES];
 	uint64_t t0 = pt__now_ns();
-	int n = pt_symbolize_python(t, a, ln, PT_MAX_PY_LINES);
+	int n = pt_tracee_py_lines(t, a, ln, PT_MAX_PY_LINES);
 
 	l->map = -1;
 	if (n <= 0) {
@@ -136,7 +136,7 @@ static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
 static int add_go_location(struct pt_tracee *t, struct pt_profile_loc *l, uint64_t a)
 {
 	struct pt_goline gl[PT_MAX_INLINED];
-	int n = pt_symbolize_go(t, a, gl, PT_MAX_INLINED);
+	int n = pt_space_go_lines(pt_tracee_space(t), a, gl, PT_MAX_INLINED);
 
 	if (n <= 0)
 		return 0;
@@ -182,7 +182,7 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 		p->symbolize_ns += pt__now_ns() - t0;
 		return go < 0 ? go : 0;
 	}
-	pt_symbolize_addr(t, a, &name, &mod);
+	pt_space_name(pt_tracee_space(t), a, &name, &mod);
 	p->symbolize_ns += pt__now_ns() - t0;
 	if (name)
 		snprintf(buf, sizeof(buf), "%s", name);

@@ -34,7 +34,7 @@
 #include "ptrace/sampler/session.h"
 #include "ptrace/sampler/stats.h"
 #include "ptrace/mechanism/stop.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/sampler/targets.h"
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/mechanism/tracee.h"

@@ -11,7 +11,7 @@
  * Every hook runs on the sampler thread, between ticks or inside one; none
  * may call back into the sampler or stop threads itself, except `start`,
  * which may use the tracee and its rule (pt_snapshot_take,
- * pt_symbolize_addr). */
+ * pt_space_name). */
 #ifndef PT_SESSION_H
 #define PT_SESSION_H
 

@@ -12,7 +12,7 @@
 #include "ptrace/sampler/state.h"
 #include "ptrace/sampler/session.h"
 #include "ptrace/sampler/stats.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/space/space.h"
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/mechanism/tracee.h"
 #include "ptrace/mechanism/tracer.h"
@@ -87,7 +87,7 @@ struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int evict, in
 	tg->idle_since = pt__now_ns();   /* not idle for a grace already: just made */
 	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
-	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_symbolize_refresh_maps(tg->t))) {
+	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_space_refresh_maps(pt_tracee_space(tg->t)))) {
 		pt__target_free(tg);
 		return NULL;
 	}
@@ -132,7 +132,7 @@ int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 	pt__log(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms",
 			(int)pt_tracee_pid(tg->t), pt_threads_count(tg->t),
 			(double)(pt__now_ns() - t0) / 1e6);
-	if ((note = pt_symbolize_python_note(tg->t)))
+	if ((note = pt_tracee_py_note(tg->t)))
 		pt__log(s, 1, "%s", note);
 	/* Events of the attach (new threads' first stops) before anything. */
 	pt_tracer_poll(s->tr);

@@ -11,13 +11,14 @@
 #include "ptrace/space/gopclntab.h"
 #include "ptrace/sampler/sampler.h"
 #include "ptrace/sampler/session.h"
-#include "ptrace/mechanism/symbolize.h"
+#include "ptrace/mechanism/tracee.h"
+#include "ptrace/space/space.h"
 
 static int symbols_start(struct pt_session *ss)
 {
 	struct pt_request *req = ss->req;
 
-	pt_symbolize_refresh_maps(ss->t);
+	pt_space_refresh_maps(pt_tracee_space(ss->t));
 	req->names = base_calloc(req->naddrs ? req->naddrs : 1, sizeof(char *));
 	if (!req->names)
 		return -ENOMEM;
@@ -26,10 +27,10 @@ static int symbols_start(struct pt_session *ss)
 		const struct pt_module *mod;
 		const char *name;
 
-		pt_symbolize_addr(ss->t, req->addrs[i], &name, &mod);
+		pt_space_name(pt_tracee_space(ss->t), req->addrs[i], &name, &mod);
 		/* Go's symbolz (runtime.FuncForPC) names inlined code by the
 		 * innermost function. */
-		if (name && pt_symbolize_go(ss->t, req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
+		if (name && pt_space_go_lines(pt_tracee_space(ss->t), req->addrs[i], gl, PT_GOTAB_MAX_INLINE + 1) > 0)
 			name = gl[0].name;
 		if (name && !(req->names[i] = base_strdup(name)))
 			goto nomem;

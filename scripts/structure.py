@@ -43,7 +43,8 @@ STANDS_ON = {
     "ptrace/runtimes/go": ["ptrace/space"],
     "ptrace/runtimes/python": ["ptrace/space"],
     "ptrace/perf": ["ptrace/proc"],  # one thread's perf_event ring
-    "ptrace/mechanism": ["ptrace/runtimes/go", "ptrace/runtimes/python"],  # ptrace: stops, events, captures
+    "ptrace/runtimes": ["ptrace/runtimes/go", "ptrace/runtimes/python"],  # the runtimes' table
+    "ptrace/mechanism": ["ptrace/runtimes"],  # ptrace: stops, events, captures
     "ptrace/rule": ["ptrace/mechanism", "ptrace/perf"],  # which threads a tick samples, both backends
     "ptrace/profile": ["ptrace/mechanism"],  # the neutral profile, merging
     "ptrace/allocs": ["ptrace/mechanism", "agent"],  # allocation records read from targets

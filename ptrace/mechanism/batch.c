@@ -11,9 +11,8 @@
 #include "ptrace/space/mem.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/proc/proc.h"
-#include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
-#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/space/space.h"
 #include "ptrace/space/unwinder.h"
 
@@ -158,11 +157,11 @@ void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *o
 		uint64_t dt = t->unwind_ns[k];
 		struct pt_sample smp;
 
-		if (t->py_caps && t->py_caps[k].n) {
+		if (pt_runtimes_active(t->rts)) {
 			uint64_t t0 = pt__now_ns();
 
-			t->nframes[k] = pt_py_merge(t->py, &t->py_caps[k],
-						    t->frames + (size_t)k * t->o.max_frames, t->nframes[k]);
+			t->nframes[k] = pt_runtimes_merge(t->rts, k, t->frames + (size_t)k * t->o.max_frames,
+							  t->nframes[k], t->o.max_frames);
 			dt += pt__now_ns() - t0;
 		}
 		smp = (struct pt_sample){

@@ -15,10 +15,8 @@
 #include "ptrace/space/mem.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
-#include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
-#include "ptrace/runtimes/python/frames.h"
-#include "ptrace/runtimes/python/interp.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/space/space.h"
 #include "ptrace/space/gowalk.h"
 #include "ptrace/space/unwinder.h"
@@ -49,14 +47,14 @@ static void capture_interrupted(struct pt_tracee *t, struct pt_thread *th, struc
 
 /* Copying costs the stopped thread about a microsecond per page: as much
  * stack as its last unwind needed, with room to spare (batch.c sizes it). */
-int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *cap,
-		struct pt_py_cap *pyc)
+int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *cap, int slot)
 {
 	size_t want = th->stack_want ? th->stack_want : t->o.stack_bytes;
+	uint64_t t0;
 	ssize_t n;
 
-	if (pyc)
-		pyc->n = 0;
+	if (slot >= 0)
+		pt_runtimes_clear(t->rts, slot);
 	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
 		return -ENOMEM;
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
@@ -70,22 +68,14 @@ int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *ca
 	if (th->sig_uc && cap->regs.rsp >= th->sig_lo && cap->regs.rsp < th->sig_uc)
 		capture_interrupted(t, th, cap);
 	/* A Python thread's frame chain changes as soon as it runs: read now,
-	 * in the same stop (python.h). */
-	if (pyc && th->py_tstate) {
-		uint64_t t0 = pt__now_ns();
-
-		if (pt_py_capture(t->py, th->py_tstate, th->py_nstid, th->py_bulk, cap, pyc) == -ESTALE)
-			th->py_tstate = th->py_retry_ns = 0;   /* not its thread state any more */
+	 * in the same stop (ptrace/runtimes/python/python.h). */
+	t0 = pt__now_ns();
+	if (slot >= 0 && pt_runtimes_capture(t->rts, slot, &th->rt, cap)) {
 		t->st.py_capture_ns += pt__now_ns() - t0;
 		t->st.py_captures++;
 	}
 	return 0;
 }
-
-/* How long a thread whose thread state was not found waits before the
- * next look (a thread Python has not bound yet, or one that is not
- * Python's). */
-#define PY_RETRY_NS 100000000ull
 
 /* The tid the target knows th by (PyThreadState.native_thread_id). */
 static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
@@ -101,54 +91,21 @@ static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
 	return ns;
 }
 
-void pt__capture_py_detect(struct pt_tracee *t)
+void pt__capture_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
 {
-	char note[sizeof(t->py_note)];
-	enum pt_py_state st;
-
-	if (!t->py || pt_py_state(t->py) == PT_PY_ACTIVE)
-		return;
-	st = pt_py_detect(t->py, pt_space_maps(t->as), pt_space_modules(t->as), note, sizeof(note));
-	/* a slot per capture of a batch, and one for clone events */
-	if (st == PT_PY_ACTIVE && !t->py_caps &&
-	    !(t->py_caps = base_calloc((size_t)t->o.max_per_tick + 1, sizeof(*t->py_caps)))) {
-		pt_py_reset(t->py);
-		return;
-	}
-	if (note[0] && strcmp(note, t->py_note)) {
-		memcpy(t->py_note, note, sizeof(t->py_note));
-		t->py_noted = 0;
-	}
-}
-
-/* The target runs meanwhile: its list of thread states is walked once for
- * all the threads of the batch. */
-void pt__capture_py_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
-{
-	struct pt_thread *found[64];
-	pid_t ns[64];
-	uint64_t ts[64], now;
+	struct pt_rt_thread *rt[64];
 	int k = 0;
 
-	if (!t->py || pt_py_state(t->py) != PT_PY_ACTIVE)
+	if (!pt_runtimes_active(t->rts))
 		return;
-	now = pt__now_ns();
 	for (int i = 0; i < nsel && k < 64; i++) {
 		struct pt_thread *th = sel[i];
 
-		if (!th || th->py_tstate || now < th->py_retry_ns)
+		if (!th)
 			continue;
-		if (!th->py_nstid)
-			th->py_nstid = thread_nstid(t, th);
-		ns[k] = th->py_nstid;
-		ts[k] = 0;
-		found[k++] = th;
+		if (!th->rt.nstid)
+			th->rt.nstid = thread_nstid(t, th);
+		rt[k++] = &th->rt;
 	}
-	if (!k)
-		return;
-	pt_py_find_threads(t->py, ns, ts, (size_t)k);
-	for (int j = 0; j < k; j++) {
-		found[j]->py_tstate = ts[j];
-		found[j]->py_retry_ns = ts[j] ? 0 : now + PY_RETRY_NS;
-	}
+	pt_runtimes_prepare(t->rts, rt, k);
 }

@@ -20,9 +20,8 @@
 #include "ptrace/mechanism/execfp.h"
 #include "ptrace/space/space.h"
 #include "ptrace/proc/proc.h"
-#include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
-#include "ptrace/runtimes/python/frames.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/space/unwinder.h"
 
@@ -181,8 +180,8 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 {
 	unsigned long newtid = 0;
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
-	/* py_caps' last slot is the clone events' (see pt__capture_py_detect) */
-	struct pt_py_cap *pyc = cap && t->py_caps ? &t->py_caps[t->o.max_per_tick] : NULL;
+	/* the runtimes' last capture slot is the clone events' (tracee.c) */
+	int slot = cap ? t->o.max_per_tick : -1;
 	int took = 0, n = 0, resumed = 0, added = 0;
 	struct pt_thread *child = NULL;
 	enum pt__ev e;
@@ -204,9 +203,9 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	resumed = let_child_go(t, (pid_t)newtid, added);
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
-	if (pyc)
-		pt__capture_py_prepare(t, &th, 1);   /* once per thread: its Python thread state */
-	took = cap && !t->detaching && pt__capture(t, th, cap, pyc) == 0;
+	if (cap)
+		pt__capture_prepare(t, &th, 1);   /* once per thread: its Python thread state */
+	took = cap && !t->detaching && pt__capture(t, th, cap, slot) == 0;
 	e = resume(t, th, 0);
 	/* A child that had not reached its stop has had the parent's capture
 	 * to get there: a second try, before the unwind and the sessions'
@@ -226,8 +225,8 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	}
 	if (took)
 		n = unwind_clone_parent(t, cap);
-	if (took && pyc && pyc->n)
-		n = pt_py_merge(t->py, pyc, t->clone_frames, n);
+	if (took)
+		n = pt_runtimes_merge(t->rts, slot, t->clone_frames, n, t->o.max_frames);
 	emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
 	if (resumed < 0)
 		emit(t, PT_EV_EXIT, (pid_t)newtid, 0, NULL, 0);

@@ -19,8 +19,7 @@ struct pt_tracee;
 struct pt_capture;
 struct pt_mem_pool;
 struct pt_objects;
-struct pt_py;
-struct pt_py_cap;
+struct pt_runtimes;
 struct pt_space;
 
 /* The calling thread as a tracer: ptrace is per thread, so the thread that
@@ -88,13 +87,10 @@ struct pt_tracee {
 	int busy;                /* collecting: slots in use, no late captures */
 	struct pt_stop_ops late; /* where late captures go: the last tick's */
 	struct pt_tracee_stats st;
-	/* CPython frames (python_*.c): detected at attach and exec, read per
-	 * capture into py_caps (a slot each, and one for clone events) when
-	 * py is active */
-	struct pt_py *py;
-	struct pt_py_cap *py_caps;
-	char py_note[384];       /* what detection found, for the log once */
-	int py_noted;            /* the note was handed out */
+	/* The language runtimes it runs (ptrace/runtimes/runtimes.h):
+	 * detected at attach and exec, read per capture into their slots (one
+	 * per capture slot, and one for clone events: slot max_per_tick). */
+	struct pt_runtimes *rts;
 };
 
 #endif

@@ -25,7 +25,7 @@
 #include "ptrace/mechanism/execfp.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
-#include "ptrace/runtimes/python/python.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/space/space.h"
@@ -115,7 +115,7 @@ static void cont(struct pt_thread *th)
 static int take(struct pt_tracee *t, struct pt_thread *th, int slot, const struct pt_stop_ops *ops)
 {
 	struct pt_tracer *tr = t->tr;
-	int ok = pt__capture(t, th, &t->caps[slot], t->py_caps ? &t->py_caps[slot] : NULL) == 0;
+	int ok = pt__capture(t, th, &t->caps[slot], slot) == 0;
 	int late = th->t_interrupt <= tr->poll_ns, drop;
 	uint64_t from = late ? tr->late_from : th->t_interrupt;
 
@@ -242,8 +242,7 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 		cap->stack_limit = (size_t)1 << 30;
 	cap->read_beyond = 1;
 	cap->sig_len = 0;
-	if (t->py_caps)
-		t->py_caps[slot].n = 0;
+	pt_runtimes_clear(t->rts, slot);
 	th->last_sp = regs->rsp;
 	t->slot_th[slot] = th;
 	t->slot_pause[slot] = 0;
@@ -319,7 +318,7 @@ int pt_stop_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, uint6
 		t->late = *ops;
 	spin_ns = t->o.spin_ns && spare_core(t) ? t->o.spin_ns : 0;
 	warm_stacks(t, sel, nsel);
-	pt__capture_py_prepare(t, sel, nsel);
+	pt__capture_prepare(t, sel, nsel);
 	t->busy = 1;
 	pending = interrupt_all(sel, nsel, snap);
 	/* Collect each stop, capture, resume at once. A thread running on

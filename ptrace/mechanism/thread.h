@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ptrace/core/runtime.h"
+
 struct pt_rule_thread;
 struct pt_stat;
 
@@ -46,12 +48,8 @@ struct pt_thread {
 	/* Go: its signal stack and the signal frame on it, as its last unwind
 	 * through Go's signal handler found them (pt_capture sig_*), or 0 */
 	uint64_t sig_uc, sig_lo, sig_hi;
-	/* Python: its PyThreadState (0: not found yet), looked up again no
-	 * sooner than py_retry_ns; its tid as the target sees it (0: unread);
-	 * the frame-stack region its last sample read */
-	uint64_t py_tstate, py_retry_ns;
-	pid_t py_nstid;
-	uint64_t py_bulk[2];
+	/* what the language runtimes keep of it (ptrace/core/runtime.h) */
+	struct pt_rt_thread rt;
 	/* The sampling rule's part of the thread: the caller's, zeroed when the
 	 * thread is added and when it exec's, NULL if the caller keeps none
 	 * (pt_threads_set_ops). It lies right after this structure. */

@@ -20,10 +20,8 @@
 #include "ptrace/space/mem.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
-#include "ptrace/runtimes/python/python.h"
 #include "ptrace/mechanism/mechanism.h"
-#include "ptrace/runtimes/python/interp.h"
-#include "ptrace/runtimes/python/names.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/space/space.h"
 #include "ptrace/space/stackmem.h"
 #include "ptrace/mechanism/stop.h"
@@ -71,7 +69,9 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	 * of few threads never uses most of them (pt__capture). */
 	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
-	if (opts->python && (err = pt_py_new(&t->py, pid, pt_space_mem(t->as))))
+	/* a runtime slot per capture slot, and one for clone events */
+	if ((err = pt_runtimes_new(&t->rts, t->as, opts->python ? PT_RUNTIME_PYTHON : 0,
+				   opts->max_per_tick + 1)))
 		goto out;
 	t->tr = tr;
 	t->next = tr->tracees;
@@ -113,8 +113,7 @@ void pt_tracee_free(struct pt_tracee *t)
 		base_free(t->clone_cap->stack), base_free(t->clone_cap->sig_stack);
 	base_free(t->clone_cap);
 	base_free(t->clone_frames);
-	pt_py_free(t->py);
-	base_free(t->py_caps);
+	pt_runtimes_free(t->rts);
 	pt_space_free(t->as);
 	base_free(t);
 }
@@ -125,9 +124,9 @@ int pt_tracee_attached(const struct pt_tracee *t) { return t->attached; }
 int pt_tracee_detaching(const struct pt_tracee *t) { return t->attached && t->detaching; }
 int pt_tracee_gone(const struct pt_tracee *t) { return t->gone; }
 int pt_tracee_exec_pending(const struct pt_tracee *t) { return t->execed; }
-int pt_tracee_python(const struct pt_tracee *t)
+int pt_tracee_reads_in_stop(const struct pt_tracee *t)
 {
-	return t->py && pt_py_state(t->py) == PT_PY_ACTIVE;
+	return pt_runtimes_read_in_stop(t->rts);
 }
 uint64_t pt_tracee_woke_ns(const struct pt_tracee *t) { return t->tr->woke_ns; }
 
@@ -155,17 +154,14 @@ void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 	out->symtab_loads = ss.symtab_loads;
 }
 
-int pt_tracee_py_lines(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max)
+int pt_tracee_rt_lines(struct pt_tracee *t, uint64_t token, struct pt_rt_line *out, int max)
 {
-	return t->py && pt_py_is_token(addr) ? pt_py_lines(t->py, addr, out, max) : 0;
+	return pt_runtimes_lines(t->rts, token, out, max);
 }
 
-const char *pt_tracee_py_note(struct pt_tracee *t)
+const char *pt_tracee_rt_note(struct pt_tracee *t)
 {
-	if (t->py_noted || !t->py_note[0])
-		return NULL;
-	t->py_noted = 1;
-	return t->py_note;
+	return pt_runtimes_note(t->rts);
 }
 
 void pt_tracee_ack_exec(struct pt_tracee *t)
@@ -175,18 +171,13 @@ void pt_tracee_ack_exec(struct pt_tracee *t)
 	t->execed = 0;
 	pt_space_reset(t->as);
 	t->mm_fp = pt__execfp_read(t, 0);   /* the new program's */
-	if (t->py) {
-		/* The new program's interpreter, if any (no token of the old
-		 * one is left: the sessions that saw it have ended), and its
-		 * thread states, looked up anew. */
-		pt_py_reset(t->py);
-		for (size_t i = 0; i < t->n; i++) {
-			struct pt_thread *th = t->th[i];
-
-			th->py_tstate = th->py_retry_ns = th->py_bulk[0] = th->py_bulk[1] = 0;
-		}
-		pt__capture_py_detect(t);
-	}
+	/* The new program's runtimes, if any (no token of the old program's
+	 * is left: the sessions that saw it have ended), and what they keep
+	 * of each thread, looked up anew. */
+	pt_runtimes_reset(t->rts);
+	for (size_t i = 0; i < t->n; i++)
+		memset(&t->th[i]->rt, 0, sizeof(t->th[i]->rt));
+	pt_runtimes_detect(t->rts);
 }
 
 /* 1 if t's leader is traced by this tracer already: a child its traced
@@ -264,7 +255,7 @@ int pt_tracee_attach(struct pt_tracee *t)
 	}
 	pt__execfp_open(t);
 	t->mm_fp = pt__execfp_read(t, 0);
-	pt__capture_py_detect(t);
+	pt_runtimes_detect(t->rts);
 	return 0;
 fail:
 	/* Inside a poll (a fork's child being adopted) the detach cannot wait

@@ -26,7 +26,7 @@
 
 #include "ptrace/core/types.h"
 
-struct pt_py_line;
+struct pt_rt_line;
 struct pt_space;
 struct pt_tracee;
 struct pt_tracer;
@@ -48,23 +48,25 @@ int pt_tracee_gone(const struct pt_tracee *t);
  * tick samples and symbolization still uses the old program's maps and
  * modules, so sessions that saw the old program can end with its names. */
 int pt_tracee_exec_pending(const struct pt_tracee *t);
-/* 1 if the target runs a CPython we read frames of (ptrace/runtimes/python/python.h). */
-int pt_tracee_python(const struct pt_tracee *t);
+/* 1 if the target runs a language runtime whose frames are read in a
+ * thread's stop (CPython: ptrace/runtimes/runtimes.h), so its threads must
+ * be sampled by stopping them. */
+int pt_tracee_reads_in_stop(const struct pt_tracee *t);
 /* Forgets the old program (maps, modules, caches) and resumes sampling. */
 void pt_tracee_ack_exec(struct pt_tracee *t);
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
 /* t's address space (ptrace/space/space.h): its maps, memory, modules,
  * the naming of its addresses; owned by t. */
 struct pt_space *pt_tracee_space(struct pt_tracee *t);
-/* Where addr is a token for Python frames (ptrace/runtimes/python/python.h),
- * those frames, innermost first, at most max: names, files and lines,
- * strings owned by t (valid until the next exec). Returns how many, 0 for
- * any other address. */
-int pt_tracee_py_lines(struct pt_tracee *t, uint64_t addr, struct pt_py_line *out, int max);
-/* What looking for a Python interpreter found, worth one log line: the first
- * call after a detection that found one (supported or not) returns it,
- * every other call NULL. */
-const char *pt_tracee_py_note(struct pt_tracee *t);
+/* Where token stands for a language runtime's frames (ptrace/core/
+ * runtime.h: Python's), those frames, innermost first, at most max: names,
+ * files and lines, strings owned by t (valid until the next exec). Returns
+ * how many, 0 for any other address. */
+int pt_tracee_rt_lines(struct pt_tracee *t, uint64_t token, struct pt_rt_line *out, int max);
+/* What looking for the process's language runtimes found, worth one log
+ * line: the first call after a detection that found one (supported or
+ * not) returns it, every other call NULL. */
+const char *pt_tracee_rt_note(struct pt_tracee *t);
 /* When t's tracer last woke from a sleep (pt_tracer_woke), 0 if it has
  * polled since. */
 uint64_t pt_tracee_woke_ns(const struct pt_tracee *t);

@@ -16,7 +16,7 @@
 #include "ptrace/space/module.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
-#include "ptrace/runtimes/python/python.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/core/stacks.h"
 #include "ptrace/space/space.h"
 #include "ptrace/mechanism/tracee.h"
@@ -80,7 +80,7 @@ static int build_maps(struct pt_tracee *t, struct pt_profile *p)
 #define PT_MAX_INLINED 16
 
 /* Python frames at one location at most (the frames one eval call runs). */
-#define PT_MAX_PY_LINES PT_PY_MAX_FRAMES
+#define PT_MAX_RT_LINES 128
 
 /* Fills l from fr[0..n) (innermost first): one Line per frame, each with
  * its function, file (NULL: "?", as Go says), line and first line. */
@@ -103,23 +103,25 @@ static int set_lines(struct pt_profile_loc *l, const struct pt_goline *fr, int n
 	return 0;
 }
 
-/* The location of a Python token: one Line per Python frame, innermost
- * first, with its file and lines; no mapping (the code is the
- * interpreter's data, not a file's). */
-static int add_python_location(struct pt_tracee *t, struct pt_profile *p,
-			       struct pt_profile_loc *l, uint64_t a)
+/* The location of a runtime's token (Python's): one Line per frame of
+ * the runtime's, innermost first, with its file and lines; no mapping (the
+ * code is the interpreter's data, not a file's). */
+static int add_runtime_location(struct pt_tracee *t, struct pt_profile *p,
+				struct pt_profile_loc *l, uint64_t a)
 {
-	struct pt_py_line ln[PT_MAX_PY_LINES];
+	struct pt_rt_line ln[PT_MAX_RT_LINES];
 	uint64_t t0 = pt__now_ns();
-	int n = pt_tracee_py_lines(t, a, ln, PT_MAX_PY_LINES);
+	int n = pt_tracee_rt_lines(t, a, ln, PT_MAX_RT_LINES);
+	const char *name;
 
 	l->map = -1;
 	if (n <= 0) {
 		p->symbolize_ns += pt__now_ns() - t0;
-		return (l->name = base_strdup("python")) ? 0 : -ENOMEM;
+		name = pt_runtimes_token_name(a);
+		return (l->name = base_strdup(name ? name : "runtime")) ? 0 : -ENOMEM;
 	}
 	{
-		struct pt_goline fr[PT_MAX_PY_LINES];
+		struct pt_goline fr[PT_MAX_RT_LINES];
 
 		for (int i = 0; i < n; i++)
 			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line };
@@ -176,8 +178,8 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 		if (a == marks[i].addr)
 			return (l->name = base_strdup(marks[i].name)) ? 0 : -ENOMEM;
 	t0 = pt__now_ns();
-	if (pt_py_is_token(a))
-		return add_python_location(t, p, l, a);
+	if (pt_rt_is_token(a))
+		return add_runtime_location(t, p, l, a);
 	if ((go = add_go_location(t, l, a)) != 0) {
 		p->symbolize_ns += pt__now_ns() - t0;
 		return go < 0 ? go : 0;

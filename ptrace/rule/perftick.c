@@ -416,7 +416,7 @@ void pt_perftick_idle(struct pt_rule *r)
 int pt_perftick_choose(struct pt_rule *r, enum pt_backend want, int *fresh)
 {
 	size_t stack = pt_tracee_opts(r->t)->stack_bytes;
-	int python = pt_tracee_python(r->t), err;
+	int python = pt_tracee_reads_in_stop(r->t), err;
 	char why[320];
 
 	*fresh = 0;

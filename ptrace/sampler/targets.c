@@ -132,7 +132,7 @@ int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 	pt__log(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms",
 			(int)pt_tracee_pid(tg->t), pt_threads_count(tg->t),
 			(double)(pt__now_ns() - t0) / 1e6);
-	if ((note = pt_tracee_py_note(tg->t)))
+	if ((note = pt_tracee_rt_note(tg->t)))
 		pt__log(s, 1, "%s", note);
 	/* Events of the attach (new threads' first stops) before anything. */
 	pt_tracer_poll(s->tr);

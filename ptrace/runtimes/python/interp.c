@@ -76,6 +76,7 @@ int pt_py_new(struct pt_py **out, pid_t pid, struct pt_mem *mem)
 		return -ENOMEM;
 	py->pid = pid;
 	py->mem = mem;
+	py->token_base = PT_PY_TOKEN_BASE;
 	*out = py;
 	return 0;
 }

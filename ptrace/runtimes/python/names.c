@@ -387,7 +387,7 @@ uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t 
 	struct group_key k = { py, gf, n };
 
 	if ((at = base_map_find(&py->gidx, h, group_eq, &k)))
-		return PT_PY_TOKEN_BASE + *at;
+		return py->token_base + *at;
 	/* Full (MAX_GROUPS, MAX_GROUP_FRAMES): the groups there are still
 	 * found, new ones are refused. */
 	if (py->ngroups >= MAX_GROUPS || py->ngf + n > MAX_GROUP_FRAMES ||
@@ -399,7 +399,7 @@ uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t 
 	py->groups[py->ngroups] = (struct pt__py_group){ (uint32_t)py->ngf, n };
 	py->ngf += n;
 	py->st.tokens++;
-	return PT_PY_TOKEN_BASE + py->ngroups++;
+	return py->token_base + py->ngroups++;
 }
 
 /* Resolves raw frame r into *g. Returns 1, or -1 (unreadable). A frame
@@ -429,11 +429,11 @@ int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
 
 int pt_py_lines(const struct pt_py *py, uint64_t token, struct pt_py_line *out, int max)
 {
-	uint64_t id = token - PT_PY_TOKEN_BASE;
+	uint64_t id = token - py->token_base;
 	const struct pt__py_group *g;
 	int n = 0;
 
-	if (!pt_py_is_token(token) || id >= py->ngroups)
+	if ((token & ~PT_RT_TOKEN_ID_MASK) != py->token_base || id >= py->ngroups)
 		return 0;
 	g = &py->groups[id];
 	for (uint32_t i = 0; i < g->n && n < max; i++) {

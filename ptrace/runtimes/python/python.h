@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ptrace/core/runtime.h"
+
 struct pt_capture;
 struct pt_maps;
 struct pt_mem;
@@ -69,12 +71,13 @@ struct pt_py_layout {
 	uint16_t chunk_data;
 };
 
-/* Tokens: values in frames[] that stand for Python frames. */
-#define PT_PY_TOKEN_BASE 0x0070000000000000ull
-#define PT_PY_TOKEN_MASK 0xfff0000000000000ull
+/* Tokens: values in frames[] that stand for Python frames (the runtimes'
+ * tokens, ptrace/core/runtime.h: a handle's are those of its table row,
+ * row 0 unless set). */
+#define PT_PY_TOKEN_BASE PT_RT_TOKEN_BASE
 static inline int pt_py_is_token(uint64_t a)
 {
-	return (a & PT_PY_TOKEN_MASK) == PT_PY_TOKEN_BASE;
+	return pt_rt_is_token(a);
 }
 
 /* Caps. */
@@ -122,5 +125,8 @@ struct pt_py_stats {
 /* Tests and fuzzing: a memory image instead of the target's. fn returns 0
  * when [addr, addr + len) was read whole. */
 typedef int (*pt_py_read_fn)(void *arg, uint64_t addr, void *dst, size_t len);
+
+/* CPython as a runtime of ptrace/runtimes/'s table (python.c). */
+extern const struct pt_runtime_ops pt_runtime_python;
 
 #endif

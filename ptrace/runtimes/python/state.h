@@ -43,7 +43,8 @@ struct pt_py {
 	struct base_map strs;           /* hash of a string -> its offset in pool */
 	struct pt__py_frame *gf;        /* every group's frames */
 	size_t ngf, gf_cap;
-	struct pt__py_group *groups;    /* by id: a token is PT_PY_TOKEN_BASE + id */
+	struct pt__py_group *groups;    /* by id: a token is token_base + id */
+	uint64_t token_base;            /* PT_PY_TOKEN_BASE, or its runtime row's (python.c) */
 	size_t ngroups, groups_cap;
 	struct base_map gidx;           /* hash of a group's frames -> its id */
 	uint8_t bulk[PT_PY_BULK_BYTES]; /* the top of a thread's frame stack, per stop */

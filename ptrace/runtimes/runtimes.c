@@ -1,0 +1,172 @@
+/* The table of language runtimes and a process's set of them (see
+ * runtimes.h). A new runtime is a folder of ptrace/runtimes/ and a row
+ * here. Sampler thread only. */
+#include "ptrace/runtimes/runtimes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/mem.h"
+#include "ptrace/runtimes/python/python.h"
+
+/* The table: a runtime's row numbers its tokens (ptrace/core/runtime.h),
+ * its bit in `enabled` is 1 << row. */
+static const struct pt_runtime_ops *const table[] = {
+	&pt_runtime_python,   /* PT_RUNTIME_PYTHON */
+};
+#define NRT (sizeof(table) / sizeof(table[0]))
+
+struct pt_runtimes {
+	struct pt_space *as;
+	unsigned int enabled;
+	int nslots;
+	struct {
+		struct pt_rt *rt;        /* made at the first detection that needs it */
+		int active;
+		uint8_t *slots;          /* nslots of the runtime's slot_size, once active */
+	} r[NRT];
+	char note[384];
+	int noted;                       /* the note was handed out */
+};
+
+int pt_runtimes_new(struct pt_runtimes **out, struct pt_space *as, unsigned int enabled, int nslots)
+{
+	struct pt_runtimes *rts = base_calloc(1, sizeof(*rts));
+
+	*out = NULL;
+	if (!rts)
+		return -ENOMEM;
+	rts->as = as;
+	rts->enabled = enabled;
+	rts->nslots = nslots;
+	*out = rts;
+	return 0;
+}
+
+void pt_runtimes_free(struct pt_runtimes *rts)
+{
+	if (!rts)
+		return;
+	for (size_t i = 0; i < NRT; i++) {
+		if (rts->r[i].rt)
+			table[i]->free(rts->r[i].rt);
+		base_free(rts->r[i].slots);
+	}
+	base_free(rts);
+}
+
+void pt_runtimes_reset(struct pt_runtimes *rts)
+{
+	for (size_t i = 0; i < NRT; i++) {
+		if (rts->r[i].rt)
+			table[i]->reset(rts->r[i].rt);
+		rts->r[i].active = 0;
+	}
+}
+
+void pt_runtimes_detect(struct pt_runtimes *rts)
+{
+	for (size_t i = 0; i < NRT; i++) {
+		const struct pt_runtime_ops *ops = table[i];
+		char note[sizeof(rts->note)] = "";
+
+		if (!(rts->enabled & (1u << i)) || rts->r[i].active)
+			continue;
+		if (!rts->r[i].rt && ops->new(&rts->r[i].rt, rts->as, (unsigned int)i))
+			continue;   /* no memory: read natively */
+		if (ops->detect(rts->r[i].rt, note, sizeof(note))) {
+			/* a slot per capture, made once the runtime is found */
+			if (ops->slot_size && !rts->r[i].slots &&
+			    !(rts->r[i].slots = base_calloc((size_t)rts->nslots, ops->slot_size))) {
+				ops->reset(rts->r[i].rt);
+				continue;
+			}
+			rts->r[i].active = 1;
+		}
+		if (note[0] && strcmp(note, rts->note)) {
+			snprintf(rts->note, sizeof(rts->note), "%s", note);
+			rts->noted = 0;
+		}
+	}
+}
+
+const char *pt_runtimes_note(struct pt_runtimes *rts)
+{
+	if (rts->noted || !rts->note[0])
+		return NULL;
+	rts->noted = 1;
+	return rts->note;
+}
+
+int pt_runtimes_read_in_stop(const struct pt_runtimes *rts)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->reads_in_stop)
+			return 1;
+	return 0;
+}
+
+int pt_runtimes_active(const struct pt_runtimes *rts)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active)
+			return 1;
+	return 0;
+}
+
+void pt_runtimes_prepare(struct pt_runtimes *rts, struct pt_rt_thread *const *threads, int n)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->prepare)
+			table[i]->prepare(rts->r[i].rt, threads, n);
+}
+
+static void *slot_of(const struct pt_runtimes *rts, size_t i, int slot)
+{
+	return rts->r[i].slots + (size_t)slot * table[i]->slot_size;
+}
+
+int pt_runtimes_capture(struct pt_runtimes *rts, int slot, struct pt_rt_thread *th,
+			const struct pt_capture *cap)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->capture && slot >= 0 && slot < rts->nslots) {
+			table[i]->capture(rts->r[i].rt, th, cap, slot_of(rts, i, slot));
+			any = 1;
+		}
+	return any;
+}
+
+void pt_runtimes_clear(struct pt_runtimes *rts, int slot)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].slots && slot >= 0 && slot < rts->nslots)
+			memset(slot_of(rts, i, slot), 0, table[i]->slot_size);
+}
+
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n, int max)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->merge && slot >= 0 && slot < rts->nslots)
+			n = table[i]->merge(rts->r[i].rt, slot_of(rts, i, slot), frames, n, max);
+	return n;
+}
+
+const char *pt_runtimes_token_name(uint64_t token)
+{
+	unsigned int row = pt_rt_token_row(token);
+
+	return pt_rt_is_token(token) && row < NRT ? table[row]->name : NULL;
+}
+
+int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line *out, int max)
+{
+	unsigned int row = pt_rt_token_row(token);
+
+	if (!pt_rt_is_token(token) || row >= NRT || !rts->r[row].rt)
+		return 0;
+	return table[row]->lines(rts->r[row].rt, token, out, max);
+}

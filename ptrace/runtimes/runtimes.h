@@ -1,0 +1,64 @@
+/* The language runtimes of one process (the table of runtimes.c, each row
+ * a folder of ptrace/runtimes/ plugged in through ptrace/core/runtime.h):
+ * which of them the process runs, and, for the mechanism, the calls that
+ * put their frames into its samples. A capture slot holds each active
+ * runtime's data of one stop (slot numbers are the mechanism's: one per
+ * capture of a batch, and one for clone events). Sampler thread only. */
+#ifndef PT_RUNTIMES_H
+#define PT_RUNTIMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptrace/core/runtime.h"
+
+struct pt_capture;
+struct pt_runtimes;
+struct pt_space;
+
+/* Which runtimes may be read (bits: PT_RUNTIME_<NAME>). */
+#define PT_RUNTIME_PYTHON 0x1u
+
+/* The runtimes of the process of `as`, those in `enabled` (none detected
+ * yet), with nslots capture slots. Returns 0 or -ENOMEM. */
+int pt_runtimes_new(struct pt_runtimes **out, struct pt_space *as, unsigned int enabled, int nslots);
+/* NULL-safe. */
+void pt_runtimes_free(struct pt_runtimes *rts);
+/* A new program (exec): every runtime forgets it; detect again. */
+void pt_runtimes_reset(struct pt_runtimes *rts);
+/* Looks for the enabled runtimes not active yet in the process's maps and
+ * modules (attach, exec). What a detection found worth logging is kept for
+ * pt_runtimes_note. */
+void pt_runtimes_detect(struct pt_runtimes *rts);
+/* The note of the last detection that found a runtime (supported or not),
+ * once: every later call returns NULL until a detection notes something
+ * new. */
+const char *pt_runtimes_note(struct pt_runtimes *rts);
+/* 1 if an active runtime reads frames in a thread's stop (its threads must
+ * be sampled by stopping them), else 0. */
+int pt_runtimes_read_in_stop(const struct pt_runtimes *rts);
+/* 1 if any runtime is active. */
+int pt_runtimes_active(const struct pt_runtimes *rts);
+
+/* Before a batch of stops (threads running): the active runtimes look up
+ * what they need for threads[0..n) (their nstid set). */
+void pt_runtimes_prepare(struct pt_runtimes *rts, struct pt_rt_thread *const *threads, int n);
+/* In a thread's stop, right after its stack was copied into cap: each
+ * active runtime reads into capture slot `slot`. Returns 1 if a runtime
+ * read anything, else 0. */
+int pt_runtimes_capture(struct pt_runtimes *rts, int slot, struct pt_rt_thread *th,
+			const struct pt_capture *cap);
+/* Empties slot (a capture made without the runtimes: perf_event's). */
+void pt_runtimes_clear(struct pt_runtimes *rts, int slot);
+/* After the stop: frames[0..n) with the runtimes' frames of slot merged
+ * in, at most max. Returns the new count. */
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n, int max);
+/* The frames a token stands for (pt_rt_is_token), innermost first, at
+ * most max; strings owned by the runtime (valid until its reset). Returns
+ * how many, 0 for an address that is no active runtime's token. */
+int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line *out, int max);
+
+/* The name of the runtime whose token this is ("python"), or NULL. */
+const char *pt_runtimes_token_name(uint64_t token);
+
+#endif

@@ -101,11 +101,13 @@ static int health_check(struct sc_server *srv, char *msg, size_t size)
  * with a new pid) fails both, so a liveness probe restarts podprof, which
  * then finds the new one. The switch file does not matter here: disabled
  * profiling is a choice, not a fault. */
-void sc_health_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_health_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	char msg[256], body[260];
 	int n;
 
+	(void)p;
 	if (!health_check(srv, msg, sizeof(msg))) {
 		sc_http_respond(c, 200, SC_TEXT_PLAIN, "ok\n", 3);
 		return;

@@ -5,10 +5,12 @@
 #define SC_HEALTH_H
 
 struct sc_conn;
+struct sc_params;
 struct sc_request;
 struct sc_server;
 
 /* The route handler (sc_route_cb) of both. */
-void sc_health_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
+void sc_health_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p);
 
 #endif

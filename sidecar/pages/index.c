@@ -14,6 +14,7 @@
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/pod.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
@@ -113,16 +114,16 @@ static void profile_table(struct sc_server *srv, pid_t pid, const char *extra, s
 	base_buf_printf(b, "</ul>\n</p>\n");
 }
 
-void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	struct base_buf b;
 	char extra[32] = "", *html;
 	size_t len;
 	int err;
-	pid_t pid = sc_request_pid(srv, c, req->query);
+	pid_t pid = p->target.pid;
 
-	if (!pid)
-		return;
+	(void)req;
 	/* The links keep looking at the process this page is about. */
 	if (pid != sc_server_target(srv))
 		snprintf(extra, sizeof(extra), "&pid=%d", (int)pid);
@@ -149,8 +150,10 @@ void sc_index_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_r
 	sc_http_respond_owned(c, 200, "Content-Type: text/html; charset=utf-8\r\n", html, len);
 }
 
-void sc_index_redirect(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_index_redirect(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
+	(void)p;
 	(void)srv;
 	(void)req;
 	sc_http_respond(c, 301, "Location: /debug/pprof/\r\nContent-Type: text/html; charset=utf-8\r\n",

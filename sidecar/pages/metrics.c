@@ -218,7 +218,8 @@ static void stat_metric(struct base_buf *b, const struct stat_metric *m,
 	base_buf_printf(b, "podprof_%s %.9g\n", m->name, field(st, m->off) / m->div);
 }
 
-void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	struct pt_sampler_stats st;
 	struct pt_stat ps;
@@ -227,6 +228,7 @@ void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc
 	size_t len;
 
 	(void)req;
+	(void)p;
 	pt_sampler_stats(sc_server_sampler(srv), &st);
 	base_buf_init(&b, 1u << 20);
 	for (size_t i = 0; i < SC_ARRAY_LEN(stat_metrics); i++)

@@ -5,10 +5,12 @@
 #define SC_METRICS_H
 
 struct sc_conn;
+struct sc_params;
 struct sc_request;
 struct sc_server;
 
 /* The route handler (sc_route_cb): answers 200, or 500 when out of memory. */
-void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
+void sc_metrics_handle(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p);
 
 #endif

@@ -7,23 +7,22 @@
 
 #include "ptrace/proc/proc.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/util.h"
 
-void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_cmdline(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	char path[64], *text;
 	size_t len;
 	int err;
-	struct sc_target_set tg;
-	pid_t pid;
 
-	if (!sc_request_target(srv, c, req->query, 0, &tg))
-		return;
-	pid = tg.pid;
+	(void)srv;
+	(void)req;
 	/* Small (a megabyte at most): read on the loop, no job. */
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)p->target.pid);
 	err = pt_proc_slurp_alloc(path, 1u << 20, &text, &len);
 	if (err) {
 		sc_go_error(c, err == -ESRCH ? 404 : 500,

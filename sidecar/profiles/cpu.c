@@ -11,8 +11,8 @@
 #include "ptrace/sessions/cpu.h"
 #include "sidecar/server/cfg.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/stacks.h"
@@ -113,34 +113,16 @@ static void cpu_encode(struct sc_job *j, struct sc_reply *r)
 
 static const struct sc_job_ops cpu_ops = { cpu_done, cpu_encode, NULL };
 
-void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_cpu(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	const struct sc_cfg *cfg = sc_server_cfg(srv);
-	int seconds = sc_parse_profile_seconds(req->query), hz;
-	struct sc_target_set tg;
 	struct sc_job *j;
 
-	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
-		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &cpu_ops, sizeof(*j))))
 		return;
-	}
-	if (seconds > cfg->max_seconds) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "profile duration exceeds the limit of %d seconds",
-			 cfg->max_seconds);
-		sc_go_error(c, 400, msg);
-		return;
-	}
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &cpu_ops, sizeof(*j)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	j->req.kind = &pt_kind_cpu;
-	sc_job_target(j, &tg);
-	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
-	j->req.hz = hz;
+	sc_job_target(j, &p->target);
+	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
+	j->req.hz = p->hz;
 	sc_job_submit(j);
 }

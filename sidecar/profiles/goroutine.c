@@ -10,9 +10,8 @@
 #include "ptrace/proc/proc.h"
 #include "ptrace/sessions/threads.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
-#include "sidecar/profiles/named.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/stacks.h"
@@ -80,31 +79,22 @@ static void goroutine_encode(struct sc_job *j, struct sc_reply *r)
 
 static const struct sc_job_ops goroutine_ops = { goroutine_done, goroutine_encode, NULL };
 
-void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	struct goroutine_job *g;
 	struct sc_job *j;
-	int64_t debug;
-	int seconds;
-	struct sc_target_set tg;
 
-	if ((seconds = sc_named_seconds(srv, c, req)) < 0)
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &goroutine_ops, sizeof(*g))))
 		return;
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	debug = sc_query_debug(req->query);
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &goroutine_ops, sizeof(*g)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	g = SC_CONTAINER_OF(j, struct goroutine_job, job);
 	/* Go: any debug other than 0 is text, and only 2 (here: 2 or more)
 	 * the dump. */
-	g->debug = debug < 0 ? 1 : debug > 2 ? 2 : (int)debug;
-	g->delta = seconds > 0;
+	g->debug = p->debug < 0 ? 1 : p->debug > 2 ? 2 : (int)p->debug;
+	g->delta = p->seconds > 0;
 	j->req.kind = &pt_kind_threads;
-	sc_job_target(j, &tg);
-	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	sc_job_target(j, &p->target);
+	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
 	sc_job_submit(j);
 }
 

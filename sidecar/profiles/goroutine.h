@@ -8,10 +8,12 @@
 #include <sys/types.h>
 
 struct sc_conn;
+struct sc_params;
 struct sc_request;
 struct sc_server;
 
-void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
+void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p);
 /* The index's count: the target's threads; 0 if it cannot be read. */
 int64_t sc_count_threads(struct sc_server *srv, pid_t pid);
 

@@ -19,9 +19,8 @@
 #include "ptrace/proc/proc.h"
 #include "ptrace/sessions/memory.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
-#include "sidecar/profiles/named.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/stacks.h"
@@ -277,52 +276,36 @@ static void memory_encode(struct sc_job *j, struct sc_reply *r)
 static const struct sc_job_ops memory_ops = { memory_done, memory_encode, NULL };
 
 static void memory(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
-		   int allocs)
+		   struct sc_params *p, int allocs)
 {
-	int seconds = sc_named_seconds(srv, c, req);
 	struct memory_job *m;
 	struct sc_job *j;
-	char view[16];
-	int mappings = 0;
-	struct sc_target_set tg;
 
-	if (seconds < 0)
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &memory_ops, sizeof(*m))))
 		return;
-	if (sc_query_get(req->query, "view", view, sizeof(view)) != 0) {
-		if (sc_query_get(req->query, "view", view, sizeof(view)) < 0 ||
-		    (strcmp(view, "mappings") && strcmp(view, "stacks"))) {
-			sc_go_error(c, 400, "invalid value for \"view\" - must be stacks or mappings");
-			return;
-		}
-		mappings = !strcmp(view, "mappings");
-	}
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &memory_ops, sizeof(*m)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	m = SC_CONTAINER_OF(j, struct memory_job, job);
 	m->allocs = allocs;
-	m->debug = sc_query_debug(req->query) != 0;
-	m->delta = seconds > 0;
-	m->mappings = mappings;
-	j->req.kind = mappings ? (allocs ? &pt_kind_allocs_mappings : &pt_kind_heap_mappings) :
-				 (allocs ? &pt_kind_allocs : &pt_kind_heap);
-	sc_job_target(j, &tg);
-	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	m->debug = p->debug != 0;
+	m->delta = p->seconds > 0;
+	m->mappings = p->mappings;
+	j->req.kind = p->mappings ? (allocs ? &pt_kind_allocs_mappings : &pt_kind_heap_mappings) :
+				    (allocs ? &pt_kind_allocs : &pt_kind_heap);
+	sc_job_target(j, &p->target);
+	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
 	j->req.hz = 1;   /* a window has ticks; memory needs none but its ends */
 	sc_job_submit(j);
 }
 
-void sc_profile_heap(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_heap(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	memory(srv, c, req, 0);
+	memory(srv, c, req, p, 0);
 }
 
-void sc_profile_allocs(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_allocs(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	memory(srv, c, req, 1);
+	memory(srv, c, req, p, 1);
 }
 
 int64_t sc_count_mappings(struct sc_server *srv, pid_t pid)

@@ -14,6 +14,7 @@
 #include "base/mem.h"
 #include "ptrace/sessions/symbols.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
 #include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
@@ -82,7 +83,8 @@ static void symbol_release(struct sc_job *j)
 
 static const struct sc_job_ops symbol_ops = { symbol_done, symbol_encode, symbol_release };
 
-void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	/* pprof's symbolz puts addresses in the raw query: a pid= for another
 	 * process comes only with POST (body = addresses). */
@@ -90,16 +92,11 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 	const char *in = post ? req->body : req->query;
 	size_t len = post ? req->body_len : strlen(req->query);
 	size_t max = len / 2 + 1 < MAX_SYMBOL_ADDRS ? len / 2 + 1 : MAX_SYMBOL_ADDRS;
-	struct sc_target_set tg = { .pid = sc_server_target(srv) };
-	pid_t pid;
 	struct symbol_job *s;
 	struct sc_job *j;
 	uint64_t *addrs;
 	int n;
 
-	if (post && !sc_request_target(srv, c, req->query, 0, &tg))
-		return;
-	pid = tg.pid;
 	if (!(addrs = base_calloc(max, sizeof(*addrs)))) {
 		sc_go_error(c, 500, "out of memory");
 		return;
@@ -113,14 +110,14 @@ void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc
 			sc_go_error(c, 400, n == -E2BIG ? "too many addresses" : "malformed address list");
 		return;
 	}
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &symbol_ops, sizeof(*s)))) {
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &symbol_ops, sizeof(*s)))) {
 		base_free(addrs);
 		return;
 	}
 	s = SC_CONTAINER_OF(j, struct symbol_job, job);
 	s->addrs = addrs;
 	j->req.kind = &pt_kind_symbols;
-	j->req.pid = pid;
+	j->req.pid = p->target.pid;
 	j->req.addrs = addrs;
 	j->req.naddrs = (size_t)n;
 	sc_job_submit(j);

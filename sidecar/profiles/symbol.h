@@ -6,9 +6,11 @@
 #include <sys/types.h>
 
 struct sc_conn;
+struct sc_params;
 struct sc_request;
 struct sc_server;
 
-void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
+void sc_profile_symbol(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p);
 
 #endif

@@ -11,9 +11,8 @@
 #include "encoder/pprof.h"
 #include "ptrace/sessions/threadcreate.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
-#include "sidecar/profiles/named.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/stacks.h"
@@ -82,26 +81,19 @@ static void threadcreate_encode(struct sc_job *j, struct sc_reply *r)
 
 static const struct sc_job_ops threadcreate_ops = { threadcreate_done, threadcreate_encode, NULL };
 
-void sc_profile_threadcreate(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_threadcreate(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
 	struct threadcreate_job *t;
 	struct sc_job *j;
-	int seconds = sc_named_seconds(srv, c, req);
-	struct sc_target_set tg;
 
-	if (seconds < 0)
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &threadcreate_ops, sizeof(*t))))
 		return;
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &threadcreate_ops, sizeof(*t)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	t = SC_CONTAINER_OF(j, struct threadcreate_job, job);
-	t->debug = sc_query_debug(req->query) != 0;
-	t->delta = seconds > 0;
+	t->debug = p->debug != 0;
+	t->delta = p->seconds > 0;
 	j->req.kind = &pt_kind_threadcreate;
-	sc_job_target(j, &tg);
-	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
+	sc_job_target(j, &p->target);
+	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
 	sc_job_submit(j);
 }

@@ -17,9 +17,9 @@
 #include "ptrace/sessions/trace.h"
 #include "sidecar/server/cfg.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
 #include "sidecar/server/log.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/util.h"
@@ -160,54 +160,28 @@ static void trace_encode(struct sc_job *j, struct sc_reply *r)
 
 static const struct sc_job_ops trace_ops = { trace_done, trace_encode, NULL };
 
-void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_trace(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	const struct sc_cfg *cfg = sc_server_cfg(srv);
-	double seconds = sc_query_trace_seconds(req->query);
 	struct trace_job *t;
 	struct sc_job *j;
-	char v[16], path[64];
-	int frc;
-	struct sc_target_set tg;
-	int hz;
-	pid_t pid;
+	char path[64];
 
-	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
-		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &trace_ops, sizeof(*t))))
 		return;
-	}
-	if (seconds > cfg->max_seconds) {
-		snprintf(path, sizeof(path), "profile duration exceeds the limit of %d seconds",
-			 cfg->max_seconds);
-		sc_go_error(c, 400, path);
-		return;
-	}
-	frc = sc_query_get(req->query, "format", v, sizeof(v));
-	if (frc < 0 || (frc > 0 && v[0] && strcmp(v, "json"))) {
-		sc_go_error(c, 400, "invalid value for \"format\" - the trace is Go's, or json (Chrome's "
-			    "trace events)");
-		return;
-	}
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	pid = tg.pid;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &trace_ops, sizeof(*t)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	t = SC_CONTAINER_OF(j, struct trace_job, job);
-	t->json = sc_query_get(req->query, "format", v, sizeof(v)) == 1 && !strcmp(v, "json");
-	t->gz = sc_query_get(req->query, "gz", v, sizeof(v)) == 1 && !strcmp(v, "1");
-	if (tg.procs.n) {
-		snprintf(t->comm, sizeof(t->comm), "%zu processes", tg.procs.n);
+	t->json = p->json;
+	t->gz = p->gz;
+	if (p->target.procs.n) {
+		snprintf(t->comm, sizeof(t->comm), "%zu processes", p->target.procs.n);
 	} else {
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)p->target.pid);
 		if (pt_proc_slurp(path, t->comm, sizeof(t->comm)) > 0)
 			t->comm[strcspn(t->comm, "\n")] = '\0';
 	}
 	j->req.kind = &pt_kind_trace;
-	sc_job_target(j, &tg);
-	j->req.duration_ns = (uint64_t)(seconds * 1e9);
-	j->req.hz = hz;
+	sc_job_target(j, &p->target);
+	j->req.duration_ns = (uint64_t)(p->trace_seconds * 1e9);
+	j->req.hz = p->hz;
 	sc_job_submit(j);
 }

@@ -20,10 +20,9 @@
 #include "ptrace/sessions/waiting.h"
 #include "sidecar/server/cfg.h"
 #include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/job.h"
 #include "sidecar/server/log.h"
-#include "sidecar/profiles/named.h"
-#include "sidecar/server/query.h"
 #include "sidecar/server/reply.h"
 #include "sidecar/server/server.h"
 #include "sidecar/server/stacks.h"
@@ -120,33 +119,22 @@ static void waiting_encode(struct sc_job *j, struct sc_reply *r)
 static const struct sc_job_ops waiting_ops = { waiting_done, waiting_encode, NULL };
 
 static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
-		    const struct pt_session_kind *kind, const char *name)
+		    struct sc_params *p, const struct pt_session_kind *kind, const char *name)
 {
 	const struct sc_cfg *cfg = sc_server_cfg(srv);
-	int seconds = sc_named_seconds(srv, c, req), hz;
+	int seconds = p->seconds;
 	struct waiting_job *w;
-	struct sc_target_set tg;
 	struct sc_job *j;
 
-	if (seconds < 0)
+	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, p, &waiting_ops, sizeof(*w))))
 		return;
-	if (sc_query_hz(req->query, cfg->default_hz, &hz)) {
-		sc_go_error(c, 400, "invalid value for \"hz\" - must be an integer from 1 to 1000");
-		return;
-	}
-	if (!sc_request_target(srv, c, req->query, 1, &tg))
-		return;
-	if (!(j = sc_job_new(sc_server_jobs(srv), c, req, &waiting_ops, sizeof(*w)))) {
-		sc_procs_free(&tg.procs);
-		return;
-	}
 	w = SC_CONTAINER_OF(j, struct waiting_job, job);
 	w->name = name;
-	w->debug = sc_query_debug(req->query) != 0;
+	w->debug = p->debug != 0;
 	w->asked = seconds > 0;
 	/* Without seconds=, Go answers with what accumulated since the start:
 	 * so does the continuous watch; else a default window. */
-	w->cumulative = !seconds && !tg.procs.n && tg.pid == sc_server_target(srv) &&
+	w->cumulative = !seconds && !p->target.procs.n && p->target.pid == sc_server_target(srv) &&
 			sc_server_watching(srv);
 	if (!seconds && !w->cumulative) {
 		seconds = cfg->wait_seconds;
@@ -154,20 +142,22 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 			 "(--wait-seconds)", name, seconds);
 	}
 	j->req.kind = kind;
-	sc_job_target(j, &tg);
+	sc_job_target(j, &p->target);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
-	j->req.hz = w->cumulative ? cfg->continuous_hz : hz;
+	j->req.hz = w->cumulative ? cfg->continuous_hz : p->hz;
 	sc_job_submit(j);
 }
 
-void sc_profile_block(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_block(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	waiting(srv, c, req, &pt_kind_block, "block");
+	waiting(srv, c, req, p, &pt_kind_block, "block");
 }
 
-void sc_profile_mutex(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req)
+void sc_profile_mutex(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			struct sc_params *p)
 {
-	waiting(srv, c, req, &pt_kind_mutex, "mutex");
+	waiting(srv, c, req, p, &pt_kind_mutex, "mutex");
 }
 
 /* The index's counts: the target's threads waiting now (state S or D), for

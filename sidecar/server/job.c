@@ -14,6 +14,7 @@
 #include "ptrace/proc/proc.h"
 #include "sidecar/server/http.h"
 #include "sidecar/server/log.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/query.h"
 #include "sidecar/server/util.h"
 
@@ -254,20 +255,17 @@ void sc_jobs_close(struct sc_jobs *jobs, void (*closed)(void *arg), void *arg)
 }
 
 struct sc_job *sc_job_new(struct sc_jobs *jobs, struct sc_conn *c, const struct sc_request *req,
-			  const struct sc_job_ops *ops, size_t size)
+			  const struct sc_params *p, const struct sc_job_ops *ops, size_t size)
 {
 	struct sc_job *j = base_calloc(1, size < sizeof(*j) ? sizeof(*j) : size);
-	enum sc_format f;
 
+	(void)req;
 	if (!j) {
 		sc_go_error(c, 500, "out of memory");
 		return NULL;
 	}
-	if (!sc_query_format(req->query, &f))
-		j->reply.format = (int)f;
-	if (sc_query_get(req->query, "sample_index", j->reply.sample_index,
-			 sizeof(j->reply.sample_index)) < 0)
-		snprintf(j->reply.sample_index, sizeof(j->reply.sample_index), "?");
+	j->reply.format = (int)p->format;
+	snprintf(j->reply.sample_index, sizeof(j->reply.sample_index), "%s", p->sample_index);
 	j->ops = ops;
 	j->jobs = jobs;
 	j->conn = c;

@@ -15,6 +15,7 @@
 #include "sidecar/server/reply.h"
 
 struct sc_conn;
+struct sc_params;
 struct sc_request;
 struct sc_job;
 struct sc_jobs;
@@ -71,11 +72,10 @@ void sc_jobs_set_enabled(struct sc_jobs *jobs, int enabled);
 void sc_jobs_close(struct sc_jobs *jobs, void (*closed)(void *arg), void *arg);
 
 /* A zeroed job of `size` bytes (at least sizeof(struct sc_job)) for c's
- * request req (its format= and sample_index= go to the reply; the server
- * refused a bad format before). Returns NULL after answering 500 (out of
- * memory) to c. */
+ * request req, its parameters p (their format and sample_index go to the
+ * reply). Returns NULL after answering 500 (out of memory) to c. */
 struct sc_job *sc_job_new(struct sc_jobs *jobs, struct sc_conn *c, const struct sc_request *req,
-			  const struct sc_job_ops *ops, size_t size);
+			  const struct sc_params *p, const struct sc_job_ops *ops, size_t size);
 /* Hands j to the sampler; from here the jobs own j. If the client goes
  * away, the sampler request is cancelled, a queued encoding too, and j
  * freed without an answer. */

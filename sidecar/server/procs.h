@@ -18,7 +18,7 @@ struct sc_procs {
 	size_t max;                  /* the cap it was listed with (and its children are held to) */
 };
 
-/* What a request is about (sidecar/server/server.h sc_request_target): one
+/* What a request is about (sidecar/server/params.h: the server parses it): one
  * process, or several. */
 struct sc_target_set {
 	pid_t pid;                   /* one process: procs empty */

@@ -18,6 +18,7 @@
 #include "sidecar/server/http.h"
 #include "sidecar/server/job.h"
 #include "sidecar/server/log.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/pod.h"
 #include "sidecar/server/procs.h"
 #include "sidecar/server/query.h"
@@ -42,73 +43,26 @@ struct sc_server {
 	atomic_int enabled;          /* profiling on (the switch); read by the sampler thread */
 };
 
-pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query)
-{
-	char msg[128];
-	pid_t pid;
-	int err = sc_query_pid(query, srv->pid, &pid, msg, sizeof(msg));
-
-	if (err) {
-		sc_go_error(c, err == -ESRCH ? 404 : 400, msg);
-		return 0;
-	}
-	return pid;
-}
-
-/* ?tree=: 1 for yes, 0 for no, dflt when absent; -1 for any other value. */
-static int query_tree(const char *query, int dflt)
-{
-	char v[8];
-	int rc = sc_query_get(query, "tree", v, sizeof(v));
-
-	if (rc == 0)
-		return dflt;
-	if (rc < 0 || (strcmp(v, "0") && strcmp(v, "1")))
-		return -1;
-	return v[0] == '1';
-}
-
-int sc_request_target(struct sc_server *srv, struct sc_conn *c, const char *query, int many,
-		      struct sc_target_set *out)
-{
-	const struct sc_cfg *cfg = srv->cfg;
-	char v[8], msg[160];
-	int all = sc_query_get(query, "pid", v, sizeof(v)) == 1 && !strcmp(v, "all");
-	int tree = query_tree(query, cfg->tree), err;
-
-	*out = (struct sc_target_set){ 0 };
-	if (tree < 0) {
-		sc_go_error(c, 400, "invalid value for \"tree\" - must be 0 or 1");
-		return 0;
-	}
-	if (!many && (all || (tree && !cfg->tree) || (tree && query_tree(query, -1) == 1))) {
-		sc_go_error(c, 400, "this endpoint answers for one process: pid=all and tree=1 are for "
-			    "profile, trace, heap, allocs, goroutine, threadcreate, block and mutex");
-		return 0;
-	}
-	if (!all && !(out->pid = sc_request_pid(srv, c, query)))
-		return 0;
-	if (!all && (!tree || !many))
-		return 1;
-	err = sc_procs_list("/proc", all ? 0 : out->pid, (size_t)cfg->max_processes, &out->procs);
-	if (err == -ESRCH) {
-		snprintf(msg, sizeof(msg), all ? "no process to profile in this pod" :
-			 "no process with pid %d in this pod", (int)out->pid);
-		sc_go_error(c, 404, msg);
-		return 0;
-	}
-	if (err) {
-		snprintf(msg, sizeof(msg), "listing the pod's processes: %s", strerror(-err));
-		sc_go_error(c, 500, msg);
-		return 0;
-	}
-	if (out->procs.left)
-		log_warn("%zu processes past --max-processes %d are left out of this profile",
-			 out->procs.left, cfg->max_processes);
-	return 1;
-}
-
 /* ---- dispatch ----------------------------------------------------------------- */
+
+/* Parses every parameter r takes, once, and runs its handler; a bad one is
+ * answered here, in Go's shape. */
+static void run_route(struct sc_server *srv, const struct sc_route *r, struct sc_conn *c,
+		      const struct sc_request *req)
+{
+	struct sc_params_ctx ctx = { srv->cfg, srv->pid };
+	struct sc_params p;
+	char msg[192];
+	int status = sc_params_parse(&ctx, r->params, !!(r->flags & SC_ROUTE_FORMATS), req, &p, msg,
+				     sizeof(msg));
+
+	if (status) {
+		sc_go_error(c, status, msg);
+		return;
+	}
+	r->handler(srv, c, req, &p);
+	sc_procs_free(&p.target.procs);   /* unless the handler's job took them */
+}
 
 /* Compares in time that depends on the lengths only, not on where the
  * first difference is. */
@@ -156,7 +110,7 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 
 	log_debug("http: %s %s", req->method, req->path);
 	if (r && (r->flags & SC_ROUTE_PUBLIC)) {
-		r->handler(srv, c, req);
+		run_route(srv, r, c, req);
 		return;
 	}
 	if (srv->token && !token_ok(srv->token, req->authorization)) {
@@ -185,11 +139,7 @@ static void on_request(struct sc_conn *c, const struct sc_request *req, void *ar
 		sc_go_error(c, 404, "Unknown profile");   /* clients match these words */
 		return;
 	}
-	if ((r->flags & SC_ROUTE_FORMATS) && sc_query_format(req->query, &(enum sc_format){ 0 })) {
-		sc_go_error(c, 400, "invalid value for \"format\" - must be " SC_FORMATS);
-		return;
-	}
-	r->handler(srv, c, req);
+	run_route(srv, r, c, req);
 }
 
 /* ---- life cycle ------------------------------------------------------------- */

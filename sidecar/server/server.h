@@ -5,10 +5,10 @@
  * job (sidecar/server/job.h). Loop thread only, except where noted.
  *
  * A new endpoint is a file in sidecar/profiles/ with its header (its
- * handler, an sc_route_cb: it parses its own parameters, answering
- * Go-shaped 4xx itself, and either answers at once or submits a job whose
- * result it encodes on a work thread), and a row in the route table
- * (sidecar/routes.c). */
+ * handler, an sc_route_cb: it reads its parameters, parsed and checked by
+ * the server from what its route says it takes (sidecar/server/params.h),
+ * and either answers at once or submits a job whose result it encodes on
+ * a work thread), and a row in the route table (sidecar/routes.c). */
 #ifndef SC_SERVER_H
 #define SC_SERVER_H
 
@@ -23,6 +23,7 @@ struct pt_sampler;
 struct sc_cfg;
 struct sc_conn;
 struct sc_jobs;
+struct sc_params;
 struct sc_pod;
 struct sc_request;
 struct sc_server;
@@ -32,7 +33,8 @@ struct sc_server;
 /* ---- the route table ------------------------------------------------------ */
 
 /* Answers req on c now (sc_http_respond*, sc_go_error) or later (a job). */
-typedef void (*sc_route_cb)(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req);
+typedef void (*sc_route_cb)(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
+			    struct sc_params *p);
 /* The index's Count column for the target pid; cheap, loop thread. */
 typedef int64_t (*sc_count_cb)(struct sc_server *srv, pid_t pid);
 
@@ -48,6 +50,7 @@ struct sc_route {
 	unsigned flags;         /* SC_ROUTE_* */
 	const char *desc;       /* index and --help text; NULL: not in --help */
 	sc_route_cb handler;
+	unsigned params;        /* the parameters it takes (SC_P_*, params.h) */
 	sc_count_cb count;      /* NULL: the index shows 0 */
 	const char *also;       /* a second form the index links ("format=json"), or NULL */
 };
@@ -79,19 +82,5 @@ struct sc_pod *sc_server_pod(struct sc_server *s);
 const struct sc_route *sc_server_routes(const struct sc_server *s, size_t *n);
 /* 1 while the continuous watch (--continuous) of the default target runs. */
 int sc_server_watching(struct sc_server *s);
-
-/* The process a request is about: ?pid=N or the default target. A bad
- * pid is answered here (400/404 in Go's shape) and 0 returned. */
-pid_t sc_request_pid(struct sc_server *srv, struct sc_conn *c, const char *query);
-
-/* The processes a request is about: ?pid=N (or the default target) and,
- * with ?tree=1 (or --tree, unless ?tree=0), its descendants; or ?pid=all,
- * every process of the pod; at most --max-processes. `many`: the endpoint
- * takes several; without it an explicit pid=all or tree=1 is a 400, and
- * --tree gives its root alone. Returns 1 with *out set (out->procs.n > 0:
- * several, to hand to the job with sc_job_take_procs), or 0 after
- * answering the client (400, 404, 500). */
-int sc_request_target(struct sc_server *srv, struct sc_conn *c, const char *query, int many,
-		      struct sc_target_set *out);
 
 #endif

@@ -6,6 +6,8 @@
 
 #include "base/buf.h"
 #include "sidecar/server/cfg.h"
+#include "sidecar/server/http.h"
+#include "sidecar/server/params.h"
 #include "sidecar/server/query.h"
 #include "sidecar/routes.h"
 #include "sidecar/server/server.h"
@@ -250,4 +252,107 @@ TEST(pid_rule)
 	ASSERT_EQ(sc_query_pid("pid=999999999", 77, &pid, msg, sizeof(msg)), -ESRCH);
 	ASSERT_STR_EQ(msg, "no process with pid 999999999 in this pod");
 	ASSERT_EQ(pid, 0);
+}
+
+/* The one parse of a request's parameters (sidecar/server/params.h): each
+ * route's rules, Go's messages and statuses, in Go's order. */
+TEST(request_parameters_parsed_once_by_the_routes_rules)
+{
+	static const struct {
+		unsigned rules;
+		int formats;
+		const char *method, *query;
+		int status;            /* 0: parsed */
+		const char *msg;       /* a 4xx's message, or NULL */
+		int seconds, hz, debug, format, mappings, json, gz;
+	} cases[] = {
+#define CPU .rules = SC_P_CPU_SECONDS | SC_P_HZ | SC_P_TARGETS, .formats = 1, .method = "GET"
+#define NAMED .rules = SC_P_DELTA_SECONDS | SC_P_TARGETS, .formats = 1, .method = "GET"
+#define HEAP .rules = SC_P_DELTA_SECONDS | SC_P_VIEW | SC_P_TARGETS, .formats = 1, .method = "GET"
+#define TRACE .rules = SC_P_TRACE_SECONDS | SC_P_HZ | SC_P_TRACE_FORMAT | SC_P_TARGETS, \
+	.method = "GET"
+		/* the CPU profile: Go's default 30 s, our hz, the limit */
+		{ CPU, .query = "", .status = 0, .seconds = 30, .hz = 100 },
+		{ CPU, .query = "seconds=5&hz=250", .status = 0, .seconds = 5, .hz = 250 },
+		{ CPU, .query = "seconds=abc", .status = 0, .seconds = 30, .hz = 100 },
+		{ CPU, .query = "hz=0", .status = 400,
+		  .msg = "invalid value for \"hz\" - must be an integer from 1 to 1000" },
+		{ CPU, .query = "seconds=90000", .status = 400,
+		  .msg = "profile duration exceeds the limit of 86400 seconds" },
+		{ CPU, .query = "seconds=90000&hz=x", .status = 400,
+		  .msg = "invalid value for \"hz\" - must be an integer from 1 to 1000" },
+		{ CPU, .query = "format=flamegraph&debug=1", .status = 0,
+		  .seconds = 30, .hz = 100, .debug = 0, .format = SC_FORMAT_FLAMEGRAPH },
+		{ CPU, .query = "format=svg", .status = 400,
+		  .msg = "invalid value for \"format\" - must be " SC_FORMATS },
+		/* a named profile: Go's delta rule, seconds with debug refused */
+		{ NAMED, .query = "debug=2", .status = 0, .seconds = 0, .hz = 100, .debug = 2 },
+		{ NAMED, .query = "seconds=3", .status = 0, .seconds = 3, .hz = 100 },
+		{ NAMED, .query = "seconds=-3", .status = 400,
+		  .msg = "invalid value for \"seconds\" - must be a positive integer" },
+		{ NAMED, .query = "seconds=2&debug=1", .status = 400,
+		  .msg = "seconds and debug params are incompatible" },
+		/* heap's view, the trace's format */
+		{ HEAP, .query = "view=mappings", .status = 0,
+		  .seconds = 0, .hz = 100, .debug = 0, .format = 0, .mappings = 1 },
+		{ HEAP, .query = "view=x", .status = 400,
+		  .msg = "invalid value for \"view\" - must be stacks or mappings" },
+		{ TRACE, .query = "format=json&gz=1", .status = 0,
+		  .seconds = 0, .hz = 100, .debug = 0, .format = 0, .mappings = 0, .json = 1, .gz = 1 },
+		{ TRACE, .query = "format=pb", .status = 400,
+		  .msg = "invalid value for \"format\" - the trace is Go's, or json (Chrome's trace events)" },
+		/* the processes */
+		{ .rules = SC_P_TARGET, .formats = 0, .method = "GET", .query = "pid=0", .status = 400,
+		  .msg = NULL },
+		{ .rules = SC_P_TARGET, .formats = 0, .method = "GET", .query = "pid=all", .status = 400,
+		  .msg = NULL },
+		{ .rules = SC_P_TARGETS, .formats = 0, .method = "GET", .query = "tree=2", .status = 400,
+		  .msg = "invalid value for \"tree\" - must be 0 or 1" },
+		{ .rules = SC_P_TARGET, .formats = 0, .method = "GET", .query = "pid=999999999", .status = 404,
+		  .msg = NULL },
+		/* GET: the query is the addresses */
+		{ .rules = SC_P_TARGET_POST, .method = "GET", .query = "pid=999999999", .status = 0 },
+		{ .rules = SC_P_TARGET_POST, .method = "POST", .query = "pid=999999999", .status = 404,
+		  .msg = NULL },
+#undef CPU
+#undef NAMED
+#undef HEAP
+#undef TRACE
+	};
+	struct sc_cfg cfg;
+	FILE *out = fopen("/dev/null", "w");
+	char *argv[] = { "podprof", "--pid", "1", NULL };
+
+	ASSERT_OK(sc_cfg_load(&cfg, 3, argv, sc_routes_help, out, out));
+	fclose(out);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sc_params_ctx ctx = { &cfg, getpid() };
+		struct sc_request req = { .method = cases[i].method, .path = "/x", .query = cases[i].query };
+		struct sc_params p;
+		char msg[192];
+		int st = sc_params_parse(&ctx, cases[i].rules, cases[i].formats, &req, &p, msg, sizeof(msg));
+
+		if (st != cases[i].status)
+			FAIL_AT("case %zu \"%s\": status %d, want %d (%s)", i, cases[i].query, st,
+				cases[i].status, msg);
+		if (st && cases[i].msg && strcmp(msg, cases[i].msg))
+			FAIL_AT("case %zu \"%s\": \"%s\", want \"%s\"", i, cases[i].query, msg, cases[i].msg);
+		if (st) {
+			ASSERT(msg[0]);
+			continue;
+		}
+		ASSERT_EQ(p.target.pid, getpid());
+		ASSERT_EQ(p.target.procs.n, 0);
+		if (cases[i].rules & (SC_P_CPU_SECONDS | SC_P_DELTA_SECONDS))
+			ASSERT_EQ(p.seconds, cases[i].seconds);
+		if (cases[i].hz)
+			ASSERT_EQ(p.hz, cases[i].hz);
+		ASSERT_EQ(p.debug, cases[i].debug);
+		ASSERT_EQ((int)p.format, cases[i].format);
+		ASSERT_EQ(p.mappings, cases[i].mappings);
+		ASSERT_EQ(p.json, cases[i].json);
+		ASSERT_EQ(p.gz, cases[i].gz);
+		sc_procs_free(&p.target.procs);
+	}
+	sc_cfg_free(&cfg);
 }

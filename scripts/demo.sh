@@ -17,7 +17,14 @@ port=${LISTEN##*:}
 cat <<TXT
 
 podprof is serving the demo workload (pid $demo) on http://$LISTEN/debug/pprof/
-Try, in another terminal:
+
+Nothing to install: open the flame graph page in a browser (10 s of CPU, then the page):
+
+  http://127.0.0.1:$port/debug/pprof/profile?seconds=10&format=flamegraph
+
+or the index, which links every profile and its flame graph: http://127.0.0.1:$port/debug/pprof/
+
+With Go (go tool pprof, go tool trace) or curl, in another terminal:
 
   go tool pprof -top http://127.0.0.1:$port/debug/pprof/profile?seconds=5
   go tool pprof http://127.0.0.1:$port            # 30 s CPU profile, interactive

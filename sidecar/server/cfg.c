@@ -46,7 +46,7 @@ static const struct cfg_def cfg_table[] = {
 	STR("log-format", "LOG_FORMAT", "text", log_format, "text or json (one JSON object per line)"),
 	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),
 	STR("auth-token-file", "AUTH_TOKEN_FILE", NULL, auth_token_file,
-	    "require 'Authorization: Bearer <token in file>' on every endpoint but /healthz"),
+	    "require 'Authorization: Bearer <token in file>' on every endpoint but /healthz and /readyz"),
 	STR("enable-file", "ENABLE_FILE", NULL, enable_file,
 	    "a file saying true or false, or enabled or disabled (a mounted ConfigMap key: Knative's "
 	    "runtime-profiling, or profiling.enable before 1.19), read every second: while false, "

@@ -7,6 +7,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -302,3 +303,109 @@ def bearer_token_protects_everything_but_healthz():
     r = subprocess.run([PODPROF, "--pid", str(os.getpid()), "--auth-token-file", "/nonexistent"],
                        capture_output=True, text=True)
     check(r.returncode == 1 and "cannot read --auth-token-file /nonexistent" in r.stderr, r.stderr)
+
+
+# ---- the documents say what the binary does ---------------------------------------
+
+README = os.path.join(lib.ROOT, "README.md")
+# Environment variables the README may name that are not podprof's flags: the
+# allocation agent's, read in the application (agent/).
+AGENT_ENV = {"PODPROF_ALLOC_RATE"}
+# Flags of other programs (kubectl, helm, podman) the README names: none today.
+# A new one goes here, or better into docs/.
+OTHER_FLAGS = set()
+# Windowed endpoints, asked for a short window so the test stays short.
+SHORT = {"/debug/pprof/profile": "?seconds=1", "/debug/pprof/trace": "?seconds=1",
+         "/debug/pprof/block": "?seconds=1", "/debug/pprof/mutex": "?seconds=1"}
+PATH_RE = re.compile(r"(/debug/pprof(?:/[a-z]*)?|/healthz|/readyz|/metrics)(?![\w/-])")
+
+
+def help_sections():
+    """podprof --help: (its flags, its environment variables, the paths its
+    Endpoints section lists, the --auth-token-file line)."""
+    r = subprocess.run([PODPROF, "--help"], capture_output=True, text=True)
+    check(r.returncode == 0, "--help exited %d" % r.returncode)
+    text = r.stdout
+    endpoints, options = text.split("\nOptions", 1)
+    flags = set(re.findall(r"^  (--[a-z][a-z0-9-]*)", options, re.M))
+    env = set(re.findall(r"\[(PODPROF_[A-Z_]+)", options))
+    paths = set(re.findall(r"^  (/\S*)\s", endpoints, re.M))
+    auth = next(l for l in options.splitlines() if l.startswith("  --auth-token-file"))
+    return flags, env, paths, auth
+
+
+@test
+def flags_doc_is_what_help_prints():
+    """docs/flags.md is generated from --help (scripts/gen-flags.py): it must
+    be what this build prints, flag for flag."""
+    r = subprocess.run([sys.executable, os.path.join(lib.ROOT, "scripts", "gen-flags.py"), "--check", PODPROF],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "docs/flags.md is not what %s --help prints:\n%s%s" % (
+        PODPROF, r.stdout[-4000:], r.stderr[-1000:]))
+    flags, env, _, _ = help_sections()
+    with open(os.path.join(lib.ROOT, "docs", "flags.md")) as fh:
+        doc = fh.read()
+    missing = sorted(x for x in flags | env if "`%s" % x not in doc)
+    check(not missing, "docs/flags.md lacks %s" % missing)
+
+
+@test
+def readme_names_only_what_the_binary_does():
+    """Every flag, environment variable, endpoint path and repository path the
+    README names exists: flags in --help, paths answered by a running podprof
+    (not 404), files in the tree; the paths it says answer without the token
+    are exactly those that do, and --help's --auth-token-file line says the
+    same."""
+    with open(README) as fh:
+        text = fh.read()
+    flags, env, listed, auth_line = help_sections()
+
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
+    check(not named - flags - OTHER_FLAGS, "README names flags --help does not list: %s"
+          % sorted(named - flags - OTHER_FLAGS))
+    named_env = set(re.findall(r"\bPODPROF_[A-Z_]+\b", text))
+    check(not named_env - env - AGENT_ENV, "README names variables --help does not list: %s"
+          % sorted(named_env - env - AGENT_ENV))
+
+    files = set(re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text))
+    files |= set(re.findall(r"`((?:docs|scripts|charts|tests|sidecar|ptrace|encoder|base|agent)/[\w./-]*\w"
+                            r"|Dockerfile|Makefile|LICENSE)`", text))
+    gone = sorted(p for p in files if not os.path.exists(os.path.join(lib.ROOT, p)))
+    check(not gone, "README names files that do not exist: %s" % gone)
+
+    paths = set(PATH_RE.findall(text))
+    check(paths, "no endpoint path found in the README")
+    public_said = set()
+    for line in text.splitlines():
+        if re.search(r"without (the|a) token", line):
+            public_said |= set(PATH_RE.findall(line))
+    check(public_said, "the README says nowhere which endpoints answer without the token")
+
+    token = "readme-token-%d" % os.getpid()
+    tf = os.path.join(tempfile.mkdtemp(dir=lib.TMP), "token")
+    with open(tf, "w") as fh:
+        fh.write(token + "\n")
+    f = Fixture()
+    pp = Podprof("--pid", str(f.pid), "--auth-token-file", tf)
+    try:
+        # Which endpoints answer without the token: every one --help lists.
+        public = set()
+        for p in sorted(listed | paths):
+            st, _, _ = http(pp.port, p + SHORT.get(p, ""))
+            if st != 401:
+                public.add(p)
+        check(public == public_said, "endpoints that answer without the token: %s; the README says %s"
+              % (sorted(public), sorted(public_said)))
+        said_by_help = set(PATH_RE.findall(auth_line))
+        check(said_by_help == public, "--help's --auth-token-file says %s need no token; they are %s"
+              % (sorted(said_by_help), sorted(public)))
+        # Every path the README names is served.
+        for p in sorted(paths):
+            st, _, body = http(pp.port, p + SHORT.get(p, ""), headers={"Authorization": "Bearer " + token})
+            check(st != 404 and b"Unknown profile" not in body[:64],
+                  "README names %s: podprof answers %d %r" % (p, st, body[:80]))
+        check(not paths - listed - {"/debug/pprof"}, "README names paths --help does not list: %s"
+              % sorted(paths - listed - {"/debug/pprof"}))
+    finally:
+        pp.stop()
+        f.stop()

@@ -222,7 +222,7 @@ demo: all fixtures
 
 lint: structure
 	@! grep -nE '\b(atoi|atol|sprintf|strcpy|strcat|strtok|gets)\(' sidecar/main.c $(SIDECAR_SRC) $(PTRACE_SRC) encoder/*.c base/*.c || \
-		{ echo "lint: banned function (STYLE H15)"; exit 1; }
+		{ echo "lint: banned function (CONVENTIONS H15)"; exit 1; }
 	@! grep -nE '^#include "(ptrace|sidecar)/' encoder/*.c encoder/*.h || \
 		{ echo "lint: encoder/ includes no ptrace/ or sidecar/ header (docs/ARCHITECTURE.md)"; exit 1; }
 

@@ -1,4 +1,4 @@
-/* A byte buffer with a hard cap (STYLE H11): appends past `max` fail with
+/* A byte buffer with a hard cap (CONVENTIONS H11): appends past `max` fail with
  * -E2BIG. The first failure sticks in `err` and every later append does
  * nothing, so a long run of appends is checked once, at the end. The bytes
  * are always followed by a NUL (not counted in len), so text stays a C

@@ -1,4 +1,4 @@
-/* The one allocation entry point of podprof (STYLE H17): every module
+/* The one allocation entry point of podprof (CONVENTIONS H17): every module
  * allocates through these, so that one place counts allocations and a test
  * can make any one of them fail. Each returns NULL (base_free: nothing) on
  * failure, the C library's way; callers propagate -ENOMEM. Checked size
@@ -15,7 +15,7 @@ void *base_malloc(size_t size);
 /* calloc(n, size): zeroed; NULL on failure or when n * size overflows. */
 void *base_calloc(size_t n, size_t size);
 /* realloc(p, size): on failure NULL, and p is left as it was (never write
- * the result back over p before checking it: STYLE H17). */
+ * the result back over p before checking it: CONVENTIONS H17). */
 void *base_realloc(void *p, size_t size);
 /* realloc(p, n * size), NULL (p untouched) when n * size overflows. */
 void *base_reallocarray(void *p, size_t n, size_t size);

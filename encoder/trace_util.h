@@ -1,4 +1,4 @@
-/* Helpers shared by the trace writers (encoder/ only, STYLE H1): varints
+/* Helpers shared by the trace writers (encoder/ only, CONVENTIONS H1): varints
  * and JSON strings appended to a base_buf, a string table, and the events
  * of each thread in time order. Any thread; no locking. */
 #ifndef ENC_TRACE_UTIL_H

@@ -1,4 +1,4 @@
-/* Tiny unit-test harness (STYLE H20): TEST(name) registers a test; the runner
+/* Tiny unit-test harness (CONVENTIONS H20): TEST(name) registers a test; the runner
  * forks each one with a timeout and prints PASS/FAIL/SKIP lines. Asserts
  * print both operands. A test calls SKIP("why") to be counted as skipped. */
 #ifndef TESTS_HARNESS_H

@@ -1,4 +1,4 @@
-/* Declarations shared only inside ptrace/ (STYLE H1). Any thread. */
+/* Declarations shared only inside ptrace/ (CONVENTIONS H1). Any thread. */
 #ifndef PT_INTERNAL_H
 #define PT_INTERNAL_H
 

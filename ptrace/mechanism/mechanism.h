@@ -1,6 +1,6 @@
 /* The ptrace mechanism's shared state: the tracer's and each tracee's
  * structures, read and written by the files of the mechanism (listed in
- * ptrace/mechanism/tracee.h) and by nothing else (STYLE H1: definitions shared only
+ * ptrace/mechanism/tracee.h) and by nothing else (CONVENTIONS H1: definitions shared only
  * inside it). Types only: no file implements this header. Tracer thread
  * only. */
 #ifndef PT_MECHANISM_H
@@ -24,7 +24,7 @@ struct pt_space;
 
 /* The calling thread as a tracer: ptrace is per thread, so the thread that
  * seized a tracee is the only one that may wait for it or command it. This
- * structure is that thread's whole tracing context (STYLE H7: no hidden
+ * structure is that thread's whole tracing context (CONVENTIONS H7: no hidden
  * thread-local state). */
 struct pt_tracer {
 	struct pt_tracee *tracees;   /* one wait for any (__WNOTHREAD) takes all of theirs */

@@ -15,7 +15,7 @@
  * structures it gives (struct pt_stop_ops, struct pt_thread_ops).
  *
  * Every function here runs on the tracer thread (the sampler thread), the
- * only thread that calls ptrace or waitpid (STYLE H12), except where
+ * only thread that calls ptrace or waitpid (CONVENTIONS H12), except where
  * noted. */
 #ifndef PT_TRACEE_H
 #define PT_TRACEE_H

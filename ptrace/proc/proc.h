@@ -1,4 +1,4 @@
-/* /proc readers and parsers (STYLE H14). Parsers take text and never touch the
+/* /proc readers and parsers (CONVENTIONS H14). Parsers take text and never touch the
  * file system, so tests feed them recorded and hostile samples. Any thread. */
 #ifndef PT_PROC_H
 #define PT_PROC_H

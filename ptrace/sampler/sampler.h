@@ -1,4 +1,4 @@
-/* The sampler: one thread that owns every ptrace and waitpid call (STYLE H12).
+/* The sampler: one thread that owns every ptrace and waitpid call (CONVENTIONS H12).
  * Other threads hand it requests (a CPU profile session, a symbol lookup)
  * with pt_sampler_submit(); it answers each through the done callback, on
  * the sampler thread, exactly once. One sampler serves any number of

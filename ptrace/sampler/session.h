@@ -1,4 +1,4 @@
-/* Sessions: how a kind of request plugs into the sampler (STYLE H1: shared
+/* Sessions: how a kind of request plugs into the sampler (CONVENTIONS H1: shared
  * only inside ptrace/). The sampler thread owns the thread, the request
  * queue, the targets and the tick schedule; what a request gathers and how
  * it turns that into a result is its kind's, one file each in

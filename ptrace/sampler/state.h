@@ -1,7 +1,7 @@
 /* The sampler's state (struct pt_sampler, struct pt__target), read and
  * written by the sampler's files (sampler.c: the thread, the sessions and
  * the ticks; targets.c: the processes it traces; backends.c: how each
- * target's CPU samples are taken) and by nothing else (STYLE
+ * target's CPU samples are taken) and by nothing else (CONVENTIONS
  * H1). Types only: no file implements this header. Sampler thread, but for
  * what pt_sampler's lock guards. */
 #ifndef PT_SAMPLER_STATE_H

@@ -3,7 +3,7 @@
  * .eh_frame_hdr, and Go's own tables (.gopclntab's pcsp) for Go frames,
  * which carry no CFI. Owns the libunwind address space (and its cache of
  * parsed FDEs). Sampler thread only: the captures, the page cache and the
- * address space it reads are the sampler's (STYLE H12). */
+ * address space it reads are the sampler's (CONVENTIONS H12). */
 #include "ptrace/space/unwinder.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Configuration: one table (cfg.c) drives the flags, the PODPROF_* environment
- * variables, validation and --help (STYLE H7). Read-only after start-up. */
+ * variables, validation and --help (CONVENTIONS H7). Read-only after start-up. */
 #ifndef SC_CFG_H
 #define SC_CFG_H
 

@@ -184,7 +184,7 @@ static void arm_timer(struct sc_conn *c, int idle)
 		       (uint64_t)(idle ? cfg->idle_timeout_ms : cfg->header_timeout_ms), 0);
 }
 
-/* ---- llhttp callbacks: bounded accumulation (STYLE H11) ---- */
+/* ---- llhttp callbacks: bounded accumulation (CONVENTIONS H11) ---- */
 
 static struct sc_conn *conn_of(llhttp_t *p)
 {

@@ -1,4 +1,4 @@
-/* Logging: one line per event on stderr, text or JSON lines (STYLE H19).
+/* Logging: one line per event on stderr, text or JSON lines (CONVENTIONS H19).
  * Thread-safe: each line is formatted into a local buffer and written with
  * one write(2). Never log secrets. */
 #ifndef SC_LOG_H

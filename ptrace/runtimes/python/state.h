@@ -1,4 +1,4 @@
-/* What the parts of the CPython reader share, inside ptrace/ only (STYLE
+/* What the parts of the CPython reader share, inside ptrace/ only (CONVENTIONS
  * H1; python.h and each part's header are the public side): the handle,
  * with the caches that the names of Python frames live in, and the one
  * read of target memory they all make. Types only. The parts (python.h

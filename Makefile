@@ -1,5 +1,6 @@
-# podprof build. `make` builds build/release/podprof (and build/podprof, a copy);
-# `make FLAVOUR=asan` builds into build/asan with ASan+UBSan. `make test` runs the suite.
+# podprof build. `make` builds build/release/podprof (and build/podprof, a copy:
+# only ever of the release build); `make FLAVOUR=asan` builds into build/asan
+# with ASan+UBSan, and leaves build/podprof alone. `make test` runs the suite.
 FLAVOUR ?= release
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
@@ -48,10 +49,19 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
 .PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture stress
-all: $(BUILD)/podprof build/podprof $(BUILD)/libpodprof-alloc.so build/libpodprof-alloc.so
+all: $(BUILD)/podprof $(BUILD)/libpodprof-alloc.so
 
-build/podprof: $(BUILD)/podprof
-	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
+# build/podprof and build/libpodprof-alloc.so, what a user runs (README,
+# scripts/demo.sh), are copies of the release build only: another flavour
+# never writes them. Copied whenever they differ from build/release's, not by
+# their dates (an older Makefile copied instrumented builds over them).
+# tests/release-copy.sh checks it after scripts/check.sh's stages.
+ifeq ($(FLAVOUR),release)
+all: build/podprof build/libpodprof-alloc.so
+.PHONY: build/podprof build/libpodprof-alloc.so
+build/podprof build/libpodprof-alloc.so: build/%: $(BUILD)/%
+	$(Q)cmp -s $< $@ || { mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@; }
+endif
 
 $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
@@ -86,9 +96,6 @@ $(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/ex
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -static-libgcc -o $@ $(filter %.o,$^) -Wl,--version-script=agent/exports.map \
 		-Wl,-z,relro,-z,now $(BUILD)/agent/libgcc_eh.a
-
-build/libpodprof-alloc.so: $(BUILD)/libpodprof-alloc.so
-	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: encoder/profile.proto
 	@echo "  PROTOC  $<"

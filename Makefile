@@ -1,5 +1,6 @@
-# podprof build. `make` builds build/release/podprof (and build/podprof, a copy);
-# `make FLAVOUR=asan` builds into build/asan with ASan+UBSan. `make test` runs the suite.
+# podprof build. `make` builds build/release/podprof (and build/podprof, a copy:
+# only ever of the release build); `make FLAVOUR=asan` builds into build/asan
+# with ASan+UBSan, and leaves build/podprof alone. `make test` runs the suite.
 FLAVOUR ?= release
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
@@ -48,10 +49,19 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/fixtures/%,$(wildcard tests/fixtures/*.c))
 
 .PHONY: all test unit integration clean deps demo lint structure fixtures bench fuzz fuzzers soak e2e torture stress
-all: $(BUILD)/podprof build/podprof $(BUILD)/libpodprof-alloc.so build/libpodprof-alloc.so
+all: $(BUILD)/podprof $(BUILD)/libpodprof-alloc.so
 
-build/podprof: $(BUILD)/podprof
-	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
+# build/podprof and build/libpodprof-alloc.so, what a user runs (README,
+# scripts/demo.sh), are copies of the release build only: another flavour
+# never writes them. Copied whenever they differ from build/release's, not by
+# their dates (an older Makefile copied instrumented builds over them).
+# tests/release-copy.sh checks it after scripts/check.sh's stages.
+ifeq ($(FLAVOUR),release)
+all: build/podprof build/libpodprof-alloc.so
+.PHONY: build/podprof build/libpodprof-alloc.so
+build/podprof build/libpodprof-alloc.so: build/%: $(BUILD)/%
+	$(Q)cmp -s $< $@ || { mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@; }
+endif
 
 $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 	@echo "  LD      $@"
@@ -86,9 +96,6 @@ $(BUILD)/libpodprof-alloc.so: $(addprefix $(BUILD)/,$(AGENT_SRC:.c=.o)) agent/ex
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -static-libgcc -o $@ $(filter %.o,$^) -Wl,--version-script=agent/exports.map \
 		-Wl,-z,relro,-z,now $(BUILD)/agent/libgcc_eh.a
-
-build/libpodprof-alloc.so: $(BUILD)/libpodprof-alloc.so
-	$(Q)mkdir -p build && cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: encoder/profile.proto
 	@echo "  PROTOC  $<"
@@ -164,28 +171,31 @@ $(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebu
 # Go fixtures, built by Debian's Go (golang-go) without the network: GOPATH
 # mode, no modules, caches under the build directory, no VCS or paths
 # stamped in. gohot-stripped has no .symtab: its names come from .gopclntab.
+# Go is a declared dependency (scripts/packages.txt): without it make
+# fixtures fails, saying so, rather than leave the Go tests nothing to run.
 GO ?= go
 GO_ENV := GO111MODULE=off GOFLAGS= GOPATH=$(abspath $(BUILD))/gopath GOCACHE=$(abspath $(BUILD))/gocache
 GO_BUILD := $(GO_ENV) $(GO) build -trimpath -buildvcs=false
-GO_FIXTURES := $(if $(shell command -v $(GO) 2>/dev/null),\
-	$(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo \
-	$(BUILD)/fixtures/goalloc $(BUILD)/fixtures/goalloc-cgo)
+GO_CHECK := { command -v $(GO) > /dev/null || { echo "make: $(GO) not found: Go (golang-go) is a declared \
+	dependency, scripts/deps.sh installs it" >&2; exit 1; }; }
+GO_FIXTURES := $(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo \
+	$(BUILD)/fixtures/goalloc $(BUILD)/fixtures/goalloc-cgo
 
 $(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
 	@echo "  GO      $@"
-	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/gohot
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/gohot
 
 # goalloc: known heap and allocation profiles, kept in Go's own records
 # (net/http/pprof imported, so the linker leaves memory profiling on).
 $(BUILD)/fixtures/goalloc: tests/fixtures/goalloc/main.go
 	@echo "  GO      $@"
-	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
 
 # The same with cgo (its net package then links libc): a Go program that
 # the allocation agent can be preloaded into, beside Go's own records.
 $(BUILD)/fixtures/goalloc-cgo: tests/fixtures/goalloc/main.go
 	@echo "  GO      $@"
-	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
 
 $(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
 	@echo "  STRIP   $@"
@@ -193,7 +203,7 @@ $(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
 
 $(BUILD)/fixtures/gocgo: tests/fixtures/gocgo/main.go
 	@echo "  GO      $@"
-	$(Q)mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/gocgo
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/gocgo
 
 fixtures: $(FIXTURES) $(BUILD)/fixtures/busy-minidebug $(GO_FIXTURES)
 
@@ -208,7 +218,8 @@ fuzz:
 	$(MAKE) FLAVOUR=fuzz fuzzers
 	tests/fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 
-unit: $(BUILD)/unit-tests
+# (fixtures: a few unit tests read the fixtures beside them, and fail without)
+unit: $(BUILD)/unit-tests fixtures
 	$(BUILD)/unit-tests
 
 test: all $(BUILD)/unit-tests fixtures

@@ -1,6 +1,8 @@
 /* Tiny unit-test harness (CONVENTIONS H20): TEST(name) registers a test; the runner
  * forks each one with a timeout and prints PASS/FAIL/SKIP lines. Asserts
- * print both operands. A test calls SKIP("why") to be counted as skipped. */
+ * print both operands. A test calls SKIP("why") to be counted as skipped:
+ * the runner prints "SKIP unit/NAME: why" (scripts/check.sh counts a skip
+ * that tests/expected-skips.txt does not list as a failure). */
 #ifndef TESTS_HARNESS_H
 #define TESTS_HARNESS_H
 
@@ -15,6 +17,13 @@ void harness_register(const char *name, test_fn fn);
  * so that the leak check at exit judges only the runs that passed (a failed
  * assertion leaves the test's own objects behind). */
 void harness_exit(int status) __attribute__((noreturn));
+/* Ends a test process as skipped (77), the reason kept for the runner's
+ * SKIP line. */
+void harness_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* PATH (relative to the source tree, e.g. "tests/fuzz/corpus/...") as a
+ * path that opens from any working directory: the unit-tests binary is
+ * BUILD/FLAVOUR/unit-tests in the source tree. Returns buf. */
+const char *harness_src(const char *path, char *buf, size_t len);
 
 #define TEST(name)                                                              \
 	static void test_##name(void);                                          \
@@ -58,11 +67,6 @@ void harness_exit(int status) __attribute__((noreturn));
 			FAIL_AT("%s == %s: \"%s\" != \"%s\"", #a, #b,           \
 				_a ? _a : "(null)", _b ? _b : "(null)");        \
 	} while (0)
-#define SKIP(...)                                                               \
-	do {                                                                    \
-		fprintf(stderr, __VA_ARGS__);                                   \
-		fprintf(stderr, "\n");                                          \
-		harness_exit(77);                                               \
-	} while (0)
+#define SKIP(...) harness_skip(__VA_ARGS__)
 
 #endif

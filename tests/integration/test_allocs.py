@@ -7,7 +7,7 @@ import select
 import signal
 import subprocess
 
-from lib import (BUILD, PROCS, Podprof, Skip, check, get_profile, http, pprof, save, test)
+from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test)
 from test_views import NamedInBackground, total
 
 AGENT = os.path.join(BUILD, "libpodprof-alloc.so")
@@ -350,8 +350,7 @@ def go_records_and_the_agent_in_a_cgo_program():
     """A Go program linked with libc, under the agent: Go's own records name
     its Go code, the agent's its C allocations, in one profile."""
     exe = os.path.join(BUILD, "fixtures", "goalloc-cgo")
-    if not os.path.exists(exe):
-        raise Skip("goalloc-cgo not built (no Go toolchain)")
+    check(os.path.exists(exe), "%s not built (make fixtures; Go is a declared dependency)" % exe)
     env = dict(os.environ, LD_PRELOAD=AGENT, PODPROF_ALLOC_RATE="1")
     proc = subprocess.Popen([exe, "0"], stdout=subprocess.PIPE, env=env, bufsize=0)
     PROCS.append(proc)

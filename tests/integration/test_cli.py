@@ -219,10 +219,15 @@ def check_sampler_slice(pid):
     """At nice -10 the sampler alone asks for 100 us slices: a waking thread
     with a shorter slice than the running one may preempt it (EEVDF), so the
     sampler's ticks and its takes of stopped threads do not wait for a busy
-    target thread's slice to end. Older kernels: said, not checked."""
+    target thread's slice to end. Older kernels ignore the request
+    (sampler.c, short_slice): every thread keeps the kernel's one slice
+    (6.6-6.11), or shows none (CFS, before 6.6)."""
     slices, tid = slices_of_threads(pid), sampler_tid(pid)
     if not custom_slices():
         print("  info: kernel %s has no custom slices (6.12+); slices %r" % (platform.release(), slices))
+        check(len(set(slices.values())) <= 1 and 100000 not in slices.values(),
+              "kernel %s has no custom slices, yet podprof's threads (sampler %d) differ: %r"
+              % (platform.release(), tid, slices))
         return
     check(slices.get(tid) == 100000 and all(v != 100000 for t, v in slices.items() if t != tid),
           "slices of podprof's threads (sampler %d): %r" % (tid, slices))

@@ -35,8 +35,7 @@ class GoFixture:
     functions, so they are still preempted at their prologues."""
 
     def __init__(self, exe, args=()):
-        if not os.path.exists(exe):
-            raise Skip("%s not built (make fixtures needs Debian's golang-go)" % exe)
+        check(os.path.exists(exe), "%s not built (make fixtures; Go is a declared dependency)" % exe)
         env = dict(os.environ, GODEBUG="asyncpreemptoff=1")
         self.proc = subprocess.Popen([exe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env)

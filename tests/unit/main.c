@@ -1,6 +1,7 @@
 /* Unit-test runner: forks every registered test with a 5 s (or
- * UNIT_TIMEOUT) limit; exit 77 means skipped. Prints one line per test and a
- * final "N passed, N failed, N skipped". Args: test names to run (default
+ * UNIT_TIMEOUT) limit; exit 77 means skipped (SKIP: its reason is printed
+ * on the test's line). Prints one line per test and a final "N passed, N
+ * failed, N skipped". Args: test names to run (default
  * all).
  *
  * --torture[=MAX] (make torture): each test is first run once counting its
@@ -18,7 +19,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +36,10 @@ struct entry {
 static struct entry tests[512];
 static int ntests;
 static int torture;
+/* The reason a test's process gave for skipping (harness_skip), in memory
+ * the runner shares with it. */
+#define WHY_LEN 512
+static char *skip_why;
 
 void harness_register(const char *name, test_fn fn)
 {
@@ -48,6 +55,43 @@ void harness_exit(int status)
 	exit(status);
 }
 
+void harness_skip(const char *fmt, ...)
+{
+	char why[WHY_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", why);
+	if (skip_why)
+		memcpy(skip_why, why, sizeof(why));
+	harness_exit(77);
+}
+
+const char *harness_src(const char *path, char *buf, size_t len)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	/* SRC/build/FLAVOUR/unit-tests: three names up is the source tree. */
+	if (n > 0) {
+		self[n] = '\0';
+		for (int up = 0; up < 3 && (slash = strrchr(self, '/')); up++)
+			*slash = '\0';
+		snprintf(buf, len, "%s/%s", self, path);
+	} else {
+		snprintf(buf, len, "%s", path);
+	}
+	return buf;
+}
+
+static const char *why_of_skip(void)
+{
+	return skip_why && skip_why[0] ? skip_why : "(no reason given)";
+}
+
 /* Runs test i in a child with the nth allocation failing (0: counting
  * only; -1: no injection). Returns its wait status; with count_fd >= 0 the
  * child writes how many allocations it made there. */
@@ -57,6 +101,8 @@ static int run(int i, long long nth, int count_fd, int timeout, int quiet)
 	pid_t pid;
 
 	fflush(stdout);
+	if (skip_why)
+		skip_why[0] = '\0';
 	pid = fork();
 	if (pid == 0) {
 		int null = quiet ? open("/dev/null", O_WRONLY) : -1;
@@ -120,7 +166,7 @@ static int torture_one(int i, int timeout, uint64_t max)
 		count = 0;
 	close(fds[0]);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-		printf("SKIP torture/%s\n", tests[i].name);
+		printf("SKIP torture/%s: %s\n", tests[i].name, why_of_skip());
 		return 77;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
@@ -156,6 +202,10 @@ int main(int argc, char **argv)
 	int timeout = getenv("UNIT_TIMEOUT") ? atoi(getenv("UNIT_TIMEOUT")) : 5;
 	uint64_t max = 300;
 	long long fail_at = -1;
+
+	skip_why = mmap(NULL, WHY_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (skip_why == MAP_FAILED)
+		skip_why = NULL;
 
 	for (int a = 1; a < argc; a++) {
 		if (!strncmp(argv[a], "--torture", 9)) {
@@ -195,7 +245,7 @@ int main(int argc, char **argv)
 			printf("PASS unit/%s\n", tests[i].name);
 			passed++;
 		} else if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-			printf("SKIP unit/%s\n", tests[i].name);
+			printf("SKIP unit/%s: %s\n", tests[i].name, why_of_skip());
 			skipped++;
 		} else {
 			printf("FAIL unit/%s (%s)\n", tests[i].name, describe(status, why, sizeof(why)));

@@ -609,12 +609,13 @@ static int read_seed(const char *name, struct pt_allocs *out)
 	struct pt_gomem_syms s;
 	struct seed sd;
 	const char *why;
-	char path[128];
+	char rel[128], path[4300];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "tests/fuzz/corpus/gomem/%s", name);
-	if (!(f = fopen(path, "rb")))
-		SKIP("%s missing (run from the source tree)", path);
+	/* A committed seed (tests/fuzz/corpus/gomem), found from any directory. */
+	snprintf(rel, sizeof(rel), "tests/fuzz/corpus/gomem/%s", name);
+	if (!(f = fopen(harness_src(rel, path, sizeof(path)), "rb")))
+		FAIL_AT("%s: %s (a committed seed)", path, strerror(errno));
 	sd.len = fread(sd.bytes, 1, sizeof(sd.bytes), f);
 	fclose(f);
 	ASSERT(sd.len > PT_GOMEM_NSYMS * 4);

@@ -37,7 +37,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 
 static void check_seed(const char *file, int ver)
 {
-	char path[256];
+	char rel[256], path[4400];
 	struct pt_goline lines[8];
 	struct pt_gotab *g;
 	struct pt_gofunc f;
@@ -45,10 +45,11 @@ static void check_seed(const char *file, int ver)
 	uint8_t *img;
 	int32_t d;
 
-	snprintf(path, sizeof(path), "tests/fuzz/corpus/gopclntab/%s", file);
-	img = slurp(path, &len);
+	/* A committed seed (tests/fuzz/corpus/gopclntab), found from any directory. */
+	snprintf(rel, sizeof(rel), "tests/fuzz/corpus/gopclntab/%s", file);
+	img = slurp(harness_src(rel, path, sizeof(path)), &len);
 	if (!img)
-		SKIP("%s missing (run from the source tree)", path);
+		FAIL_AT("%s missing or empty (a committed seed)", path);
 	ASSERT_EQ(pt_gotab_scan(img, len, VADDR, TEXT, TEXT + 0x1000), 0x300);
 	ASSERT_OK(pt_gotab_new(&g, img, len, VADDR, 0x300, len - 0x300, 0));
 	ASSERT_EQ(pt_gotab_version(g), ver);
@@ -94,10 +95,11 @@ TEST(gopclntab_hostile_variants)
 {
 	struct pt_goline lines[PT_GOTAB_MAX_INLINE + 1];
 	size_t len;
-	uint8_t *img = slurp("tests/fuzz/corpus/gopclntab/go118", &len), *bad;
+	char path[4200];
+	uint8_t *img = slurp(harness_src("tests/fuzz/corpus/gopclntab/go118", path, sizeof(path)), &len), *bad;
 
 	if (!img)
-		SKIP("seed missing (run from the source tree)");
+		FAIL_AT("%s missing or empty (a committed seed)", path);
 	for (size_t cut = 0x300; cut <= len; cut++) {
 		struct pt_gotab *g;
 		struct pt_gofunc f;
@@ -139,7 +141,8 @@ TEST(gopclntab_hostile_variants)
 }
 
 /* The gohot fixture beside this test binary (build/<flavour>/fixtures), read
- * whole; skips the test (SKIP exits its process) when it is not built. */
+ * whole; fails the test when it is not built (make fixtures: Go is a
+ * declared dependency, scripts/packages.txt). */
 static uint8_t *gohot(size_t *len)
 {
 	char self[4096], path[4200];
@@ -151,7 +154,7 @@ static uint8_t *gohot(size_t *len)
 	*strrchr(self, '/') = '\0';
 	snprintf(path, sizeof(path), "%s/fixtures/gohot", self);
 	if (!(img = slurp(path, len)))
-		SKIP("%s not built (make fixtures)", path);
+		FAIL_AT("%s not built (make fixtures)", path);
 	return img;
 }
 
@@ -200,7 +203,8 @@ TEST(gopclntab_agrees_with_symtab_of_gohot)
  * tabs), counting from 1, or 0. */
 static int source_line(const char *text, int after)
 {
-	FILE *f = fopen("tests/fixtures/gohot/main.go", "r");
+	char path[4200];
+	FILE *f = fopen(harness_src("tests/fixtures/gohot/main.go", path, sizeof(path)), "r");
 	char buf[512];
 	int no = 0, found = 0;
 
@@ -236,7 +240,7 @@ TEST(gopclntab_lines_of_gohot)
 	uint8_t *img = gohot(&len);
 
 	if (!leaf_line || !crunch || !scr || !call)
-		SKIP("tests/fixtures/gohot/main.go unreadable (run from the source tree)");
+		FAIL_AT("tests/fixtures/gohot/main.go unreadable, or a line it names is gone");
 	ASSERT_OK(pt_elf_open(&e, img, len));
 	/* The table with go:func.* (in .rodata, before it in the same
 	 * segment) and runtime.firstmoduledata (.noptrdata), for the inline

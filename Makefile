@@ -179,7 +179,8 @@ GO_BUILD := $(GO_ENV) $(GO) build -trimpath -buildvcs=false
 GO_CHECK := { command -v $(GO) > /dev/null || { echo "make: $(GO) not found: Go (golang-go) is a declared \
 	dependency, scripts/deps.sh installs it" >&2; exit 1; }; }
 GO_FIXTURES := $(BUILD)/fixtures/gohot $(BUILD)/fixtures/gohot-stripped $(BUILD)/fixtures/gocgo \
-	$(BUILD)/fixtures/goalloc $(BUILD)/fixtures/goalloc-cgo
+	$(BUILD)/fixtures/goalloc $(BUILD)/fixtures/goalloc-cgo $(BUILD)/fixtures/goroutines \
+	$(BUILD)/fixtures/goroutines-stripped
 
 $(BUILD)/fixtures/gohot: tests/fixtures/gohot/main.go
 	@echo "  GO      $@"
@@ -196,6 +197,17 @@ $(BUILD)/fixtures/goalloc: tests/fixtures/goalloc/main.go
 $(BUILD)/fixtures/goalloc-cgo: tests/fixtures/goalloc/main.go
 	@echo "  GO      $@"
 	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=1 $(GO_BUILD) -o $@ ./tests/fixtures/goalloc
+
+# goroutines: a service with known goroutines (tests/integration/test_goroutines.py
+# builds it again with Go 1.26 and 1.27); -s -w as production images are built.
+$(BUILD)/fixtures/goroutines: tests/fixtures/goroutines/main.go
+	@echo "  GO      $@"
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -o $@ ./tests/fixtures/goroutines
+
+$(BUILD)/fixtures/goroutines-stripped: tests/fixtures/goroutines/main.go
+	@echo "  GO      $@"
+	$(Q)$(GO_CHECK) && mkdir -p $(dir $@) && CGO_ENABLED=0 $(GO_BUILD) -ldflags='-s -w' -o $@ \
+		./tests/fixtures/goroutines
 
 $(BUILD)/fixtures/gohot-stripped: $(BUILD)/fixtures/gohot
 	@echo "  STRIP   $@"

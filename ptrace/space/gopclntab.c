@@ -388,6 +388,25 @@ static int pcvalue(const struct pt_gotab *g, const struct pt_gofunc *f, uint32_t
 	return -E2BIG;
 }
 
+int pt_gotab_find(const struct pt_gotab *g, const char *name, struct pt_gofunc *f)
+{
+	uint64_t entry, funcoff;
+
+	for (uint32_t i = 0; i < g->nfunc; i++) {
+		const char *n;
+		size_t at;
+
+		ftab_entry(g, i, &entry, &funcoff);
+		if (funcoff > g->pcln_end - g->pcln || !fits(g->pcln_end, g->pcln + funcoff, g->func_size))
+			continue;
+		at = g->pcln + (size_t)funcoff + (g->ver >= 118 ? 4 : 8);
+		n = name_at(g, (int32_t)pt__rd32(g->img + at));
+		if (n && !strcmp(n, name))
+			return pt_gotab_lookup(g, entry, f);
+	}
+	return -ENOENT;
+}
+
 int pt_gotab_spdelta(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_t pc,
 		     int32_t *delta)
 {

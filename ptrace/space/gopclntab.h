@@ -92,6 +92,10 @@ int pt_gotab_has_inline(const struct pt_gotab *g);
 /* The function whose code holds pc. Returns 0, -ENOENT (no function there)
  * or -EBADMSG (the table contradicts itself there). */
 int pt_gotab_lookup(const struct pt_gotab *g, uint64_t pc, struct pt_gofunc *f);
+/* The function named `name` (the table's own spelling, "runtime.allgadd"),
+ * found by walking every function: for a reader that looks a few up once,
+ * not per sample. Returns 0, -ENOENT or -EBADMSG. */
+int pt_gotab_find(const struct pt_gotab *g, const char *name, struct pt_gofunc *f);
 /* The SP delta at pc in f: how far SP is below its value at f's entry (the
  * return address is at SP + delta). Returns 0, -ENOENT (no entry covers pc),
  * -EBADMSG or -E2BIG (a table longer than PT_GOTAB_MAX_STEPS). */

@@ -634,7 +634,14 @@ int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char 
 
 			if (pt_object_name(mod->obj, names[i]))
 				continue;   /* known already (counted above) */
-			ok = !pt_elf_symbol(&e, names[i], &v, &sz);
+			if (!strncmp(names[i], PT_MODULE_SECTION, sizeof(PT_MODULE_SECTION) - 1)) {
+				uint64_t off;
+
+				ok = !pt_elf_section(&e, names[i] + sizeof(PT_MODULE_SECTION) - 1, &v, &off,
+						     &sz) && v;
+			} else {
+				ok = !pt_elf_symbol(&e, names[i], &v, &sz);
+			}
 			if (ok) {
 				addrs[i] = v + mod->bias;
 				sizes[i] = sz;

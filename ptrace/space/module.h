@@ -70,10 +70,13 @@ const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uin
  * not a named Go function's. */
 struct pt_goline;
 int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *out, int max);
-/* Looks up names[0..n) (functions or data) in the module's file, opened
- * as the target sees it (checked to be the mapped file): addrs[i] gets the
- * runtime address of each (0 if absent), sizes[i] its size. Returns how
- * many were found, or a negative errno when the file cannot be read. */
+/* Looks up names[0..n) (functions or data; a name PT_MODULE_SECTION
+ * ".go.buildinfo" is a section's, loaded at run time) in the module's file,
+ * opened as the target sees it (checked to be the mapped file): addrs[i]
+ * gets the runtime address of each (0 if absent), sizes[i] its size.
+ * Returns how many were found, or a negative errno when the file cannot be
+ * read. */
+#define PT_MODULE_SECTION "section:"   /* as PT_SPACE_SECTION (space.h) */
 int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char *const *names,
 		     uint64_t *addrs, uint64_t *sizes, int n);
 /* How many modules with a .gopclntab have been found so far. */

@@ -12,6 +12,7 @@
 #include "base/mem.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/proc/proc.h"
+#include "ptrace/space/gopclntab.h"
 #include "ptrace/space/mem.h"
 #include "ptrace/space/module.h"
 #include "ptrace/space/objects.h"
@@ -241,6 +242,36 @@ int pt_space_lookup(struct pt_space *s, uint64_t addr, const char *const *names,
 	struct pt_module *mod = pt_modules_find(s->mods, s->maps, addr);
 
 	return mod ? pt_module_lookup(s->mods, mod, names, addrs, sizes, n) : -ENOENT;
+}
+
+int pt_space_go_module(struct pt_space *s, uint64_t *lo, uint64_t *hi)
+{
+	for (size_t i = 0; s->maps && i < s->maps->n; i++) {
+		const struct pt_map *m = &s->maps->v[i];
+		struct pt_module *mod;
+
+		if (!(m->flags & PT_MAP_X) || !m->path[0] || m->path[0] == '[')
+			continue;
+		if ((mod = pt_modules_find(s->mods, s->maps, m->start)) && mod->go) {
+			*lo = mod->lo;
+			*hi = mod->hi;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int pt_space_go_func(struct pt_space *s, uint64_t addr, const char *name, uint64_t *entry,
+		     uint64_t *end)
+{
+	struct pt_module *mod = pt_modules_find(s->mods, s->maps, addr);
+	struct pt_gofunc f;
+
+	if (!mod || !mod->go || pt_gotab_find(mod->go, name, &f))
+		return -ENOENT;
+	*entry = f.entry + mod->bias;
+	*end = f.end + mod->bias;
+	return 0;
 }
 
 int pt_space_read(struct pt_space *s, uint64_t addr, void *buf, size_t len)

@@ -89,12 +89,23 @@ int pt_space_go_lines(struct pt_space *s, uint64_t addr, struct pt_goline *out, 
 int pt_space_is_go(struct pt_space *s, uint64_t addr);
 /* Build-id of the module holding addr ("" if unknown). */
 const char *pt_space_build_id(struct pt_space *s, uint64_t addr);
-/* Looks up names[0..n) (functions or data) in the file of the module
- * holding runtime address addr: addrs[i] gets each one's runtime address
- * (0 if absent), sizes[i] its size. Returns how many were found, -ENOENT
+/* Looks up names[0..n) (functions or data; PT_SPACE_SECTION(".name") a
+ * section's) in the file of the module holding runtime address addr:
+ * addrs[i] gets each one's runtime address (0 if absent), sizes[i] its
+ * size. Returns how many were found, -ENOENT
  * when no module holds addr, or another negative errno. */
+#define PT_SPACE_SECTION(name) "section:" name
 int pt_space_lookup(struct pt_space *s, uint64_t addr, const char *const *names, uint64_t *addrs,
 		    uint64_t *sizes, int n);
+/* The first module that has a Go table (.gopclntab), in the order of the
+ * maps (the executable of a Go program, or its Go library): its runtime
+ * address range in *lo, *hi. Returns 0 or -ENOENT. */
+int pt_space_go_module(struct pt_space *s, uint64_t *lo, uint64_t *hi);
+/* The runtime address range [*entry, *end) of the Go function `name`
+ * ("runtime.allgadd") in the Go module holding addr, found by name in its
+ * .gopclntab (stripped binaries too). Returns 0 or -ENOENT. */
+int pt_space_go_func(struct pt_space *s, uint64_t addr, const char *name, uint64_t *entry,
+		     uint64_t *end);
 /* Reads len bytes of memory at addr (uncached where it may change).
  * Returns 0, -EFAULT or -ESRCH. */
 int pt_space_read(struct pt_space *s, uint64_t addr, void *buf, size_t len);

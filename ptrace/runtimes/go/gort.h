@@ -1,0 +1,87 @@
+/* A Go program's runtime, read from outside: which release it is (its
+ * build info, .go.buildinfo), the layout of its structures for that release
+ * (goruntime_tables.inc, made from each release's DWARF: stripped binaries
+ * need none), where its goroutines are (runtime.allglen and allgptr: by
+ * symbol, else from the two loads runtime.forEachGRace makes, found by its
+ * name in .gopclntab), and each goroutine's state, wait, creator and pprof
+ * labels. Nothing here stops the process: every goroutine is read while it
+ * runs on, and a caller re-checks one it used (pt_go_recheck). Every read is
+ * bounded and every value the target gives is checked: a lying runtime
+ * gives fewer goroutines, never a crash. Sampler thread only. */
+#ifndef PT_GORT_H
+#define PT_GORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pt_go;
+struct pt_space;
+struct user_regs_struct;
+
+/* Bounds on what one read of the goroutines takes. */
+#define PT_GO_MAX_GOROUTINES 1000000
+#define PT_GO_MAX_LABELS 64          /* pairs of one goroutine's label set */
+#define PT_GO_MAX_LABEL_BYTES 4096   /* a key or value */
+
+/* One goroutine, as read. */
+struct pt_go_g {
+	uint64_t g;                 /* its runtime.g */
+	uint64_t goid, parent_goid; /* parent 0: unknown (before Go 1.21) */
+	uint32_t status;            /* Go's _G* status, without the scan bit */
+	int scan;                   /* the GC was scanning its stack */
+	const char *state;          /* as Go prints it: "chan receive", "runnable", ... (static) */
+	uint64_t wait_ns;           /* how long it has waited, as Go counts it (0: unknown) */
+	int locked;                 /* locked to its thread (LockOSThread) */
+	int system;                 /* a runtime goroutine Go leaves out of its profiles */
+	uint64_t gopc, startpc;     /* the go statement's return address, its function */
+	uint64_t labels;            /* its pprof label set (g.labels), 0: none */
+	/* Running (or in a system call) on a thread: that thread's tid as the
+	 * target sees it (m.procid), else 0. */
+	pid_t nstid;
+	/* Where to unwind it from when not running: its saved SP, PC and BP
+	 * (g.sched, or its system call's), pc_is_ret: pc is a return address
+	 * (a call's: the goroutine parked), not its next instruction. */
+	uint64_t pc, sp, bp;
+	int pc_is_ret;
+};
+
+/* One label of a set: key and value point into the caller's buffer. */
+struct pt_go_label {
+	const char *key, *value;
+};
+
+/* The reader of the process whose address space is `as` (its maps read).
+ * Returns 0 or -ENOMEM. */
+int pt_go_new(struct pt_go **out, struct pt_space *as);
+/* NULL-safe. */
+void pt_go_free(struct pt_go *go);
+/* A new program: everything found is forgotten. */
+void pt_go_reset(struct pt_go *go);
+/* Looks for the Go runtime: 1 if the process runs a Go release podprof
+ * has the layout of and its goroutines were found, else 0. note[0..len)
+ * says what was found ("" for a process without Go): the release, and why
+ * it cannot be read when it cannot ("go1.24.3: podprof has no layout for
+ * Go 1.24"). */
+int pt_go_detect(struct pt_go *go, char *note, size_t len);
+/* The release found ("go1.26.10"), or "" before detection found one. */
+const char *pt_go_version(const struct pt_go *go);
+
+/* Reads the goroutines that are not dead, at most max, into out: every
+ * one the runtime lists, system goroutines included (marked). *torn
+ * counts those that changed under the read (left out). Returns how many,
+ * or a negative errno (-ENOENT: not active, -ESRCH, -EFAULT: the list
+ * could not be read). */
+int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn);
+/* 1 if gr's goroutine is still the same one in the same place (its id,
+ * status and saved registers unchanged since pt_go_goroutines): what was
+ * unwound from it holds. */
+int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr);
+/* The labels of the label set at `labels` (a goroutine's), sorted by key,
+ * at most max, their strings copied into buf[0..len). Returns how many, or
+ * a negative errno (-EFAULT: unreadable, -EBADMSG: not a label set,
+ * -E2BIG: more than max or past buf). */
+int pt_go_labels(struct pt_go *go, uint64_t labels, struct pt_go_label *out, int max, char *buf,
+		 size_t len);
+
+#endif

@@ -1,0 +1,175 @@
+/* The Go runtime reader (ptrace/runtimes/go/gort.h) on the goroutines
+ * fixture beside this test binary (built by Debian's Go 1.19), plain and
+ * stripped (-s -w: no .symtab, the globals found from runtime.forEachGRace's
+ * code): every goroutine the fixture parks, in the state Go would print,
+ * created where it was, and the hot goroutine's pprof labels. No trace:
+ * the fixture runs on while it is read. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+#include "ptrace/runtimes/go/gort.h"
+#include "ptrace/space/gopclntab.h"
+#include "ptrace/space/space.h"
+#include "tests/harness.h"
+
+/* Starts the fixture `name` (beside this binary) with args, and waits for
+ * its "ready" line. Returns its pid. */
+static pid_t start_fixture(const char *name, const char *const *args)
+{
+	char self[4096], path[4200], line[128];
+	const char *argv[8] = { path };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int p[2], k = 1;
+	pid_t pid;
+	FILE *f;
+
+	ASSERT(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/fixtures/%s", self, name);
+	if (access(path, X_OK))
+		FAIL_AT("%s not built (make fixtures)", path);
+	for (; args && *args && k < 7; args++)
+		argv[k++] = *args;
+	ASSERT(pipe(p) == 0);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		close(p[0]);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	ASSERT((f = fdopen(p[0], "r")) != NULL);
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "ready ", 6))
+		FAIL_AT("%s did not get ready", path);
+	fclose(f);
+	return pid;
+}
+
+static void stop_fixture(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The name of the Go function holding pc. */
+static const char *func_of(struct pt_space *as, uint64_t pc)
+{
+	static struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1];
+	int n = pt_space_go_lines(as, pc, gl, PT_GOTAB_MAX_INLINE + 1);
+
+	return n > 0 ? gl[n - 1].name : "?";
+}
+
+static void check_fixture(const char *name)
+{
+	static const char *const args[] = { "-recv", "20", "-sleep", "7", "-lock", "3", NULL };
+	pid_t pid = start_fixture(name, args);
+	struct pt_go_g *gs = base_calloc(4096, sizeof(*gs));
+	struct pt_go_label lab[8];
+	struct pt_space *as;
+	struct pt_go *go;
+	char note[256], buf[512];
+	int n, recv = 0, sleep = 0, lock = 0, hot = 0, user = 0, again;
+	size_t torn;
+
+	ASSERT(gs);
+	ASSERT_OK(pt_space_new(&as, pid, NULL, NULL, NULL));
+	ASSERT_OK(pt_space_refresh_maps(as));
+	ASSERT_OK(pt_go_new(&go, as));
+	if (!pt_go_detect(go, note, sizeof(note)))
+		FAIL_AT("%s: not detected: %s", name, note);
+	ASSERT(!strncmp(pt_go_version(go), "go1.", 4));
+	ASSERT(strstr(note, pt_go_version(go)) != NULL);
+	/* The last ones may be on their way to where they park (the fixture
+	 * says ready once each is about to): look until all are there. */
+	for (again = 0; again < 200; again++) {
+		n = pt_go_goroutines(go, gs, 4096, &torn);
+		ASSERT(n > 0);
+		recv = sleep = lock = hot = user = 0;
+		for (int i = 0; i < n; i++) {
+			const char *fn = func_of(as, gs[i].startpc);
+
+			if (gs[i].system)
+				continue;
+			user++;
+			if (!strcmp(fn, "main.receiver") && !strcmp(gs[i].state, "chan receive"))
+				recv++;
+			else if (!strcmp(fn, "main.sleeper") && !strcmp(gs[i].state, "sleep"))
+				sleep++;
+			else if (!strcmp(fn, "main.locker") && (!strcmp(gs[i].state, "semacquire") ||
+								 !strcmp(gs[i].state, "sync.Mutex.Lock")))
+				lock++;
+			else if (!strcmp(fn, "main.hotWorker"))
+				hot++;
+		}
+		if (recv == 20 && sleep == 7 && lock == 3)
+			break;
+		usleep(10000);
+	}
+	if (recv != 20 || sleep != 7 || lock != 3 || hot != 1)
+		FAIL_AT("%s: recv %d sleep %d lock %d hot %d of %d", name, recv, sleep, lock, hot, n);
+	/* main (parked in http.Serve's accept), the 30, the hot one; the
+	 * runtime's own are marked system. */
+	ASSERT(user >= 32 && user <= 34);
+	for (int i = 0; i < n; i++) {
+		if (gs[i].system)
+			continue;
+		ASSERT(gs[i].goid > 0);
+		if (!strcmp(func_of(as, gs[i].startpc), "main.receiver")) {
+			/* parked: unwound from where it saved its registers, in the
+			 * runtime (gopark), created by main.spawn */
+			ASSERT(gs[i].pc && gs[i].sp && gs[i].pc_is_ret && !gs[i].nstid);
+			ASSERT_STR_EQ(func_of(as, gs[i].gopc - 1), "main.spawn");
+			ASSERT(pt_go_recheck(go, &gs[i]));
+		}
+		if (!strcmp(func_of(as, gs[i].startpc), "main.hotWorker")) {
+			int k = pt_go_labels(go, gs[i].labels, lab, 8, buf, sizeof(buf));
+
+			ASSERT_EQ(k, 2);
+			ASSERT_STR_EQ(lab[0].key, "tier");
+			ASSERT_STR_EQ(lab[0].value, "gold");
+			ASSERT_STR_EQ(lab[1].key, "worker");
+			ASSERT_STR_EQ(lab[1].value, "hot");
+		} else {
+			ASSERT_EQ(pt_go_labels(go, gs[i].labels, lab, 8, buf, sizeof(buf)), 0);
+		}
+	}
+	pt_go_free(go);
+	pt_space_free(as);
+	base_free(gs);
+	stop_fixture(pid);
+}
+
+TEST(go_goroutines_of_a_running_program)
+{
+	check_fixture("goroutines");
+}
+
+TEST(go_goroutines_of_a_stripped_program)
+{
+	check_fixture("goroutines-stripped");
+}
+
+TEST(go_detection_of_a_program_that_is_not_go)
+{
+	struct pt_space *as;
+	struct pt_go *go;
+	char note[256];
+
+	ASSERT_OK(pt_space_new(&as, getpid(), NULL, NULL, NULL));
+	ASSERT_OK(pt_space_refresh_maps(as));
+	ASSERT_OK(pt_go_new(&go, as));
+	ASSERT_EQ(pt_go_detect(go, note, sizeof(note)), 0);
+	ASSERT_STR_EQ(note, "");
+	ASSERT_STR_EQ(pt_go_version(go), "");
+	pt_go_free(go);
+	pt_space_free(as);
+}

@@ -1,9 +1,11 @@
-/* The Go 1.19 execution trace writer (see trace.h). The format, and what
- * Go 1.19's parser and viewer and Go 1.23+'s converter check, is in
- * ../shared/reference/trace-format.md; the numbers below are Go's
- * (src/internal/trace/parser.go, EventDescriptions). Each call owns its
- * writer: the output buffer, the string table and the maps of the stacks
- * and pseudo frames it made up. Any thread; no shared state. */
+/* The Go 1.19 execution trace writer (see trace.h). docs/trace-format.md
+ * has the format (section 2, "The Go 1.19 execution trace"), the threads as
+ * Ps, Ms and goroutines (section 3) and what Go 1.19's parser and viewer
+ * and Go 1.23+'s converter check (section 4, "What go tool trace checks");
+ * the numbers below are Go's (src/internal/trace/parser.go,
+ * EventDescriptions). Each call owns its writer: the output buffer, the
+ * string table and the maps of the stacks and pseudo frames it made up.
+ * Any thread; no shared state. */
 #include "encoder/trace.h"
 
 #include <errno.h>
@@ -247,7 +249,7 @@ static void go_runnable(struct gw *w, struct gth *g, uint64_t t)
 		timed(w, EV_GO_UNBLOCK, bump(w, t), a, 3);
 		g->seq++;
 	} else if (g->st == G_SYSCALL) {
-		timed(w, EV_GO_SYSEXIT, bump(w, t), a, 3);   /* realts 0: see the traps */
+		timed(w, EV_GO_SYSEXIT, bump(w, t), a, 3);   /* ts 0: docs/trace-format.md 4.1 */
 		g->seq++;
 	} else if (g->st == G_RUNNING) {
 		timed(w, EV_GO_PREEMPT, bump(w, t), a + 2, 1);

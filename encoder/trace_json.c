@@ -1,8 +1,8 @@
 /* The Chrome Trace Event JSON writer (see trace.h): the shape that
  * Perfetto, speedscope and the catapult viewer behind chrome://tracing all
- * read, per ../shared/reference/trace-format.md section 2.2. Times in us.
- * Each call owns its text buffer and, per thread, the call tree of its V8
- * profile. Any thread; no shared state. */
+ * read, per docs/trace-format.md section 5 ("Chrome Trace Event JSON").
+ * Times in us. Each call owns its text buffer and, per thread, the call
+ * tree of its V8 profile. Any thread; no shared state. */
 #include "encoder/trace_json.h"
 
 #include <errno.h>

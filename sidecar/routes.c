@@ -43,10 +43,11 @@ static const struct sc_route routes[] = {
 	  "The command line invocation of the current program",
 	  sc_profile_cmdline, SC_P_TARGET, NULL, NULL },
 	{ "/debug/pprof/goroutine", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
-	  "Stack traces of all current goroutines (here: every thread of the target). "
+	  "Stack traces of all current goroutines (a Go program's, read from its runtime; "
+	  "any other target's threads, and a Go program's with ?view=threads). "
 	  "Use debug=2 as a query parameter to export in the same format as an "
 	  "unrecovered panic.",
-	  sc_profile_goroutine, SC_P_DELTA_SECONDS | SC_P_TARGETS,
+	  sc_profile_goroutine, SC_P_DELTA_SECONDS | SC_P_THREADS_VIEW | SC_P_TARGETS,
 	  sc_count_threads, NULL },
 	{ "/debug/pprof/heap", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "A sampling of memory allocations of live objects, with their stacks, where the target "

@@ -70,7 +70,7 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
 	/* a runtime slot per capture slot, and one for clone events */
-	if ((err = pt_runtimes_new(&t->rts, t->as, opts->python ? PT_RUNTIME_PYTHON : 0,
+	if ((err = pt_runtimes_new(&t->rts, t->as, (opts->python ? PT_RUNTIME_PYTHON : 0) | PT_RUNTIME_GO,
 				   opts->max_per_tick + 1)))
 		goto out;
 	t->tr = tr;
@@ -141,6 +141,7 @@ uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
 }
 
 struct pt_space *pt_tracee_space(struct pt_tracee *t) { return t->as; }
+struct pt_runtimes *pt_tracee_runtimes(struct pt_tracee *t) { return t->rts; }
 
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 {

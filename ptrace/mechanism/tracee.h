@@ -27,6 +27,7 @@
 #include "ptrace/core/types.h"
 
 struct pt_rt_line;
+struct pt_runtimes;
 struct pt_space;
 struct pt_tracee;
 struct pt_tracer;
@@ -58,6 +59,9 @@ void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
 /* t's address space (ptrace/space/space.h): its maps, memory, modules,
  * the naming of its addresses; owned by t. */
 struct pt_space *pt_tracee_space(struct pt_tracee *t);
+/* t's language runtimes (ptrace/runtimes/runtimes.h), detected at attach
+ * and exec; owned by t. */
+struct pt_runtimes *pt_tracee_runtimes(struct pt_tracee *t);
 /* Where token stands for a language runtime's frames (ptrace/core/
  * runtime.h: Python's), those frames, innermost first, at most max: names,
  * files and lines, strings owned by t (valid until the next exec). Returns

@@ -92,6 +92,7 @@ static int set_lines(struct pt_profile_loc *l, const struct pt_goline *fr, int n
 	    (n > 1 && !(l->outer = base_calloc((size_t)n - 1, sizeof(*l->outer)))) ||
 	    !(l->name = base_strdup(fr[0].name)))
 		return -ENOMEM;
+	l->entry = fr[0].entry;
 	for (int i = 0; i < n; i++) {
 		if (i && !(l->outer[l->nouter++] = base_strdup(fr[i].name)))
 			return -ENOMEM;
@@ -124,7 +125,7 @@ static int add_runtime_location(struct pt_tracee *t, struct pt_profile *p,
 		struct pt_goline fr[PT_MAX_RT_LINES];
 
 		for (int i = 0; i < n; i++)
-			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line };
+			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line, 0 };
 		if (set_lines(l, fr, n))
 			return -ENOMEM;
 	}
@@ -270,10 +271,33 @@ out:
 	return err;
 }
 
+int pt_profile_locate(struct pt_profile *p, struct pt_tracee *t, uint64_t a, uint32_t *loc)
+{
+	struct pt_profile_loc *grown;
+	int err;
+
+	for (size_t i = 0; i < p->nlocs; i++)
+		if (p->locs[i].addr == a) {
+			*loc = (uint32_t)i;
+			return 0;
+		}
+	if (!(grown = base_realloc(p->locs, (p->nlocs + 1) * sizeof(*p->locs))))
+		return -ENOMEM;
+	p->locs = grown;
+	memset(&p->locs[p->nlocs], 0, sizeof(*p->locs));
+	*loc = (uint32_t)p->nlocs;
+	err = add_location(t, p, a);   /* counts the location even when it fails */
+	return err;
+}
+
 void pt_profile_free(struct pt_profile *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->nlabel_kv; i++)
+		base_free(p->label_kv[i]);
+	base_free(p->label_kv);
+	base_free(p->goroutines);
 	for (size_t i = 0; i < p->nmaps; i++)
 		base_free(p->maps[i].path);
 	for (size_t i = 0; i < p->nlocs; i++) {

@@ -91,7 +91,20 @@ struct pt_profile_loc {
 	 * function's first line start[k] (0: unknown). NULL elsewhere. */
 	char **file;
 	uint32_t *line, *start;
+	uint64_t entry;      /* Go: the entry of the function holding the code (0: unknown) */
 };
+/* A goroutine of a Go program's goroutine dump (struct pt_profile's
+ * goroutines, one per sample): what Go prints of it besides its stack. */
+struct pt_profile_goroutine {
+	uint64_t goid, parent_goid;   /* parent 0: unknown */
+	const char *state;   /* "chan receive", "running", ... (static) */
+	uint64_t wait_ns;    /* how long it has waited, as Go counts it (0: unknown) */
+	unsigned int flags;  /* PT_GOROUTINE_F_* */
+	uint32_t created_by; /* its creator's location (the go statement) + 1, 0: none */
+	uint32_t labels, nlabels;   /* its pprof labels: label_kv[2*labels ..] pairs */
+};
+#define PT_GOROUTINE_F_LOCKED 0x1u   /* locked to its thread */
+#define PT_GOROUTINE_F_SCAN   0x2u   /* the GC was scanning its stack */
 struct pt_profile_sample {
 	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
 	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */
@@ -156,6 +169,18 @@ struct pt_profile {
 	/* CPU samples (profile, trace): how they were taken, "ptrace" or
 	 * "perf_event" (NULL: no CPU samples), and why (the choice's reason:
 	 * ptrace/rule/perftick.h); samples the kernel could not write (perf_event). */
+	/* A Go program's goroutine dump: one per sample, and the pprof labels
+	 * of them all as key, value strings; the runtime's release ("go1.26.10")
+	 * and what was left out (goroutines that changed under the read).
+	 * NULL, 0 elsewhere. */
+	struct pt_profile_goroutine *goroutines;
+	char **label_kv;
+	size_t nlabel_kv;
+	char go_version[40];
+	uint64_t goroutines_torn;
+	/* What the request could not do that it says in the answer: a
+	 * runtime's frames or units missing, and why ("" when none). */
+	char note[384];
 	const char *backend;
 	char backend_why[512];
 	uint64_t samples_lost;
@@ -180,6 +205,10 @@ struct pt_profile {
  * order. Times, hz and counters are left for the caller. Returns 0 or
  * -ENOMEM; *out is NULL on failure. */
 int pt_profile_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile **out);
+/* The location of address a in p, found among p's locations or added
+ * (named against t, as pt_profile_build names a frame). Returns 0 with
+ * *loc its index, or -ENOMEM. */
+int pt_profile_locate(struct pt_profile *p, struct pt_tracee *t, uint64_t a, uint32_t *loc);
 /* Removes the samples whose values are all zero (a delta's unchanged
  * stacks, as Go's delta profiles drop them). Never fails. */
 void pt_profile_drop_zero(struct pt_profile *p);

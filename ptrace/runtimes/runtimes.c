@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "ptrace/runtimes/go/go.h"
 #include "ptrace/runtimes/python/python.h"
 
 /* The table: a runtime's row numbers its tokens (ptrace/core/runtime.h),
  * its bit in `enabled` is 1 << row. */
 static const struct pt_runtime_ops *const table[] = {
 	&pt_runtime_python,   /* PT_RUNTIME_PYTHON */
+	&pt_runtime_go,       /* PT_RUNTIME_GO */
 };
 #define NRT (sizeof(table) / sizeof(table[0]))
 
@@ -25,6 +27,7 @@ struct pt_runtimes {
 		struct pt_rt *rt;        /* made at the first detection that needs it */
 		int active;
 		uint8_t *slots;          /* nslots of the runtime's slot_size, once active */
+		char note[384];          /* what its last detection found */
 	} r[NRT];
 	char note[384];
 	int noted;                       /* the note was handed out */
@@ -84,6 +87,7 @@ void pt_runtimes_detect(struct pt_runtimes *rts)
 			}
 			rts->r[i].active = 1;
 		}
+		snprintf(rts->r[i].note, sizeof(rts->r[i].note), "%s", note);
 		if (note[0] && strcmp(note, rts->note)) {
 			snprintf(rts->note, sizeof(rts->note), "%s", note);
 			rts->noted = 0;
@@ -153,6 +157,22 @@ int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n
 		if (rts->r[i].active && table[i]->merge && slot >= 0 && slot < rts->nslots)
 			n = table[i]->merge(rts->r[i].rt, slot_of(rts, i, slot), frames, n, max);
 	return n;
+}
+
+const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (!strcmp(table[i]->name, name))
+			return rts->r[i].note;
+	return "";
+}
+
+struct pt_rt *pt_runtimes_get(struct pt_runtimes *rts, const char *name)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && !strcmp(table[i]->name, name))
+			return rts->r[i].rt;
+	return NULL;
 }
 
 const char *pt_runtimes_token_name(uint64_t token)

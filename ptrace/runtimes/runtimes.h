@@ -18,6 +18,7 @@ struct pt_space;
 
 /* Which runtimes may be read (bits: PT_RUNTIME_<NAME>). */
 #define PT_RUNTIME_PYTHON 0x1u
+#define PT_RUNTIME_GO     0x2u
 
 /* The runtimes of the process of `as`, those in `enabled` (none detected
  * yet), with nslots capture slots. Returns 0 or -ENOMEM. */
@@ -34,6 +35,9 @@ void pt_runtimes_detect(struct pt_runtimes *rts);
  * once: every later call returns NULL until a detection notes something
  * new. */
 const char *pt_runtimes_note(struct pt_runtimes *rts);
+/* What the last detection of the runtime named `name` found ("" if it
+ * found nothing: the process does not run it), every time asked. */
+const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name);
 /* 1 if an active runtime reads frames in a thread's stop (its threads must
  * be sampled by stopping them), else 0. */
 int pt_runtimes_read_in_stop(const struct pt_runtimes *rts);
@@ -58,6 +62,10 @@ int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n
  * how many, 0 for an address that is no active runtime's token. */
 int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line *out, int max);
 
+/* The state of the runtime named `name` ("go") if the process runs it
+ * (detected and active), else NULL: for the sessions that read a
+ * runtime's own units of work (a Go program's goroutines). */
+struct pt_rt *pt_runtimes_get(struct pt_runtimes *rts, const char *name);
 /* The name of the runtime whose token this is ("python"), or NULL. */
 const char *pt_runtimes_token_name(uint64_t token);
 

@@ -526,6 +526,7 @@ int pt_gotab_frames(const struct pt_gotab *g, const struct pt_gofunc *f, uint64_
 	for (int k = 0; k <= n; k++) {
 		struct pt_goline *o = &out[k];
 
+		o->entry = f->entry;
 		o->line = line_at(g, f, pcs[k], &o->file);
 		if (o->line < 0)
 			o->line = 0;

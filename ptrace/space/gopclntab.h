@@ -109,6 +109,9 @@ int pt_gotab_spdelta(const struct pt_gotab *g, const struct pt_gofunc *f, uint64
 struct pt_goline {
 	const char *name, *file;
 	int32_t line, start;
+	uint64_t entry;          /* the entry of the function holding the code (the
+				  * outermost's for inlined frames): a traceback's
+				  * "+0x" counts from it */
 };
 /* The frames at pc in f, innermost first, f's own last, as Go's traceback
  * and its profiles give them (pcfile and pcln at pc, then at each inlined

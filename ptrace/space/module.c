@@ -662,10 +662,15 @@ int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *
 {
 	struct pt_gofunc f;
 
+	int n;
+
 	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
 	    pt_gotab_lookup(mod->go, addr - mod->bias, &f))
 		return 0;
-	return pt_gotab_frames(mod->go, &f, addr - mod->bias, out, max);
+	n = pt_gotab_frames(mod->go, &f, addr - mod->bias, out, max);
+	for (int k = 0; k < n; k++)
+		out[k].entry += mod->bias;
+	return n;
 }
 
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr)

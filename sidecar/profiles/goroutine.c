@@ -1,5 +1,7 @@
-/* /debug/pprof/goroutine: every thread of the target now, in Go's three
- * shapes (debug=0 pprof, 1 the count profile, 2 the panic-style dump). */
+/* /debug/pprof/goroutine: a Go program's goroutines, read from its runtime
+ * (ptrace/sessions/goroutines.c), or every thread of any other target (and
+ * of a Go program with ?view=threads), now, in Go's three shapes (debug=0
+ * pprof, 1 the count profile, 2 the panic-style dump). */
 #include "sidecar/profiles/goroutine.h"
 
 #include <errno.h>
@@ -8,6 +10,7 @@
 
 #include "encoder/pprof.h"
 #include "ptrace/proc/proc.h"
+#include "ptrace/sessions/goroutines.h"
 #include "ptrace/sessions/threads.h"
 #include "sidecar/server/http.h"
 #include "sidecar/server/params.h"
@@ -27,6 +30,8 @@ static const struct sc_stack_value dump_values[] = { { "goroutine", "count", SC_
 static const struct sc_stack_spec dump_spec = {
 	dump_values, 1, SC_LABEL_THREAD | SC_LABEL_TID | SC_LABEL_STATE | SC_LABEL_SYSCALL,
 };
+/* A Go program's goroutines: Go's own labels, nothing of threads. */
+static const struct sc_stack_spec go_spec = { dump_values, 1, SC_LABEL_GO };
 
 static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 {
@@ -35,19 +40,26 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 	int err;
 
 	sc_stacks_info(pr, &in);
-	if ((err = sc_stacks_types(e, &dump_spec)) ||
+	if ((err = sc_stacks_types(e, pr->goroutines ? &go_spec : &dump_spec)) ||
 	    (err = enc_pprof_period(e, "goroutine", "count", 1)))
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, 0);
-	snprintf(comment, sizeof(comment),
-		 "podprof: every thread of %s, one sample each; threads=%zu stopped=%" PRIu64
-		 " (the others were blocked, unchanged since their last snapshot)",
-		 sc_stacks_whose(pr, pid, whose, sizeof(whose)), in.nsamples, in.threads_stopped);
-	if ((err = enc_pprof_comment(e, comment)))
+	if (pr->goroutines)
+		snprintf(comment, sizeof(comment),
+			 "podprof: the goroutines of %s, a Go program (%s), read from its runtime without "
+			 "stopping it, one sample each; goroutines=%zu, %" PRIu64 " left out (they moved "
+			 "while read); its threads: ?view=threads", sc_stacks_whose(pr, pid, whose, sizeof(whose)),
+			 pr->go_version, in.nsamples, pr->goroutines_torn);
+	else
+		snprintf(comment, sizeof(comment),
+			 "podprof: every thread of %s, one sample each; threads=%zu stopped=%" PRIu64
+			 " (the others were blocked, unchanged since their last snapshot)",
+			 sc_stacks_whose(pr, pid, whose, sizeof(whose)), in.nsamples, in.threads_stopped);
+	if ((err = enc_pprof_comment(e, comment)) || (pr->note[0] && (err = enc_pprof_comment(e, pr->note))))
 		return err;
 	if ((err = sc_stacks_note_cut(e, pr)))
 		return err;
-	return sc_stacks_pprof(e, pr, &dump_spec);
+	return sc_stacks_pprof(e, pr, pr->goroutines ? &go_spec : &dump_spec);
 }
 
 static enum sc_job_next goroutine_done(struct sc_job *j)
@@ -70,7 +82,11 @@ static void goroutine_encode(struct sc_job *j, struct sc_reply *r)
 		enc_pprof_free(e);
 		return;
 	}
-	err = sc_stacks_text(j->req.profile, "goroutine", g->debug, SC_MAX_PROFILE_BYTES, &text, &len);
+	if (j->req.profile->goroutines)
+		err = sc_stacks_go_text(j->req.profile, g->debug, SC_MAX_PROFILE_BYTES, &text, &len);
+	else
+		err = sc_stacks_text(j->req.profile, "goroutine", g->debug, SC_MAX_PROFILE_BYTES, &text,
+				     &len);
 	if (err)
 		sc_reply_error(r, 500, err == -E2BIG ? "thread dump too large" : "out of memory");
 	else
@@ -92,7 +108,7 @@ void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct
 	 * the dump. */
 	g->debug = p->debug < 0 ? 1 : p->debug > 2 ? 2 : (int)p->debug;
 	g->delta = p->seconds > 0;
-	j->req.kind = &pt_kind_threads;
+	j->req.kind = p->threads ? &pt_kind_threads : &pt_kind_goroutines;
 	sc_job_target(j, &p->target);
 	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
 	sc_job_submit(j);

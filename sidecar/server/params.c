@@ -115,6 +115,13 @@ int sc_params_parse(const struct sc_params_ctx *ctx, unsigned int rules, int for
 		}
 		out->mappings = !strcmp(v, "mappings");
 	}
+	if ((rules & SC_P_THREADS_VIEW) && (rc = sc_query_get(q, "view", v, sizeof(v))) != 0) {
+		if (rc < 0 || (strcmp(v, "threads") && strcmp(v, "goroutines"))) {
+			snprintf(msg, len, "invalid value for \"view\" - must be goroutines or threads");
+			return 400;
+		}
+		out->threads = !strcmp(v, "threads");
+	}
 	if (rules & SC_P_TRACE_FORMAT) {
 		rc = sc_query_get(q, "format", v, sizeof(v));
 		if (rc < 0 || (rc > 0 && v[0] && strcmp(v, "json"))) {

@@ -28,6 +28,7 @@ struct sc_request;
 #define SC_P_PID           0x040u  /* pid=N, one process (a number only) */
 #define SC_P_TARGET        0x080u  /* pid=N, one process; pid=all and tree=1 refused */
 #define SC_P_TARGETS       0x100u  /* pid=N, tree=0|1, pid=all: several processes */
+#define SC_P_THREADS_VIEW  0x400u  /* goroutine: view=goroutines|threads */
 #define SC_P_TARGET_POST   0x200u  /* SC_P_TARGET on POST only (symbol: GET's query is
 				    * the addresses) */
 
@@ -40,6 +41,7 @@ struct sc_params {
 	enum sc_format format;   /* format= (routes with SC_ROUTE_FORMATS) */
 	char sample_index[64];   /* sample_index= as given, "?" when too long */
 	int mappings;            /* view=mappings */
+	int threads;             /* view=threads: a Go program's threads, not its goroutines */
 	int json, gz;            /* the trace's format=json, gz=1 */
 	/* The processes (SC_P_PID, _TARGET, _TARGETS): target.procs.n > 0
 	 * for several (a handler hands them to its job, sc_job_target, which

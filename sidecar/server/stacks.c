@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "encoder/gotext.h"
 #include "encoder/pprof.h"
 #include "encoder/text.h"
 #include "ptrace/proc/proc.h"
@@ -157,6 +158,16 @@ static size_t labels_of(const struct pt_profile *pr, const struct pt_profile_sam
 		lab[n++] = (struct enc_label){ .key = "creation", .str = "not seen" };
 	if ((want & SC_LABEL_BYTES) && s->value[0] > 0)
 		lab[n++] = (struct enc_label){ .key = "bytes", .num = s->value[1] / s->value[0] };
+	if ((want & SC_LABEL_GO) && pr->goroutines) {
+		const struct pt_profile_goroutine *g = &pr->goroutines[s - pr->samples];
+
+		for (uint32_t k = 0; k < g->nlabels && n < SC_MAX_LABELS; k++) {
+			size_t at = 2 * ((size_t)g->labels + k);
+
+			if (at + 1 < pr->nlabel_kv)
+				lab[n++] = (struct enc_label){ .key = pr->label_kv[at], .str = pr->label_kv[at + 1] };
+		}
+	}
 	return n;
 }
 
@@ -199,7 +210,7 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 		goto out;
 	for (size_t i = 0; i < pr->nsamples && !err; i++) {
 		const struct pt_profile_sample *s = &pr->samples[i];
-		struct enc_label lab[8];
+		struct enc_label lab[SC_MAX_LABELS];
 		size_t nl = labels_of(pr, s, spec->labels, lab), n = 0;
 
 		for (size_t k = 0; k < spec->nvalues; k++)
@@ -418,4 +429,100 @@ int sc_stacks_note_cut(struct enc_pprof *e, const struct pt_profile *pr)
 	snprintf(note, sizeof(note), "podprof: the target %s %.3f s into the window: this is what "
 		 "was gathered until then", pr->cut, (double)pr->cut_ns / 1e9);
 	return enc_pprof_comment(e, note);
+}
+
+/* ---- a Go program's goroutines ------------------------------------------- */
+
+/* The release's minor number of "go1.26.10" (0: unknown). */
+static int go_minor(const char *version)
+{
+	const char *at = version + 4;
+	uint64_t m;
+
+	return !strncmp(version, "go1.", 4) && !sc_parse_u64(&at, 10, 99, &m) ? (int)m : 0;
+}
+
+int sc_stacks_go_text(const struct pt_profile *pr, int debug, size_t max, char **out, size_t *len)
+{
+	struct enc_go_frame *frames = NULL;
+	struct enc_go_goroutine *gs = NULL;
+	uint32_t *first = NULL, *ids = NULL;
+	char **labels = NULL;
+	size_t nf = 0, nids = 0;
+	struct enc_go_dump d;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	for (size_t i = 0; i < pr->nlocs; i++)
+		nf += 1 + (size_t)pr->locs[i].nouter;
+	for (size_t i = 0; i < pr->nsamples; i++)
+		for (uint32_t k = 0; k < pr->samples[i].n; k++)
+			nids += 1 + (size_t)pr->locs[pr->loc_ids[pr->samples[i].first + k]].nouter;
+	frames = base_calloc(nf + 1, sizeof(*frames));
+	first = base_calloc(pr->nlocs + 1, sizeof(*first));
+	ids = base_calloc(nids + 1, sizeof(*ids));
+	gs = base_calloc(pr->nsamples + 1, sizeof(*gs));
+	labels = base_calloc(pr->nsamples + 1, sizeof(*labels));
+	if (!frames || !first || !ids || !gs || !labels)
+		goto out;
+	/* A location is a frame per function, the inlined ones first, each
+	 * at the location's return address (its address is the call's). */
+	nf = 0;
+	for (size_t i = 0; i < pr->nlocs; i++) {
+		const struct pt_profile_loc *l = &pr->locs[i];
+
+		first[i] = (uint32_t)nf;
+		for (uint32_t k = 0; k <= l->nouter; k++)
+			frames[nf++] = (struct enc_go_frame){
+				.func = k ? l->outer[k - 1] : l->name, .file = l->file ? l->file[k] : NULL,
+				.line = l->line ? l->line[k] : 0, .pc = l->addr + 1, .entry = l->entry,
+				.inlined = k < l->nouter,
+			};
+	}
+	nids = 0;
+	for (size_t i = 0; i < pr->nsamples; i++) {
+		const struct pt_profile_sample *s = &pr->samples[i];
+		const struct pt_profile_goroutine *g = &pr->goroutines[i];
+		struct enc_go_goroutine *o = &gs[i];
+
+		*o = (struct enc_go_goroutine){ .id = g->goid, .state = g->state,
+						.wait_minutes = (int64_t)(g->wait_ns / 60000000000ull),
+						.locked = !!(g->flags & PT_GOROUTINE_F_LOCKED),
+						.scan = !!(g->flags & PT_GOROUTINE_F_SCAN), .frames = ids + nids,
+						.created_by = -1, .parent = g->parent_goid };
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint32_t li = pr->loc_ids[s->first + k];
+
+			for (uint32_t j = 0; j <= pr->locs[li].nouter; j++)
+				ids[nids++] = first[li] + j;
+		}
+		o->n = (uint32_t)(ids + nids - o->frames);
+		if (g->created_by && g->created_by - 1 < pr->nlocs) {
+			const struct pt_profile_loc *l = &pr->locs[g->created_by - 1];
+
+			o->created_by = first[g->created_by - 1];
+			o->created_by_func = l->nouter ? l->outer[l->nouter - 1] : l->name;
+		}
+		if (g->nlabels && 2 * ((size_t)g->labels + g->nlabels) <= pr->nlabel_kv) {
+			char buf[4096];
+
+			enc_gotext_labels((const char *const *)pr->label_kv + 2 * g->labels, g->nlabels, buf,
+					  sizeof(buf));
+			if (!(labels[i] = base_strdup(buf)))
+				goto out;
+			o->labels = labels[i];
+		}
+	}
+	d = (struct enc_go_dump){ .frames = frames, .nframes = nf, .goroutines = gs, .n = pr->nsamples,
+				  .go_minor = go_minor(pr->go_version) };
+	err = debug >= 2 ? enc_gotext_dump_encode(&d, max, out, len) : enc_gotext_count_encode(&d, max, out, len);
+out:
+	for (size_t i = 0; labels && i < pr->nsamples; i++)
+		base_free(labels[i]);
+	base_free(labels);
+	base_free(frames);
+	base_free(first);
+	base_free(ids);
+	base_free(gs);
+	return err;
 }

@@ -39,6 +39,8 @@ struct sc_stack_value {
 #define SC_LABEL_CREATION 0x10u  /* "creation": "not seen" on threads whose creation was not seen */
 #define SC_LABEL_BYTES   0x20u   /* heap with stacks: "bytes", column 1 / column 0 (Go's
                                   * alloc_space / alloc_objects: the block size) */
+#define SC_LABEL_GO      0x40u   /* a Go goroutine's pprof labels, as Go's profiles carry them */
+#define SC_MAX_LABELS    80      /* labels on one sample at most */
 /* Not a label: a leaf frame "syscall <name>" under samples taken inside a
  * system call (a stable synthetic address per system call, no mapping). */
 #define SC_LEAF_SYSCALL  0x100u
@@ -94,6 +96,9 @@ int sc_stacks_pprof(struct enc_pprof *e, const struct pt_profile *pr,
 int sc_stacks_text(const struct pt_profile *pr, const char *name, int debug, size_t max,
 		   char **out, size_t *len);
 
+/* A Go program's goroutine dump (pr->goroutines set), debug 1 or 2, in
+ * Go's own text (encoder/gotext.h). Returns as sc_stacks_text. */
+int sc_stacks_go_text(const struct pt_profile *pr, int debug, size_t max, char **out, size_t *len);
 /* heap and allocs with allocation stacks, debug>=1: Go's heap text
  * (encoder/text.h) of the estimated values, headed "@ heap/2" (Go's
  * header for a rate of 1: pprof reads them as they are, unscaled again).

@@ -32,11 +32,16 @@ class GoFixture:
     profiling signal lands right after sysmon's preemption signal moved
     the PC there, both every 10 ms), attributed to whatever code the
     preemption hit rather than to where the time went. The loops call
-    functions, so they are still preempted at their prologues."""
+    functions, so they are still preempted at their prologues. A fixture
+    whose hot loop has no prologue to stop at (goroutines' hotLoop) keeps
+    async preemption (preempt=True): the program's own goroutine profile
+    stops the world, which would wait for that loop for ever."""
 
-    def __init__(self, exe, args=()):
+    def __init__(self, exe, args=(), preempt=False):
         check(os.path.exists(exe), "%s not built (make fixtures; Go is a declared dependency)" % exe)
-        env = dict(os.environ, GODEBUG="asyncpreemptoff=1")
+        env = dict(os.environ)
+        if not preempt:
+            env["GODEBUG"] = "asyncpreemptoff=1"
         self.proc = subprocess.Popen([exe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env)
         PROCS.append(self.proc)

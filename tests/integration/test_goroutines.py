@@ -1,0 +1,163 @@
+"""The goroutines of a Go program, read from its runtime from outside, on
+every Go release in support and the one before, plain and stripped (-s -w),
+judged against the program's own net/http/pprof at the same moment and by
+go tool pprof. The fixture (tests/fixtures/goroutines) parks 100 goroutines
+in a channel receive, 50 asleep, 10 on a held mutex, and runs one hot
+goroutine under pprof labels."""
+import collections
+import os
+import re
+import subprocess
+
+import lib
+import runtimes
+from lib import BUILD, Podprof, check, http, pprof, save, test
+from test_go import GoFixture
+
+SRC = os.path.join(lib.ROOT, "tests", "fixtures", "goroutines")
+FIXTURE = os.path.join(BUILD, "fixtures", "goroutines")
+
+# What the fixture's goroutines wait in, by the function they started in.
+WANT = {"main.receiver": ("chan receive", 100), "main.sleeper": ("sleep", 50),
+        "main.locker": (("semacquire", "sync.Mutex.Lock"), 10)}
+
+
+def build(release, stripped):
+    """The fixture built by Go `release` (bookworm's 1.19: make fixtures;
+    1.26, 1.27: scripts/runtimes.sh's toolchains), stripped or not."""
+    if release == "1.19":
+        return FIXTURE + ("-stripped" if stripped else "")
+    out = os.path.join(lib.TMP, "goroutines-%s%s" % (release, "-stripped" if stripped else ""))
+    if not os.path.exists(out):
+        runtimes.go_build(release, SRC, out, flags=["-ldflags=-s -w"] if stripped else [])
+    return out
+
+
+def states(dump):
+    """{goroutine id: (state, [function names], created-by line)} of a
+    debug=2 dump."""
+    out = {}
+    for block in dump.strip().split("\n\n"):
+        lines = block.split("\n")
+        m = re.match(r"goroutine (\d+) \[([^\],]+)", lines[0])
+        if not m:
+            continue
+        funcs = [re.sub(r"\(.*$", "", x) for x in lines[1:] if x and not x.startswith("\t")]
+        created = [x for x in lines[1:] if x.startswith("created by")]
+        out[int(m.group(1))] = (m.group(2), funcs, created[0] if created else None)
+    return out
+
+
+def by_group(dump):
+    """{(started in, state): count} of a debug=2 dump, by the outermost
+    main.* frame (the function the goroutine started in)."""
+    groups = collections.Counter()
+    for state, funcs, _ in states(dump).values():
+        mains = [f for f in funcs if f.startswith("main.")]
+        groups[(mains[-1] if mains else "-", state)] += 1
+    return groups
+
+
+def check_release(release, stripped):
+    exe = build(release, stripped)
+    if stripped:
+        syms = subprocess.run(["readelf", "-sW", exe], capture_output=True, text=True).stdout
+        check("main.receiver" not in syms, "%s still has a symbol table" % exe)
+    f = GoFixture(exe, preempt=True)
+    pp = Podprof("--pid", str(f.pid))
+    tag = "go%s%s" % (release, "-stripped" if stripped else "")
+    # Both texts at about the same moment: the fixture's goroutines stay
+    # where they wait; only the program's own serving ones come and go.
+    st, _, own1 = http(f.port, "/debug/pprof/goroutine?debug=1")
+    check(st == 200, "the program's own goroutine profile failed")
+    st, _, ours1 = http(pp.port, "/debug/pprof/goroutine?debug=1")
+    check(st == 200, "podprof's goroutine?debug=1: %s %r" % (st, ours1[:300]))
+    st, _, own2 = http(f.port, "/debug/pprof/goroutine?debug=2")
+    st2, _, ours2 = http(pp.port, "/debug/pprof/goroutine?debug=2")
+    check(st == 200 and st2 == 200, "debug=2: %s %s" % (st, st2))
+    own1, ours1, own2, ours2 = (b.decode() for b in (own1, ours1, own2, ours2))
+    total = lambda t: int(re.match(r"goroutine profile: total (\d+)", t).group(1))
+    print("  info: %s: podprof total %d, the program's own %d" % (tag, total(ours1), total(own1)))
+    # The program's own counts the goroutine writing its profile and the
+    # connection's: podprof, from outside, sees neither (nor its own).
+    check(abs(total(ours1) - total(own1)) <= 0.05 * total(own1),
+          "%s: total %d against the program's own %d" % (tag, total(ours1), total(own1)))
+    # The same groups in the same states, wait reasons as this release names them.
+    ours, own = by_group(ours2), by_group(own2)
+    for fn, (state, n) in WANT.items():
+        names = state if isinstance(state, tuple) else (state,)
+        got = sum(c for (g, s), c in ours.items() if g == fn and s in names)
+        theirs = sum(c for (g, s), c in own.items() if g == fn and s in names)
+        check(got == n and theirs == n, "%s: %s in %s: podprof %d, the program's own %d (want %d)" %
+              (tag, fn, names, got, theirs, n))
+        check(sum(c for (g, s), c in ours.items() if g == fn) == n,
+              "%s: %s goroutines in other states: %s" % (tag, fn, ours))
+    # created by, as Go prints it (with the creator's goroutine from 1.21)
+    spawned = [c for _, (s, fns, c) in states(ours2).items() if "main.receiver" in fns]
+    want = r"created by main\.spawn" + (r" in goroutine 1$" if release != "1.19" else "$")
+    check(spawned and all(c and re.match(want, c) for c in spawned),
+          "%s: created-by lines %s" % (tag, spawned[:3]))
+    own_spawned = [c for _, (s, fns, c) in states(own2).items() if "main.receiver" in fns]
+    check(own_spawned and own_spawned[0] == spawned[0], "%s: podprof %r, Go %r" %
+          (tag, spawned[0], own_spawned[:1]))
+    # debug=1: the groups' frames as Go prints them, the hot one's labels
+    check('# labels: {"tier":"gold", "worker":"hot"}' in ours1, "%s: no labels line:\n%s" % (tag, ours1[-2000:]))
+    check(re.search(r"^100 @ .*\n(#\t0x[0-9a-f]+\t(main|runtime)\.\S+\t+\S+:\d+\n)+", ours1, re.M),
+          "%s: no group of the 100 receivers:\n%s" % (tag, ours1[:2000]))
+    for line in ours1.split("\n"):
+        if line.startswith("#\t0x") and "main.blockChan" in line:
+            check(re.match(r"#\t0x[0-9a-f]+\tmain\.blockChan\+0x[0-9a-f]+\t+\S+/main\.go:\d+$", line),
+                  "%s: frame line %r" % (tag, line))
+    # debug=0, read by go tool pprof: one goroutine a sample, Go's labels
+    path = save(lib.get_profile(pp, "", name="goroutine"), "gr-%s.pb.gz" % tag)
+    top = pprof("-top", path)
+    check(re.search(r"main\.blockChan", top) and "Type: goroutine" in top, "%s: -top:\n%s" % (tag, top[:1500]))
+    tags = pprof("-tags", path)
+    check(re.search(r"worker: Total 1\.?0?\s*\n\s+1\.?0? \(\s*100%\): hot", tags), "%s: -tags:\n%s" % (tag, tags))
+    pp.stop(), f.stop()
+
+
+@test
+def go119_goroutines_match_the_programs_own():
+    check_release("1.19", False)
+
+
+@test
+def go119_stripped_goroutines_match_the_programs_own():
+    check_release("1.19", True)
+
+
+@test
+def go126_goroutines_match_the_programs_own():
+    check_release("1.26", False)
+
+
+@test
+def go126_stripped_goroutines_match_the_programs_own():
+    check_release("1.26", True)
+
+
+@test
+def go127_goroutines_match_the_programs_own():
+    check_release("1.27", False)
+
+
+@test
+def go127_stripped_goroutines_match_the_programs_own():
+    check_release("1.27", True)
+
+
+@test
+def go_threads_stay_reachable():
+    """?view=threads gives a Go program's threads (the dump of every
+    target that is not Go), the index says how; a bad view is Go's 400."""
+    f = GoFixture(FIXTURE, preempt=True)
+    pp = Podprof("--pid", str(f.pid))
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=2&view=threads")
+    check(st == 200 and re.search(rb'^goroutine %d \[[^\]]*thread "goroutines"\]:' % f.pid, body, re.M),
+          "view=threads: %s %r" % (st, body[:500]))
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?view=lines")
+    check(st == 400 and b"must be goroutines or threads" in body, "bad view: %s %r" % (st, body))
+    st, _, body = http(pp.port, "/debug/pprof/")
+    check(b"view=threads" in body, "the index does not say how to get the threads")
+    pp.stop(), f.stop()

@@ -88,13 +88,20 @@ struct pt_runtime_ops {
 	 * into cap: what changes as soon as it runs, into slot. */
 	void (*capture)(struct pt_rt *rt, struct pt_rt_thread *th, const struct pt_capture *cap,
 			void *slot);
-	/* Optional: after the stop, frames[0..n) (leaf first) with the
-	 * runtime's frames in place of its native ones, at most max. Returns
-	 * the new count. */
-	int (*merge)(struct pt_rt *rt, const void *slot, uint64_t *frames, int n, int max);
+	/* Optional: after the stop (or the kernel's sample), frames[0..n)
+	 * (leaf first) of the capture cap with the runtime's frames in place
+	 * of its native ones, and (a runtime whose code carries labels: Go's
+	 * pprof labels) a last frame, a token of its labels; at most max.
+	 * Returns the new count. slot is NULL for a runtime of no slot_size. */
+	int (*merge)(struct pt_rt *rt, const void *slot, const struct pt_capture *cap, uint64_t *frames,
+		     int n, int max);
 	/* The runtime's frames a token of its own stands for, innermost first,
 	 * at most max. Returns how many (0: not one of its tokens). */
 	int (*lines)(struct pt_rt *rt, uint64_t token, struct pt_rt_line *out, int max);
+	/* Optional: if token is one of its labels' (merge's last frame), 1
+	 * with *kv its keys and values alternately, *n pairs (owned by the
+	 * runtime until its reset); else 0. */
+	int (*labels)(struct pt_rt *rt, uint64_t token, const char *const **kv, size_t *n);
 };
 
 #endif

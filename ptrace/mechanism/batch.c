@@ -160,7 +160,7 @@ void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *o
 		if (pt_runtimes_active(t->rts)) {
 			uint64_t t0 = pt__now_ns();
 
-			t->nframes[k] = pt_runtimes_merge(t->rts, k, t->frames + (size_t)k * t->o.max_frames,
+			t->nframes[k] = pt_runtimes_merge(t->rts, k, cap, t->frames + (size_t)k * t->o.max_frames,
 							  t->nframes[k], t->o.max_frames);
 			dt += pt__now_ns() - t0;
 		}

@@ -226,7 +226,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	if (took)
 		n = unwind_clone_parent(t, cap);
 	if (took)
-		n = pt_runtimes_merge(t->rts, slot, t->clone_frames, n, t->o.max_frames);
+		n = pt_runtimes_merge(t->rts, slot, cap, t->clone_frames, n, t->o.max_frames);
 	emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
 	if (resumed < 0)
 		emit(t, PT_EV_EXIT, (pid_t)newtid, 0, NULL, 0);

@@ -199,6 +199,45 @@ static int add_location(struct pt_tracee *t, struct pt_profile *p, uint64_t a)
 	return 0;
 }
 
+/* The labels a runtime's token stands for (the last frame of a stack: Go's
+ * pprof labels), as the sample's, their strings copied into p once per
+ * token (sets: token -> first pair + 1). Returns 1 if tok is labels, 0 if
+ * not, -ENOMEM. */
+static int sample_labels(struct pt_tracee *t, struct pt_profile *p, struct base_map *sets,
+			 uint64_t tok, struct pt_profile_sample *sm)
+{
+	const char *const *kv;
+	uint64_t *at;
+	size_t n;
+	char **grown;
+
+	if (!pt_rt_is_token(tok) || !pt_runtimes_labels(pt_tracee_runtimes(t), tok, &kv, &n))
+		return 0;
+	if ((at = base_map_get(sets, tok))) {
+		sm->labels = (uint32_t)(*at >> 32);
+		sm->nlabels = (uint32_t)*at;
+		return 1;
+	}
+	if (!(grown = base_realloc(p->label_kv, (p->nlabel_kv + 2 * n + 1) * sizeof(*grown))))
+		return -ENOMEM;
+	p->label_kv = grown;
+	sm->labels = (uint32_t)(p->nlabel_kv / 2);
+	sm->nlabels = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *k = base_strdup(kv[2 * i]), *v = base_strdup(kv[2 * i + 1]);
+
+		if (!k || !v) {
+			base_free(k);
+			base_free(v);
+			return -ENOMEM;
+		}
+		p->label_kv[p->nlabel_kv++] = k;
+		p->label_kv[p->nlabel_kv++] = v;
+		sm->nlabels++;
+	}
+	return base_map_put(sets, tok, (uint64_t)sm->labels << 32 | sm->nlabels) ? -ENOMEM : 1;
+}
+
 /* One sample per entry, in id order (sample i is the stack of id i); one
  * location per distinct address, found again through idx (address + 1,
  * as a key is never 0). */
@@ -206,7 +245,8 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 			 struct base_map *idx)
 {
 	size_t nids = 0, n = pt_stacks_count(st);
-	int err;
+	struct base_map sets = { 0 };
+	int err = 0;
 
 	for (size_t e = 0; e < n; e++) {
 		struct pt_profile_sample *sm;
@@ -220,6 +260,14 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 						  .syscall = en.syscall, .flags = en.flags };
 		memcpy(sm->value, v, sizeof(sm->value));
 		snprintf(sm->thread, sizeof(sm->thread), "%s", en.comm);
+		/* A last frame that stands for labels is the sample's labels. */
+		if (en.n > 0 && (err = sample_labels(t, p, &sets, en.frames[en.n - 1], sm)) != 0) {
+			if (err < 0)
+				break;
+			en.n--;
+			sm->n = (uint32_t)en.n;
+			err = 0;
+		}
 		for (int k = 0; k < en.n; k++) {
 			uint64_t a = en.frames[k], *loc;
 			uint32_t id;
@@ -233,12 +281,14 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 				id = (uint32_t)p->nlocs;
 				if ((err = add_location(t, p, a)) ||
 				    (a + 1 && (err = base_map_put(idx, a + 1, id))))
-					return err;
+					goto out;
 			}
 			p->loc_ids[nids++] = id;
 		}
 	}
-	return 0;
+out:
+	base_map_free(&sets);
+	return err;
 }
 
 int pt_profile_build(const struct pt_stacks *st, struct pt_tracee *t, struct pt_profile **out)

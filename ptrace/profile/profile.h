@@ -101,7 +101,6 @@ struct pt_profile_goroutine {
 	uint64_t wait_ns;    /* how long it has waited, as Go counts it (0: unknown) */
 	unsigned int flags;  /* PT_GOROUTINE_F_* */
 	uint32_t created_by; /* its creator's location (the go statement) + 1, 0: none */
-	uint32_t labels, nlabels;   /* its pprof labels: label_kv[2*labels ..] pairs */
 };
 #define PT_GOROUTINE_F_LOCKED 0x1u   /* locked to its thread */
 #define PT_GOROUTINE_F_SCAN   0x2u   /* the GC was scanning its stack */
@@ -114,6 +113,9 @@ struct pt_profile_sample {
 	int syscall;         /* system call it was in, or -1 */
 	unsigned int flags;  /* PT_SAMPLE_F_* */
 	uint32_t proc;       /* a profile of several processes: index into its procs */
+	/* Labels of the code it ran (a Go goroutine's pprof labels): the
+	 * profile's label_kv[2*labels ..], nlabels pairs (0: none). */
+	uint32_t labels, nlabels;
 };
 #define PT_SAMPLE_F_UNSEEN 0x1u   /* threadcreate: a thread whose creation was not seen */
 /* heap and allocs: what the target's allocation records said. */
@@ -169,13 +171,14 @@ struct pt_profile {
 	/* CPU samples (profile, trace): how they were taken, "ptrace" or
 	 * "perf_event" (NULL: no CPU samples), and why (the choice's reason:
 	 * ptrace/rule/perftick.h); samples the kernel could not write (perf_event). */
-	/* A Go program's goroutine dump: one per sample, and the pprof labels
-	 * of them all as key, value strings; the runtime's release ("go1.26.10")
-	 * and what was left out (goroutines that changed under the read).
-	 * NULL, 0 elsewhere. */
-	struct pt_profile_goroutine *goroutines;
+	/* The samples' labels, as key, value strings (struct
+	 * pt_profile_sample's labels). */
 	char **label_kv;
 	size_t nlabel_kv;
+	/* A Go program's goroutine dump: one per sample; the runtime's release
+	 * ("go1.26.10") and what was left out (goroutines that changed under
+	 * the read). NULL, 0 elsewhere. */
+	struct pt_profile_goroutine *goroutines;
 	char go_version[40];
 	uint64_t goroutines_torn;
 	/* What the request could not do that it says in the answer: a

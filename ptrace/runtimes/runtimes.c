@@ -151,12 +151,23 @@ void pt_runtimes_clear(struct pt_runtimes *rts, int slot)
 			memset(slot_of(rts, i, slot), 0, table[i]->slot_size);
 }
 
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n, int max)
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+		      int n, int max)
 {
 	for (size_t i = 0; i < NRT; i++)
 		if (rts->r[i].active && table[i]->merge && slot >= 0 && slot < rts->nslots)
-			n = table[i]->merge(rts->r[i].rt, slot_of(rts, i, slot), frames, n, max);
+			n = table[i]->merge(rts->r[i].rt, rts->r[i].slots ? slot_of(rts, i, slot) : NULL, cap,
+					    frames, n, max);
 	return n;
+}
+
+int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *const **kv, size_t *n)
+{
+	unsigned int row = pt_rt_token_row(token);
+
+	if (!pt_rt_is_token(token) || row >= NRT || !rts->r[row].rt || !table[row]->labels)
+		return 0;
+	return table[row]->labels(rts->r[row].rt, token, kv, n);
 }
 
 const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name)

@@ -54,9 +54,15 @@ int pt_runtimes_capture(struct pt_runtimes *rts, int slot, struct pt_rt_thread *
 			const struct pt_capture *cap);
 /* Empties slot (a capture made without the runtimes: perf_event's). */
 void pt_runtimes_clear(struct pt_runtimes *rts, int slot);
-/* After the stop: frames[0..n) with the runtimes' frames of slot merged
- * in, at most max. Returns the new count. */
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, uint64_t *frames, int n, int max);
+/* After the stop: frames[0..n) of capture cap with the runtimes' frames of
+ * slot merged in, and a last frame for the labels of the code it ran (Go's
+ * pprof labels), at most max. Returns the new count. */
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+		      int n, int max);
+/* If token stands for labels (a merge's last frame), 1 with *kv their keys
+ * and values alternately and *n pairs (owned by the runtime, valid until
+ * its reset); else 0. */
+int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *const **kv, size_t *n);
 /* The frames a token stands for (pt_rt_is_token), innermost first, at
  * most max; strings owned by the runtime (valid until its reset). Returns
  * how many, 0 for an address that is no active runtime's token. */

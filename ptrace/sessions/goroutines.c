@@ -310,8 +310,11 @@ static int attach_goroutines(struct gr_session *gs, struct pt_go *go, struct pt_
 		int err;
 
 		*o = (struct pt_profile_goroutine){ .goid = m->g.goid, .parent_goid = m->g.parent_goid,
-						    .state = m->g.state, .wait_ns = m->g.wait_ns,
-						    .labels = m->labels, .nlabels = m->nlabels };
+						    .state = m->g.state, .wait_ns = m->g.wait_ns };
+		if (m->nlabels) {
+			p->samples[i].labels = (uint32_t)(p->nlabel_kv / 2) + m->labels;
+			p->samples[i].nlabels = m->nlabels;
+		}
 		o->flags = (m->g.locked ? PT_GOROUTINE_F_LOCKED : 0) | (m->g.scan ? PT_GOROUTINE_F_SCAN : 0);
 		/* Go's "created by": the go statement, named at the call
 		 * (gopc is its return address), as the main goroutine has none. */
@@ -321,10 +324,19 @@ static int attach_goroutines(struct gr_session *gs, struct pt_go *go, struct pt_
 			o->created_by = loc + 1;
 		}
 	}
-	p->label_kv = gs->kv;
-	p->nlabel_kv = gs->nkv;
-	gs->kv = NULL;
-	gs->nkv = gs->kv_cap = 0;
+	/* The goroutines' labels after those the samples had already. */
+	if (gs->nkv) {
+		char **kv = base_realloc(p->label_kv, (p->nlabel_kv + gs->nkv) * sizeof(*kv));
+
+		if (!kv)
+			return -ENOMEM;
+		memcpy(kv + p->nlabel_kv, gs->kv, gs->nkv * sizeof(*kv));
+		p->label_kv = kv;
+		p->nlabel_kv += gs->nkv;
+		base_free(gs->kv);
+		gs->kv = NULL;
+		gs->nkv = gs->kv_cap = 0;
+	}
 	snprintf(p->go_version, sizeof(p->go_version), "%s", pt_go_version(go));
 	p->goroutines_torn = gs->torn;
 	return 0;

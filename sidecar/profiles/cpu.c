@@ -22,7 +22,7 @@ static const struct sc_stack_value cpu_values[] = {
 	{ "cpu", "nanoseconds", SC_COL_CPU_NS },
 };
 /* Which thread each sample is of: pprof -tagfocus=thread=NAME or tid=N. */
-static const struct sc_stack_spec cpu_spec = { cpu_values, 2, SC_LABEL_THREAD | SC_LABEL_TID };
+static const struct sc_stack_spec cpu_spec = { cpu_values, 2, SC_LABEL_THREAD | SC_LABEL_TID | SC_LABEL_GO };
 
 static int build(struct enc_pprof *e, const struct pt_profile *pr)
 {

@@ -158,11 +158,9 @@ static size_t labels_of(const struct pt_profile *pr, const struct pt_profile_sam
 		lab[n++] = (struct enc_label){ .key = "creation", .str = "not seen" };
 	if ((want & SC_LABEL_BYTES) && s->value[0] > 0)
 		lab[n++] = (struct enc_label){ .key = "bytes", .num = s->value[1] / s->value[0] };
-	if ((want & SC_LABEL_GO) && pr->goroutines) {
-		const struct pt_profile_goroutine *g = &pr->goroutines[s - pr->samples];
-
-		for (uint32_t k = 0; k < g->nlabels && n < SC_MAX_LABELS; k++) {
-			size_t at = 2 * ((size_t)g->labels + k);
+	if (want & SC_LABEL_GO) {
+		for (uint32_t k = 0; k < s->nlabels && n < SC_MAX_LABELS; k++) {
+			size_t at = 2 * ((size_t)s->labels + k);
 
 			if (at + 1 < pr->nlabel_kv)
 				lab[n++] = (struct enc_label){ .key = pr->label_kv[at], .str = pr->label_kv[at + 1] };
@@ -503,10 +501,10 @@ int sc_stacks_go_text(const struct pt_profile *pr, int debug, size_t max, char *
 			o->created_by = first[g->created_by - 1];
 			o->created_by_func = l->nouter ? l->outer[l->nouter - 1] : l->name;
 		}
-		if (g->nlabels && 2 * ((size_t)g->labels + g->nlabels) <= pr->nlabel_kv) {
+		if (s->nlabels && 2 * ((size_t)s->labels + s->nlabels) <= pr->nlabel_kv) {
 			char buf[4096];
 
-			enc_gotext_labels((const char *const *)pr->label_kv + 2 * g->labels, g->nlabels, buf,
+			enc_gotext_labels((const char *const *)pr->label_kv + 2 * s->labels, s->nlabels, buf,
 					  sizeof(buf));
 			if (!(labels[i] = base_strdup(buf)))
 				goto out;

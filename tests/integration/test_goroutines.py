@@ -161,3 +161,66 @@ def go_threads_stay_reachable():
     st, _, body = http(pp.port, "/debug/pprof/")
     check(b"view=threads" in body, "the index does not say how to get the threads")
     pp.stop(), f.stop()
+
+
+def labelled_traces(path):
+    """[(labels {k: v}, value in ns, [frames leaf first])] of a CPU profile,
+    from go tool pprof -traces."""
+    out = []
+    for block in pprof("-traces", path).split("-----------+")[1:]:
+        labels, frames, value = {}, [], 0
+        for line in block.split("\n")[1:]:
+            m = re.match(r"\s+(\w+):\s+(.*)$", line)
+            if m and not frames and not re.match(r"\s+[\d.]+[mun]?s\s", line):
+                labels[m.group(1)] = m.group(2).strip()
+                continue
+            m = re.match(r"\s+([\d.]+)(m|u|n)?s\s+(\S.*)$", line)
+            if m:
+                value = float(m.group(1)) * {"m": 1e6, "u": 1e3, "n": 1, None: 1e9}[m.group(2)]
+                frames.append(m.group(3).strip())
+            elif line.strip() and frames:
+                frames.append(line.strip())
+        if frames:
+            out.append((labels, value, frames))
+    return out
+
+
+def check_cpu_labels(backend, release="1.19"):
+    exe = build(release, False)
+    f = GoFixture(exe, ["-recv", "5", "-sleep", "5", "-lock", "2"], preempt=True)
+    pp = Podprof("--pid", str(f.pid), "--backend", backend)
+    path = save(lib.get_profile(pp, "seconds=3&hz=200"), "labels-%s-%s.pb.gz" % (backend, release))
+    pp.stop(), f.stop()
+    tr = labelled_traces(path)
+    hot = [(l, v) for l, v, fr in tr if "main.hotLoop" in fr]
+    total = sum(v for _, v in hot)
+    carried = sum(v for l, v in hot if l.get("worker") == "hot" and l.get("tier") == "gold")
+    check(total > 0, "no sample in main.hotLoop: %s" % tr[:3])
+    share = 100.0 * carried / total
+    print("  info: %s, go%s: %.1f%% of main.hotLoop's CPU carries its goroutine's labels" %
+          (backend, release, share))
+    check(share >= 99.0, "%s: only %.1f%% of the labelled goroutine's CPU carries its labels" % (backend, share))
+    # Nothing else was labelled: the labels are the goroutine's, not the thread's.
+    other = [l for l, v, fr in tr if "main.hotLoop" not in fr and "worker" in l and
+             not any(x.startswith("main.hotWorker") for x in fr)]
+    check(not other, "labels on samples of other code: %s" % other[:3])
+
+
+@test
+def go_cpu_samples_carry_pprof_labels_under_perf_event():
+    """pprof.Do's labels on every CPU sample of the goroutine that runs
+    under them, as Go's own CPU profile carries them (the kernel's sample:
+    the goroutine from R14, its labels read as the sample is reported)."""
+    check_cpu_labels("perf_event")
+
+
+@test
+def go_cpu_samples_carry_pprof_labels_under_ptrace():
+    """The same with ptrace's stops (g from R14 or the thread's TLS)."""
+    check_cpu_labels("ptrace")
+
+
+@test
+def go127_cpu_samples_carry_pprof_labels():
+    """Go 1.24 and later keep labels in a sorted list, not a map."""
+    check_cpu_labels("auto", "1.27")

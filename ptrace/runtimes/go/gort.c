@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 
 #include "base/mem.h"
 #include "ptrace/core/internal.h"
@@ -392,6 +393,30 @@ int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr)
 }
 
 /* ---- pprof labels ------------------------------------------------------ */
+
+uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs)
+{
+	const struct go_rt_layout *L = go->L;
+	uint64_t cand[2] = { regs->r14, 0 }, bounds[2], m, curg, labels;
+
+	if (go->state != 1)
+		return 0;
+	if (regs->fs_base > 8 && rd(go, regs->fs_base - 8, &cand[1], 8))
+		cand[1] = 0;
+	for (int i = 0; i < 2; i++) {
+		uint64_t g = cand[i];
+
+		if (!g || (g & 7) || rd(go, g + (uint64_t)L->g_stack_lo, bounds, sizeof(bounds)) ||
+		    regs->rsp < bounds[0] || regs->rsp >= bounds[1] || bounds[1] - bounds[0] > (1ull << 30))
+			continue;
+		if (rd(go, g + (uint64_t)L->g_m, &m, 8) || !m ||
+		    rd(go, m + (uint64_t)L->m_curg, &curg, 8) || !curg ||
+		    rd(go, curg + (uint64_t)L->g_labels, &labels, 8))
+			return 0;
+		return labels;
+	}
+	return 0;
+}
 
 struct label_buf {
 	struct pt_go_label *out;

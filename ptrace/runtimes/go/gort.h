@@ -77,6 +77,13 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
  * status and saved registers unchanged since pt_go_goroutines): what was
  * unwound from it holds. */
 int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr);
+/* The label set of the goroutine a thread ran when its registers were
+ * regs (a stop's, or the kernel's sample's): the thread's g (R14 in Go
+ * code, else its TLS word at fs_base - 8), checked by its stack bounds,
+ * then its m's current goroutine (the same one, or the one a system stack
+ * runs for). Read now: the thread may have moved on (a goroutine's labels
+ * change only when it sets them). 0: none, or not found. */
+uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs);
 /* The labels of the label set at `labels` (a goroutine's), sorted by key,
  * at most max, their strings copied into buf[0..len). Returns how many, or
  * a negative errno (-EFAULT: unreadable, -EBADMSG: not a label set,

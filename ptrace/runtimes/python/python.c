@@ -117,10 +117,12 @@ static void py_rt_capture(struct pt_rt *rt, struct pt_rt_thread *th, const struc
 		th->w[0] = th->w[1] = 0;   /* not its thread state any more */
 }
 
-static int py_rt_merge(struct pt_rt *rt, const void *slot, uint64_t *frames, int n, int max)
+static int py_rt_merge(struct pt_rt *rt, const void *slot, const struct pt_capture *cap,
+		       uint64_t *frames, int n, int max)
 {
 	const struct pt_py_cap *pc = slot;
 
+	(void)cap;
 	(void)max;   /* tokens replace frames one for one */
 	return pc->n ? pt_py_merge(py_of(rt), pc, frames, n) : n;
 }

@@ -8,7 +8,10 @@
 
 #include "agent/area.h"
 #include "ptrace/allocs/agentrec.h"
+#include "ptrace/runtimes/go/go.h"
 #include "ptrace/runtimes/go/gomem.h"
+#include "ptrace/runtimes/go/gort.h"
+#include "ptrace/runtimes/runtimes.h"
 #include "ptrace/space/gopclntab.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/stacks.h"
@@ -78,12 +81,36 @@ static int go_frames(struct pt_tracee *t, uint64_t pc, struct pt_goline *gl)
 	return pt_space_go_lines(pt_tracee_space(t), pc, gl, PT_GOTAB_MAX_INLINE + 1);
 }
 
+/* 1 if the function Go's runtime.FuncForPC names at pc (the innermost
+ * one inlined there) is the runtime's: Go's heap profile tests the same. */
+static int runtime_only(struct pt_tracee *t, uint64_t pc)
+{
+	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1];
+
+	return go_frames(t, pc, gl) > 0 && !strncmp(gl[0].name, "runtime.", 8);
+}
+
+/* How many frames at s's leaf end are the runtime's alone (mallocgc,
+ * newobject...): 0 when every frame is (Go then keeps them all). */
+static uint32_t leaf_runtime_frames(struct pt_tracee *t, const struct pt_allocs *a,
+				    const struct pt_alloc_stack *s)
+{
+	uint32_t k = 0;
+
+	while (k < s->n && runtime_only(t, a->frames[s->first + k]))
+		k++;
+	return k < s->n ? k : 0;
+}
+
 /* Go's records hold a PC per function of an inlined call: the call site,
  * then a mark in each function it was inlined into. podprof names every
  * function inlined at a PC from that PC alone, so the marks after it that
  * stand for those functions are dropped (runtime/pprof folds them into one
  * location the same way), and so is runtime.goexit at the root, which Go's
- * profiles leave out. Frames move down in place. */
+ * profiles leave out. As Go's heap profile (writeHeapProto), the runtime's
+ * frames at the leaf end are left out too, up to the function that
+ * allocated (all of them kept if nothing else is left). Frames move down
+ * in place. */
 static void go_fold(struct pt_tracee *t, struct pt_allocs *a)
 {
 	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1], next[PT_GOTAB_MAX_INLINE + 1];
@@ -92,8 +119,9 @@ static void go_fold(struct pt_tracee *t, struct pt_allocs *a)
 	for (size_t i = 0; i < a->nstacks; i++) {
 		struct pt_alloc_stack *s = &a->stacks[i];
 		size_t first = w;
+		uint32_t from = leaf_runtime_frames(t, a, s);
 
-		for (uint32_t k = 0; k < s->n; k++) {
+		for (uint32_t k = from; k < s->n; k++) {
 			uint64_t pc = a->frames[s->first + k];
 			int nf = go_frames(t, pc, gl);
 
@@ -115,20 +143,22 @@ static void go_fold(struct pt_tracee *t, struct pt_allocs *a)
 	a->nframes = w;
 }
 
-static int from_go(struct pt_tracee *t, const struct pt_map *exe, struct pt_allocs *out,
-		   const char **why)
+static int from_go(struct pt_tracee *t, struct pt_allocs *out, const char **why)
 {
-	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
+	struct pt_runtimes *rts = pt_tracee_runtimes(t);
+	struct pt_rt *rt;
 	struct pt_gomem_syms syms;
-	int err, n = pt_space_lookup(pt_tracee_space(t), exe->start, pt_gomem_symbol_names, addrs, sizes,
-					 PT_GOMEM_NSYMS);
+	int err;
 
-	if (n < 0 || !addrs[0]) {
-		*why = "no allocation agent in the process, and a Go program without the runtime's "
-		       "records among its symbols (no runtime.mbuckets: stripped?)";
+	/* A target read without being attached (the memory views) has not
+	 * had its runtimes looked for: they are now (once found, kept). */
+	pt_runtimes_detect(rts);
+	if (!(rt = pt_runtimes_found(rts, "go"))) {
+		*why = "a Go program whose runtime could not be looked for (no memory)";
 		return -ENOENT;
 	}
-	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
+	if ((err = pt_go_heap_syms(pt_go_of(rt), &syms, why)))
+		return err;
 	if (!(err = pt_gomem_read(read_target, t, &syms, out, why)))
 		go_fold(t, out);
 	return err;
@@ -154,7 +184,7 @@ int pt_allocsrc_read(struct pt_tracee *t, struct pt_allocs out[PT_ALLOCSRC_MAX],
 	 * whose C allocations are the agent's). Other executables' symbols are
 	 * not searched for the runtime's (a file read at every request). */
 	if (exe && pt_space_is_go(pt_tracee_space(t), exe->start)) {
-		if (!(err_go = from_go(t, exe, &out[*n], &why_go)))
+		if (!(err_go = from_go(t, &out[*n], &why_go)))
 			++*n;
 		else if (err_go == -ENOMEM || err_go == -ESRCH)
 			return err_go;

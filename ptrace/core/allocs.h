@@ -27,6 +27,7 @@ struct pt_alloc_stack {
 struct pt_allocs {
 	const char *source;          /* "agent" or "go" (static strings) */
 	uint64_t rate;               /* mean bytes per sample; <= 1: every allocation */
+	int rate_assumed;            /* the rate could not be read: the source's default */
 	struct pt_alloc_stack *stacks;
 	size_t nstacks, stacks_cap;
 	/* Call sites: return addresses minus one (inside the call instruction),

@@ -132,8 +132,10 @@ static void add_allocs(struct pt_profile *p, const struct pt_profile *q)
 			z->err = a->err;
 		return;
 	}
-	if (k & REC_GO)
+	if (k & REC_GO) {
 		z->rate = a->rate;
+		z->rate_assumed |= a->rate_assumed;
+	}
 	if (k & REC_AGENT)
 		z->agent_rate = k == REC_AGENT ? a->rate : a->agent_rate;
 	z->source = rec_source[all];

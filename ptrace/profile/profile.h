@@ -131,6 +131,7 @@ struct pt_profile_allocs {
 	uint64_t agent_rate; /* "go+agent": the agent's */
 	uint64_t samples, dropped, lost_frees;
 	int full, forked, stopped;
+	int rate_assumed;    /* Go's rate could not be read: its default assumed */
 };
 struct pt_profile {
 	uint64_t time_ns, duration_ns;

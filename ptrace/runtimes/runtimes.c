@@ -186,6 +186,14 @@ struct pt_rt *pt_runtimes_get(struct pt_runtimes *rts, const char *name)
 	return NULL;
 }
 
+struct pt_rt *pt_runtimes_found(struct pt_runtimes *rts, const char *name)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (!strcmp(table[i]->name, name))
+			return rts->r[i].rt;
+	return NULL;
+}
+
 const char *pt_runtimes_token_name(uint64_t token)
 {
 	unsigned int row = pt_rt_token_row(token);

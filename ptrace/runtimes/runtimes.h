@@ -72,6 +72,9 @@ int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line
  * (detected and active), else NULL: for the sessions that read a
  * runtime's own units of work (a Go program's goroutines). */
 struct pt_rt *pt_runtimes_get(struct pt_runtimes *rts, const char *name);
+/* The reader of runtime `name` once detection ran, active or not (a
+ * runtime found but not fully readable: what it did find), else NULL. */
+struct pt_rt *pt_runtimes_found(struct pt_runtimes *rts, const char *name);
 /* The name of the runtime whose token this is ("python"), or NULL. */
 const char *pt_runtimes_token_name(uint64_t token);
 

@@ -434,7 +434,8 @@ static int records(struct pt_session *ss, struct pt_stacks **st, struct pt_profi
 					    .rate = a[0].rate, .samples = a[0].samples,
 					    .dropped = a[0].dropped, .lost_frees = a[0].lost_frees,
 					    .full = a[0].full, .forked = a[0].forked,
-					    .stopped = a[0].stopped, .why = why };
+					    .stopped = a[0].stopped, .why = why,
+					    .rate_assumed = a[0].rate_assumed };
 	for (int i = 1; i < n; i++) {
 		info->agent_rate = a[i].rate;
 		info->samples += a[i].samples;

@@ -51,10 +51,14 @@
 
 /* runtime.moduledata: the pcHeader pointer, then six slices (funcnametab
  * first); `text` at word 22 in every layout; go:func.* at word 38 (1.18,
- * 1.19) or 40 (1.20 added covctrs/ecovctrs before it). */
+ * 1.19), 40 (1.20 added covctrs/ecovctrs before it) or 43 (1.27 added
+ * typedesclen, itaboffset and itabsize). 1.20 on share the table's magic:
+ * word 40 is tried, then 43 (in 1.27 word 40 is a small offset, never an
+ * address in the table's image). */
 #define MD_TEXT_WORD 22
 #define MD_GOFUNC_WORD_118 38
 #define MD_GOFUNC_WORD_120 40
+#define MD_GOFUNC_WORD_127 43
 
 struct pt_gotab {
 	const uint8_t *img;
@@ -237,28 +241,36 @@ long pt_gotab_scan(const uint8_t *img, size_t len, uint64_t vaddr, uint64_t text
 int pt_gotab_find_gofunc(struct pt_gotab *g, const uint8_t *data, size_t len, uint64_t data_vaddr,
 			 uint64_t ptr_bias)
 {
+	static const size_t words_118[] = { MD_GOFUNC_WORD_118 };
+	static const size_t words_120[] = { MD_GOFUNC_WORD_120, MD_GOFUNC_WORD_127 };
 	uint64_t tab = g->vaddr + g->tab + ptr_bias, text = g->text + ptr_bias;
-	size_t gw = g->ver >= 120 ? MD_GOFUNC_WORD_120 : MD_GOFUNC_WORD_118;
+	const size_t *words = g->ver >= 120 ? words_120 : words_118;
+	size_t nwords = g->ver >= 120 ? 2 : 1;
 
 	if (g->ver < 118)
 		return 0;
 	if (data_vaddr & 7)
 		return -ENOENT;
-	for (size_t off = 0; fits(len, off, (gw + 1) * 8); off += 8) {
+	for (size_t off = 0; fits(len, off, (MD_TEXT_WORD + 1) * 8); off += 8) {
 		const uint8_t *md = data + off;
-		uint64_t gofunc;
 
 		if (pt__rd64(md) != tab || pt__rd64(md + 8) != tab + g->hdr_funcname ||
 		    pt__rd64(md + MD_TEXT_WORD * 8) != text)
 			continue;
-		/* go:func.* precedes the table in the same read-only segment;
-		 * its data must be readable from our image. */
-		gofunc = pt__rd64(md + gw * 8) - ptr_bias;
-		if (gofunc < g->vaddr || gofunc >= g->vaddr + g->tab)
-			continue;
-		g->gofunc = gofunc;
-		g->inline_ok = 1;
-		return 0;
+		/* go:func.* lies in the image read: before the table up to Go
+		 * 1.25, after it inside .gopclntab from 1.26. */
+		for (size_t k = 0; k < nwords; k++) {
+			uint64_t gofunc;
+
+			if (!fits(len, off, (words[k] + 1) * 8))
+				break;
+			gofunc = pt__rd64(md + words[k] * 8) - ptr_bias;
+			if (gofunc < g->vaddr || gofunc - g->vaddr >= g->len)
+				continue;
+			g->gofunc = gofunc;
+			g->inline_ok = 1;
+			return 0;
+		}
 	}
 	return -ENOENT;
 }

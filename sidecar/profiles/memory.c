@@ -117,6 +117,10 @@ static int stacks_notes(struct enc_pprof *e, const struct memory_job *m,
 					"podprof: this process is a fork child: its records began "
 					"as its parent's at the fork")))
 		return err;
+	if (in->alloc.rate_assumed &&
+	    (err = enc_pprof_comment(e, "podprof: a stripped Go program: runtime.MemProfileRate "
+					"cannot be read, Go's default (524288 bytes) is assumed")))
+		return err;
 	if (in->alloc.why) {
 		snprintf(note, sizeof(note), "podprof: records left out: %s", in->alloc.why);
 		if ((err = enc_pprof_comment(e, note)))

@@ -9,6 +9,7 @@ import threading
 import time
 
 import lib
+import runtimes
 from lib import *  # noqa: F401,F403  (Podprof, http, pprof, check, test, traces, ...)
 
 GOHOT = os.path.join(BUILD, "fixtures", "gohot")
@@ -334,7 +335,7 @@ def by_function(path, index):
     return out
 
 
-def fetch_both(pp, pid, go_port, name):
+def fetch_both(pp, pid, go_port, name, tag="1.19"):
     """podprof's /debug/pprof/<name>?pid= and the Go program's own, taken at
     once (each GC publishes new records: every 200 ms in goalloc)."""
     bodies = {}
@@ -348,13 +349,26 @@ def fetch_both(pp, pid, go_port, name):
     bodies["pp"] = get_profile(pp, "pid=%d" % pid, name=name)
     t.join(60)
     check(bodies.get("go"), "Go's own %s profile failed" % name)
-    return save(bodies["pp"], "goalloc-pp-%s.pb.gz" % name), save(bodies["go"], "goalloc-go-%s.pb.gz" % name)
+    return (save(bodies["pp"], "goalloc-%s-pp-%s.pb.gz" % (tag, name)),
+            save(bodies["go"], "goalloc-%s-go-%s.pb.gz" % (tag, name)))
 
 
-def goalloc_profiles():
-    """goalloc started and warmed up; podprof's and Go's own heap and allocs
-    (paths), each pair taken at once."""
-    f = GoFixture(GOALLOC, ["0"])
+def goalloc_build(release, stripped):
+    """goalloc built by Go `release` (bookworm's 1.19: make fixtures; 1.26,
+    1.27: scripts/runtimes.sh's toolchains), stripped (-s -w) or not."""
+    if release == "1.19" and not stripped:
+        return GOALLOC
+    out = os.path.join(lib.TMP, "goalloc-%s%s" % (release, "-stripped" if stripped else ""))
+    if not os.path.exists(out):
+        runtimes.go_build(release, os.path.join(lib.ROOT, "tests", "fixtures", "goalloc"), out,
+                          flags=["-ldflags=-s -w"] if stripped else [])
+    return out
+
+
+def goalloc_profiles(release="1.19", stripped=False):
+    """goalloc (built by Go `release`) started and warmed up; podprof's and
+    Go's own heap and allocs (paths), each pair taken at once."""
+    f = GoFixture(goalloc_build(release, stripped), ["0"])
     # Records reach MemProfile two GC cycles after their allocation: wait
     # until Go's own profile has churnGamma at 16 MiB (some 2 s).
     deadline = time.monotonic() + 20
@@ -367,8 +381,9 @@ def goalloc_profiles():
         check(time.monotonic() < deadline, "churnGamma at %d B after 20 s" % got)
         time.sleep(0.2)
     pp = Podprof("--pid", str(f.pid))
-    heap = fetch_both(pp, f.pid, f.port, "heap")
-    allocs = fetch_both(pp, f.pid, f.port, "allocs")
+    tag = "%s%s" % (release, "-stripped" if stripped else "")
+    heap = fetch_both(pp, f.pid, f.port, "heap", tag)
+    allocs = fetch_both(pp, f.pid, f.port, "allocs", tag)
     pp.stop(), f.stop()
     for path in heap + allocs:
         types = [t.split("[")[0] for t in raw_samples(path)[0]]   # less a [dflt] mark
@@ -454,3 +469,44 @@ def go_heap_stacks_match_gos_own_records():
               "Go's own %s has no main.grabDelta inlined in main.keepDelta: %s" % (index, theirs))
         check(mine == theirs, "%s stacks: podprof's not Go's: %s; Go's not podprof's: %s" %
               (index, sorted(mine - theirs), sorted(theirs - mine)))
+
+
+def heap_of_release(release, stripped):
+    """goalloc built by Go `release`: podprof's heap and allocs agree with
+    the program's own per function (inuse_space of the keepers, alloc_space
+    of all four, within 15 %) and have the same stacks."""
+    heap, allocs = goalloc_profiles(release, stripped)
+    agree((("inuse_space", heap, ("main.keepAlpha", "main.keepBeta", "main.keepDelta")),
+           ("alloc_space", allocs, ("main.keepAlpha", "main.keepBeta", "main.churnGamma",
+                                    "main.keepDelta"))))
+    for index, (ppath, gpath) in (("heap", heap), ("allocs", allocs)):
+        mine, theirs = main_stacks(ppath), main_stacks(gpath)
+        check(mine == theirs, "go%s %s stacks: podprof's not Go's: %s; Go's not podprof's: %s" %
+              (release, index, sorted(mine - theirs), sorted(theirs - mine)))
+    raw = pprof("-raw", heap[0])
+    assumed = "MemProfileRate cannot be read" in raw
+    check(assumed == stripped, "go%s%s: the assumed-rate note %s" %
+          (release, " stripped" if stripped else "", "present" if assumed else "missing"))
+
+
+@test
+def go_heap_of_go_1_26_matches_gos_own():
+    """heap_of_release on Go 1.26 (the same bucket layout as 1.19)."""
+    heap_of_release("1.26", False)
+
+
+@test
+def go_heap_of_go_1_27_matches_gos_own():
+    """heap_of_release on Go 1.27, whose records keep counts only (the
+    bytes are the counts times the bucket's object size)."""
+    heap_of_release("1.27", False)
+
+
+@test
+def go_heap_of_stripped_go_1_26_and_1_27_matches_gos_own():
+    """heap_of_release on Go 1.26 and 1.27 built -s -w: no symbol table, so
+    runtime.mbuckets and runtime.mProfCycle are found from the code that
+    reads them (named in .gopclntab), and the rate, which no code loads
+    the same way, is Go's default, as the profile's comment says."""
+    heap_of_release("1.26", True)
+    heap_of_release("1.27", True)

@@ -130,6 +130,10 @@ static int read_rate(pt_allocs_read_fn rd, void *arg, const struct pt_gomem_syms
 		       "runtime.MemProfile: no runtime/pprof or net/http/pprof)";
 		return -ENOENT;
 	}
+	if (syms->rate_assumed) {
+		*rate = 512 * 1024;   /* Go's default */
+		return 0;
+	}
 	if (!syms->memprofilerate) {
 		*why = "runtime.MemProfileRate is not in the symbol table";
 		return -ENOENT;
@@ -159,12 +163,29 @@ struct walk {
 	uint64_t frames[PT_GOMEM_MAX_STACK];
 };
 
+/* A Go 1.27 record: memRecordCycle is {allocs, frees} (8 words in all);
+ * the bytes are the counts times the bucket's size. */
+static void widen(struct mem_record *rec, const uint8_t *raw, uint64_t size)
+{
+	uint64_t w[8];
+
+	memcpy(w, raw, sizeof(w));
+	for (unsigned int i = 0; i <= NFUTURE; i++) {
+		struct mem_cycle *c = i ? &rec->future[i - 1] : &rec->active;
+
+		c->allocs = w[2 * i];
+		c->frees = w[2 * i + 1];
+		c->alloc_bytes = c->allocs * size;
+		c->free_bytes = c->frees * size;
+	}
+}
+
 /* One bucket whose header is h, at addr. Returns 0, 1 when out is full,
  * or a negative errno. */
 static int take_bucket(struct walk *w, pt_allocs_read_fn rd, void *arg, uint64_t addr,
-		       const struct bucket_hdr *h, unsigned int idx, const char **why)
+		       const struct bucket_hdr *h, unsigned int idx, int counts_only, const char **why)
 {
-	size_t stk = (size_t)h->nstk * 8;
+	size_t stk = (size_t)h->nstk * 8, reclen = counts_only ? 64 : sizeof(struct mem_record);
 	struct mem_cycle now, all;
 	struct mem_record rec;
 	struct pt_alloc_stack counts;
@@ -172,11 +193,14 @@ static int take_bucket(struct walk *w, pt_allocs_read_fn rd, void *arg, uint64_t
 	int err;
 
 	/* The stack and the record in one read. */
-	if ((err = rd(arg, addr + BUCKET_HDR, w->buf, stk + sizeof(rec)))) {
+	if ((err = rd(arg, addr + BUCKET_HDR, w->buf, stk + reclen))) {
 		*why = "a bucket's stack and record could not be read";
 		return err;
 	}
-	memcpy(&rec, w->buf + stk, sizeof(rec));
+	if (counts_only)
+		widen(&rec, w->buf + stk, h->size);
+	else
+		memcpy(&rec, w->buf + stk, sizeof(rec));
 	now = rec.active;
 	cycle_add(&now, &rec.future[idx]);
 	all = rec.active;
@@ -271,6 +295,7 @@ int pt_gomem_read(pt_allocs_read_fn rd, void *arg, const struct pt_gomem_syms *s
 	}
 	out->source = "go";
 	out->rate = rate;
+	out->rate_assumed = syms->rate_assumed;
 	/* Brent's loop finding: saved is the bucket met at the last power of
 	 * two of steps; coming back to it means allnext loops. Any loop is
 	 * found within twice its length past its start. */
@@ -298,7 +323,7 @@ int pt_gomem_read(pt_allocs_read_fn rd, void *arg, const struct pt_gomem_syms *s
 				err = -EPROTO;
 				goto out;
 			}
-			err = take_bucket(w, rd, arg, addr, &h, idx, why);
+			err = take_bucket(w, rd, arg, addr, &h, idx, syms->counts_only, why);
 			if (err < 0)
 				goto out;
 			if (err > 0)

@@ -1,8 +1,9 @@
 /* A Go program's own allocation records: the runtime's memory-profile
  * buckets (runtime/mprof.go), read from outside the way runtime.MemProfile
  * reads them, into neutral records (ptrace/core/allocs.h). Go 1.18 to 1.26 share
- * the bucket layout; the cycle state is runtime.mProf (1.18) or
- * runtime.mProfCycle (1.19 on). Every byte read is untrusted. Any thread. */
+ * the bucket layout, 1.27 keeps counts only (counts_only); the cycle state
+ * is runtime.mProf (1.18) or runtime.mProfCycle (1.19 on). Every byte read
+ * is untrusted. Any thread. */
 #ifndef PT_GOMEM_H
 #define PT_GOMEM_H
 
@@ -19,6 +20,12 @@ struct pt_gomem_syms {
 	uint64_t mprof;           /* runtime.mProf (1.18) */
 	uint64_t memprofilerate;  /* runtime.MemProfileRate */
 	uint64_t disable;         /* runtime.disableMemoryProfiling */
+	/* Go 1.27 on: a cycle's record holds counts only (allocs, frees); its
+	 * bytes are the counts times the bucket's object size. */
+	int counts_only;
+	/* The rate is not known (a stripped binary: no runtime.MemProfileRate
+	 * to read): Go's default, 512 KiB, is assumed. */
+	int rate_assumed;
 };
 #define PT_GOMEM_NSYMS 5
 extern const char *const pt_gomem_symbol_names[PT_GOMEM_NSYMS];

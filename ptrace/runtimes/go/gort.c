@@ -13,6 +13,7 @@
 
 #include "base/mem.h"
 #include "ptrace/core/internal.h"
+#include "ptrace/runtimes/go/gomem.h"
 #include "ptrace/runtimes/go/goruntime_tables.inc"
 #include "ptrace/space/gopclntab.h"
 #include "ptrace/space/space.h"
@@ -157,6 +158,77 @@ static int globals_from_code(struct pt_go *go)
 	go->allglen = got[0];
 	go->allgptr = got[1];
 	go->found_by = "runtime.forEachGRace";
+	return 0;
+}
+
+/* The runtime addresses of the first `max` RIP-relative loads (MOV reg,
+ * [rip+disp32]) of function fname, each of 8 bytes (REX.W 8B) or, with
+ * wide 0, of 4 (8B without REX.W). Returns how many were found. */
+static int rip_loads(struct pt_go *go, const char *fname, int wide, uint64_t *out, int max)
+{
+	uint64_t entry, end;
+	uint8_t code[2048];
+	size_t len;
+	int n = 0;
+
+	if (pt_space_go_func(go->as, go->mod_lo, fname, &entry, &end))
+		return 0;
+	len = end - entry < sizeof(code) ? (size_t)(end - entry) : sizeof(code);
+	if (len < 7 || rd(go, entry, code, len))
+		return 0;
+	for (size_t i = 0; i + 6 <= len && n < max; i++) {
+		size_t at = i;
+		int32_t disp;
+
+		if (code[at] >= 0x40 && code[at] <= 0x4f) {
+			if (!!(code[at] & 0x08) != wide)
+				continue;
+			at++;
+		} else if (wide) {
+			continue;
+		}
+		if (at + 6 > len || code[at] != 0x8b || (code[at + 1] & 0xc7) != 0x05)
+			continue;
+		memcpy(&disp, code + at + 2, 4);
+		out[n++] = entry + at + 6 + (uint64_t)(int64_t)disp;
+		i = at + 5;
+	}
+	return n;
+}
+
+int pt_go_heap_syms(struct pt_go *go, struct pt_gomem_syms *out, const char **why)
+{
+	uint64_t addrs[PT_GOMEM_NSYMS] = { 0 }, sizes[PT_GOMEM_NSYMS];
+	int minor = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!go->version[0]) {
+		*why = "a Go program whose release cannot be read (no build info)";
+		return -ENOENT;
+	}
+	/* The record's layout changed once, in 1.27; a release without a row
+	 * of its own is read by its symbols alone. */
+	if (go->L)
+		out->counts_only = go->L->memcycle_alloc_bytes < 0;
+	else
+		out->counts_only = !layout_of(go->version, &minor) && minor >= 27;
+	if (pt_space_lookup(go->as, go->mod_lo, pt_gomem_symbol_names, addrs, sizes, PT_GOMEM_NSYMS) > 0 &&
+	    addrs[0]) {
+		out->mbuckets = addrs[0];
+		out->mprofcycle = addrs[1];
+		out->mprof = addrs[2];
+		out->memprofilerate = addrs[3];
+		out->disable = addrs[4];
+		return 0;
+	}
+	/* Stripped: from the code that reads them, where the release is one
+	 * podprof knows. */
+	if (!go->L || rip_loads(go, "runtime.mProf_FlushLocked", 1, &out->mbuckets, 1) != 1 ||
+	    rip_loads(go, "runtime.mProf_Free", 0, &out->mprofcycle, 1) != 1) {
+		*why = "a stripped Go program whose memory-profile records were not found (runtime.mbuckets)";
+		return -ENOENT;
+	}
+	out->rate_assumed = 1;
 	return 0;
 }
 

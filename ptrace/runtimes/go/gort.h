@@ -77,6 +77,13 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
  * status and saved registers unchanged since pt_go_goroutines): what was
  * unwound from it holds. */
 int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr);
+struct pt_gomem_syms;
+/* Where the runtime keeps its memory-profile records (gomem.h), for this
+ * release: by symbol, else (a stripped binary) from the code that reads
+ * them (runtime.mProf_FlushLocked's load of runtime.mbuckets,
+ * runtime.mProf_Free's of runtime.mProfCycle), the rate then assumed to
+ * be Go's default. Returns 0, or -ENOENT with *why (a static string). */
+int pt_go_heap_syms(struct pt_go *go, struct pt_gomem_syms *out, const char **why);
 /* The label set of the goroutine a thread ran when its registers were
  * regs (a stop's, or the kernel's sample's): the thread's g (R14 in Go
  * code, else its TLS word at fs_base - 8), checked by its stack bounds,

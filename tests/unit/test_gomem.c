@@ -231,6 +231,44 @@ TEST(gomem_go118_layout)
 	check_published(syms118(), 0x01000000u | 9, (0x01000000 + 9) % 3);
 }
 
+/* Go 1.27: a record keeps counts only ({allocs, frees} for active and
+ * each future: 8 words); the bytes are the counts times the bucket's
+ * object size (64 in these images). A stripped program's rate is Go's
+ * default, whatever the rate word holds, and the records say so. */
+TEST(gomem_go127_counts_only)
+{
+	const uint64_t stk[] = { PC0 + 0x10, PC0 + 0x20 }, want_pc[] = { PC0 + 0x0f, PC0 + 0x1f };
+	/* active 5/2, futures 1001/250, 2002/500, 3003/750; then padding the
+	 * 16-word writer fills with a marker no reader may take */
+	const uint64_t counts[16] = { 5, 2, 1001, 250, 2002, 500, 3003, 750,
+				      0xdead, 0xdead, 0xdead, 0xdead, 0xdead, 0xdead, 0xdead, 0xdead };
+	struct pt_gomem_syms s = syms119();
+	struct pt_allocs out = { 0 };
+	const char *why = "unset";
+	struct image im;
+	struct cyc want;
+
+	img_init(&im, 4 << 1 | 1);   /* index 1 */
+	put64(&im, SYM_RATE, 4096);
+	add_bucket(&im, 1, stk, 2, (const struct rec *)counts);
+	s.counts_only = 1;
+	ASSERT_OK(pt_gomem_read(img_read, &im, &s, &out, &why));
+	ASSERT_EQ(out.nstacks, 1);
+	want = (struct cyc){ 5 + 2002, 2 + 500, (5 + 2002) * 64, (2 + 500) * 64 };
+	expect_stack(&out, 0, &want, want_pc, 2);
+	ASSERT_U64_EQ(out.rate, 4096);
+	ASSERT_EQ(out.rate_assumed, 0);
+	pt_allocs_clear(&out);
+
+	s.rate_assumed = 1;
+	s.memprofilerate = 0;
+	ASSERT_OK(pt_gomem_read(img_read, &im, &s, &out, &why));
+	ASSERT_U64_EQ(out.rate, 512 * 1024);
+	ASSERT_EQ(out.rate_assumed, 1);
+	pt_allocs_clear(&out);
+	img_free(&im);
+}
+
 /* Before the first GC has published anything (every bucket's active and
  * future[idx] empty) MemProfile adds all three futures: so does the
  * reader; a bucket with counts only in a future it would otherwise leave
@@ -255,8 +293,8 @@ TEST(gomem_before_first_gc)
 	 * nothing to say, in either reading */
 	memset(&r0, 0, sizeof(r0));
 	add_bucket(&im, 1, stk1, 1, &r0);
-	ASSERT_OK(pt_gomem_read(img_read, &im, &(struct pt_gomem_syms){ syms119().mbuckets,
-		  SYM_CYCLE, 0, SYM_RATE, SYM_DISABLE }, &out, &why));
+	ASSERT_OK(pt_gomem_read(img_read, &im, &(struct pt_gomem_syms){ .mbuckets = syms119().mbuckets,
+		  .mprofcycle = SYM_CYCLE, .memprofilerate = SYM_RATE, .disable = SYM_DISABLE }, &out, &why));
 	ASSERT_EQ(out.nstacks, 2);
 	want = sum(&r2, 1, 1, 1);
 	expect_stack(&out, 0, &want, want2, 2);
@@ -269,8 +307,8 @@ TEST(gomem_before_first_gc)
 	 * on each bucket is active + future[idx], and r2 has none. */
 	r1.future[1] = (struct cyc){ 1, 0, 64, 0 };
 	memcpy(im.heap + 48 + 8, &r1, sizeof(r1));
-	ASSERT_OK(pt_gomem_read(img_read, &im, &(struct pt_gomem_syms){ syms119().mbuckets,
-		  SYM_CYCLE, 0, SYM_RATE, SYM_DISABLE }, &out, &why));
+	ASSERT_OK(pt_gomem_read(img_read, &im, &(struct pt_gomem_syms){ .mbuckets = syms119().mbuckets,
+		  .mprofcycle = SYM_CYCLE, .memprofilerate = SYM_RATE, .disable = SYM_DISABLE }, &out, &why));
 	ASSERT_EQ(out.nstacks, 1);
 	ASSERT_EQ(out.nframes, 1);
 	want = (struct cyc){ 1, 0, 64, 0 };
@@ -625,7 +663,8 @@ static int read_seed(const char *name, struct pt_allocs *out)
 		memcpy(&off, sd.bytes + 4 * i, 4);
 		a[i] = off == UINT32_MAX ? 0 : 0x10000 + (uint64_t)off;
 	}
-	s = (struct pt_gomem_syms){ a[0], a[1], a[2], a[3], a[4] };
+	s = (struct pt_gomem_syms){ .mbuckets = a[0], .mprofcycle = a[1], .mprof = a[2],
+				    .memprofilerate = a[3], .disable = a[4] };
 	return pt_gomem_read(seed_read, &sd, &s, out, &why);
 }
 

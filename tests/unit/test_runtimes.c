@@ -44,7 +44,7 @@ TEST(runtimes_of_a_process_that_runs_none)
 	ASSERT(pt_runtimes_note(rts) == NULL);
 	pt_runtimes_prepare(rts, list, 1);
 	ASSERT_EQ(pt_runtimes_capture(rts, 0, &th, NULL), 0);
-	ASSERT_EQ(pt_runtimes_merge(rts, 0, frames, 3, 3), 3);   /* untouched */
+	ASSERT_EQ(pt_runtimes_merge(rts, 0, NULL, frames, 3, 3), 3);   /* untouched */
 	ASSERT_U64_EQ(frames[1], 0x402000);
 	ASSERT_EQ(pt_runtimes_lines(rts, pt_rt_token(0, 0), ln, 4), 0);
 	ASSERT_EQ(pt_runtimes_lines(rts, 0x401000, ln, 4), 0);

@@ -10,6 +10,12 @@
 
 struct pt_rule;
 
+/* How long a snapshot waits for the threads that stop late: a thread
+ * waiting for its core (a busy machine) stops only once it runs again,
+ * which can take tens of milliseconds; past this its stack is reported as
+ * not captured. */
+#define PT_SNAPSHOT_WAIT_NS 200000000ull
+
 /* Every thread's stack now. Threads are stopped one batch of max_per_tick
  * at a time, each resumed at once after its capture. A thread blocked
  * since its last snapshot is not stopped again: if it has not run since

@@ -28,14 +28,17 @@
 #include "ptrace/sampler/log.h"
 #include "ptrace/sampler/request.h"
 #include "ptrace/sampler/session.h"
+#include "ptrace/space/mem.h"
 #include "ptrace/space/space.h"
 #include "ptrace/space/stackmem.h"
 #include "ptrace/space/unwinder.h"
 
-#define SNAPSHOT_WAIT_NS 20000000ull   /* for threads that stop late */
 #define MAX_FRAMES 128                 /* a goroutine's stack, as Go's profile keeps at most */
 #define MAX_THREADS 4096               /* threads whose stacks a running goroutine may need */
 #define LABEL_BYTES 8192               /* one goroutine's labels' strings */
+#define BATCH 64                       /* goroutines whose stacks are read in one call */
+#define STACK_COPY 8192                /* bytes of a parked goroutine's stack copied at once */
+#define MAX_GO_STACK (1ull << 30)      /* Go's largest stack (runtime.maxstacksize, 1 GB) */
 
 /* A thread's stack from the dump's stops, for the goroutine running on it. */
 struct thread_stack {
@@ -105,9 +108,11 @@ static void free_threads(struct gr_session *gs)
 }
 
 /* The stack of a goroutine that is not running, from where it saved its
- * registers: the walk reads its stack from memory (it stays parked while
- * read; pt_go_recheck tells if it did not). Returns the frames. */
-static int unwind_parked(struct pt_space *as, const struct pt_go_g *g, uint64_t *frames)
+ * registers: the walk reads its stack from copy (copy_len bytes from its
+ * SP, read just before), past it from memory (it stays parked while read;
+ * pt_go_recheck_many tells if it did not). Returns the frames. */
+static int unwind_parked(struct pt_space *as, const struct pt_go_g *g, uint8_t *copy, size_t copy_len,
+			 uint64_t *frames)
 {
 	struct pt_capture cap;
 	int complete, n;
@@ -117,11 +122,24 @@ static int unwind_parked(struct pt_space *as, const struct pt_go_g *g, uint64_t 
 	cap.regs.rsp = g->sp;
 	cap.regs.rbp = g->bp;
 	cap.regs.r14 = g->g;   /* Go code's g register */
+	cap.stack = copy_len ? copy : NULL;
+	cap.stack_len = copy_len;
 	n = pt_unwind(pt_space_unwinder(as), &cap, frames, MAX_FRAMES, &complete);
 	/* A return address names the call before it, as every caller's. */
 	if (n > 0 && g->pc_is_ret)
 		frames[0] -= 1;
 	return n;
+}
+
+/* How much of a parked goroutine's stack to copy in one read: from its SP
+ * up to the top of its stack (g.stack.hi), at most STACK_COPY; none when
+ * the bounds read do not hold the SP (the walk then reads word by word). */
+static size_t stack_copy_len(const struct pt_go_g *g)
+{
+	if (g->stack_lo >= g->stack_hi || g->stack_hi - g->stack_lo > MAX_GO_STACK ||
+	    g->sp < g->stack_lo || g->sp >= g->stack_hi)
+		return 0;
+	return g->stack_hi - g->sp < STACK_COPY ? (size_t)(g->stack_hi - g->sp) : STACK_COPY;
 }
 
 /* Copies the labels of g into the session's list. */
@@ -157,19 +175,90 @@ static int keep_labels(struct gr_session *gs, struct pt_go *go, const struct pt_
 	return 0;
 }
 
-/* Every goroutine into the stack table: one entry each (keyed by its id)
- * with its record, or, counted with sign for a delta, by stack alone. */
-static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
+/* One goroutine into the stack table, frames[0..k) its stack: one entry
+ * each (keyed by its id) with its record, or, counted with sign for a
+ * delta, by stack alone. */
+static int add_goroutine(struct gr_session *gs, struct pt_go *go, const struct pt_go_g *g,
+			 uint64_t *frames, int k, int sign)
+{
+	struct pt_sample smp = { .pid = gs->base.req->pid, .syscall = -1, .frames = frames, .n = k };
+	int64_t v[PT_MAX_VALUES] = { sign };
+	int id;
+
+	smp.tid = sign > 0 && !gs->base.req->duration_ns ? (pid_t)(g->goid & 0x7fffffff) : 0;
+	smp.comm = g->state;
+	smp.state = 'S';
+	if ((id = pt_stacks_add(gs->stacks, &smp, v)) < 0)
+		return id == -ENOMEM ? id : 0;   /* past the table's cap: counted there */
+	gs->samples++;
+	if (gs->meta && (size_t)id >= gs->nmeta) {
+		gs->meta[id].g = *g;
+		gs->nmeta = (size_t)id + 1;
+		return keep_labels(gs, go, g, &gs->meta[id]);
+	}
+	return 0;
+}
+
+/* A running goroutine: its thread's stack, taken by a stop just now. */
+static int running_frames(const struct gr_session *gs, const struct pt_go_g *g, uint64_t *frames)
+{
+	for (size_t t = 0; t < gs->nthreads; t++)
+		if (gs->threads[t].nstid == g->nstid) {
+			int k = gs->threads[t].n < MAX_FRAMES ? gs->threads[t].n : MAX_FRAMES;
+
+			memcpy(frames, gs->threads[t].frames, (size_t)k * sizeof(*frames));
+			return k;
+		}
+	return 0;
+}
+
+/* The parked goroutines batch[0..n): their stacks copied in one read,
+ * unwound, re-checked in one more read (left out and counted if one moved
+ * meanwhile), added. */
+static int add_parked(struct gr_session *gs, struct pt_go *go, const struct pt_go_g *const *batch,
+		      size_t n, uint8_t *copies, int sign)
 {
 	struct pt_space *as = pt_tracee_space(gs->base.t);
+	struct pt_mem_region r[BATCH];
+	uint64_t frames[BATCH][MAX_FRAMES];
+	int nf[BATCH];
+	uint8_t ok[BATCH];
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct pt_mem_region){ batch[i]->sp, copies + i * STACK_COPY, stack_copy_len(batch[i]), 0 };
+	if ((err = pt_space_read_regions(as, r, n)))
+		return err;
+	for (size_t i = 0; i < n; i++)
+		nf[i] = unwind_parked(as, batch[i], r[i].buf, r[i].err ? 0 : r[i].len, frames[i]);
+	if ((err = pt_go_recheck_many(go, batch, n, ok)))
+		return err;
+	for (size_t i = 0; i < n && !err; i++) {
+		if (!ok[i])
+			gs->torn++;   /* it moved while its stack was read */
+		else
+			err = add_goroutine(gs, go, batch[i], frames[i], nf[i], sign);
+	}
+	return err;
+}
+
+/* Every goroutine but the runtime's own into the stack table. */
+static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
+{
+	const struct pt_go_g *batch[BATCH];
 	struct pt_go_g *list = NULL;
+	uint8_t *copies = NULL;
 	uint64_t frames[MAX_FRAMES];
-	size_t torn = 0, max = PT_GO_MAX_GOROUTINES;
+	size_t torn = 0, max = pt_go_count(go), nb = 0;
 	int n, err = 0;
 
-	if (!(list = base_calloc(65536, sizeof(*list))))
-		return -ENOMEM;
-	max = 65536;
+	/* allgs holds the dead too: room for every one it lists now, and a
+	 * few more made meanwhile (those past it are counted as left out). */
+	max = max + 64 < PT_GO_MAX_GOROUTINES ? max + 64 : PT_GO_MAX_GOROUTINES;
+	if (!(list = base_calloc(max, sizeof(*list))) || !(copies = base_malloc(BATCH * STACK_COPY))) {
+		err = -ENOMEM;
+		goto out;
+	}
 	if ((n = pt_go_goroutines(go, list, max, &torn)) < 0) {
 		err = n;
 		goto out;
@@ -179,52 +268,26 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 		err = -ENOMEM;
 		goto out;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !err; i++) {
 		const struct pt_go_g *g = &list[i];
-		struct pt_sample smp = { .pid = gs->base.req->pid, .syscall = -1, .frames = frames };
-		int64_t v[PT_MAX_VALUES] = { sign };
-		int id, k = 0;
 
 		if (g->system)
 			continue;
 		if (g->nstid) {
-			/* Running: its thread's stack, taken by a stop just now. */
-			for (size_t t = 0; t < gs->nthreads; t++)
-				if (gs->threads[t].nstid == g->nstid) {
-					k = gs->threads[t].n < MAX_FRAMES ? gs->threads[t].n : MAX_FRAMES;
-					memcpy(frames, gs->threads[t].frames, (size_t)k * sizeof(*frames));
-					break;
-				}
-		} else {
-			k = unwind_parked(as, g, frames);
-			if (!pt_go_recheck(go, g)) {
-				gs->torn++;   /* it moved while its stack was read */
-				continue;
-			}
+			err = add_goroutine(gs, go, g, frames, running_frames(gs, g, frames), sign);
+			continue;
 		}
-		smp.n = k;
-		/* By goroutine (its id as the entry's thread), or by stack alone
-		 * for a delta. */
-		smp.tid = sign > 0 && !gs->base.req->duration_ns ? (pid_t)(g->goid & 0x7fffffff) : 0;
-		smp.comm = g->state;
-		smp.state = 'S';
-		if ((id = pt_stacks_add(gs->stacks, &smp, v)) < 0) {
-			if (id == -ENOMEM) {
-				err = id;
-				goto out;
-			}
-			continue;   /* past the table's cap: counted there */
-		}
-		gs->samples++;
-		if (gs->meta && (size_t)id >= gs->nmeta) {
-			gs->meta[id].g = *g;
-			gs->nmeta = (size_t)id + 1;
-			if ((err = keep_labels(gs, go, g, &gs->meta[id])))
-				goto out;
+		batch[nb++] = g;
+		if (nb == BATCH) {
+			err = add_parked(gs, go, batch, nb, copies, sign);
+			nb = 0;
 		}
 	}
+	if (!err && nb)
+		err = add_parked(gs, go, batch, nb, copies, sign);
 out:
 	base_free(list);
+	base_free(copies);
 	return err;
 }
 
@@ -253,7 +316,7 @@ static int take(struct gr_session *gs, int sign)
 		return -ENOMEM;
 	if (!go)
 		return on_snap(gs, sign);
-	n = pt_snapshot_take(ss->rule, SNAPSHOT_WAIT_NS, on_thread, gs, &stopped);
+	n = pt_snapshot_take(ss->rule, PT_SNAPSHOT_WAIT_NS, on_thread, gs, &stopped);
 	if (n < 0)
 		return n;
 	gs->stopped += (uint64_t)stopped;
@@ -280,7 +343,7 @@ static int on_snap(struct gr_session *gs, int sign)
 	int stopped = 0, n;
 
 	gs->sign = sign;
-	n = pt_snapshot_take(gs->base.rule, SNAPSHOT_WAIT_NS, on_thread_sample, gs, &stopped);
+	n = pt_snapshot_take(gs->base.rule, PT_SNAPSHOT_WAIT_NS, on_thread_sample, gs, &stopped);
 	gs->stopped += (uint64_t)stopped;
 	return n < 0 ? n : 0;
 }

@@ -21,7 +21,6 @@
 #include "ptrace/core/stacks.h"
 
 #define START_FRAMES 3          /* a start routine: __clone3, start_thread, fn */
-#define SNAPSHOT_WAIT_NS 20000000ull
 #define MAX_CREATORS 4096       /* distinct creation stacks kept */
 
 /* The per-target record: creation stacks, and the threads seen created. */
@@ -131,7 +130,7 @@ static int threadcreate_start(struct pt_session *ss)
 		return pt_stacks_merge(ts->out, ts->rec->stacks, -1);
 	if ((err = pt_stacks_merge(ts->out, ts->rec->stacks, 1)))
 		return err;
-	n = pt_snapshot_take(ss->rule, SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
+	n = pt_snapshot_take(ss->rule, PT_SNAPSHOT_WAIT_NS, on_thread, ts, &stopped);
 	return n < 0 ? n : 0;
 }
 

@@ -13,7 +13,6 @@
 #include "ptrace/rule/snapshot.h"
 #include "ptrace/core/stacks.h"
 
-#define SNAPSHOT_WAIT_NS 20000000ull   /* for threads that stop late */
 
 struct threads_session {
 	struct pt_session base;
@@ -40,7 +39,7 @@ static int snapshot(struct pt_session *ss, int sign)
 	int n, stopped = 0;
 
 	ts->sign = sign;
-	n = pt_snapshot_take(ss->rule, SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
+	n = pt_snapshot_take(ss->rule, PT_SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
 	ts->stopped += stopped;
 	pt__log(ss->s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
 			(int)ss->req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);

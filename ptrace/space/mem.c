@@ -150,6 +150,51 @@ static int vm_read(pid_t pid, uint64_t addr, void *dst, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+int pt_mem_read_regions(pid_t pid, struct pt_mem_region *r, size_t n)
+{
+	struct iovec local[PT_MEM_REGIONS_BATCH], remote[PT_MEM_REGIONS_BATCH];
+	size_t i = 0;
+
+	while (i < n) {
+		size_t k = 0;
+		ssize_t got;
+
+		/* process_vm_readv stops at the first remote region it cannot
+		 * read whole: those before it are done, it is read alone (its
+		 * error), and the batch goes on after it. */
+		for (; k < PT_MEM_REGIONS_BATCH && i + k < n; k++) {
+			local[k] = (struct iovec){ r[i + k].buf, r[i + k].len };
+			remote[k] = (struct iovec){ (void *)(uintptr_t)r[i + k].addr, r[i + k].len };
+			r[i + k].err = 0;
+		}
+		got = process_vm_readv(pid, local, (unsigned long)k, remote, (unsigned long)k, 0);
+		if (got < 0 && errno == ESRCH) {
+			for (; i < n; i++)
+				r[i].err = -ESRCH;
+			return -ESRCH;
+		}
+		if (got < 0)
+			got = 0;
+		for (size_t j = 0; j < k; j++) {
+			if ((size_t)got >= r[i + j].len) {
+				got -= (ssize_t)r[i + j].len;
+				continue;
+			}
+			/* the first region not read whole */
+			r[i + j].err = vm_read(pid, r[i + j].addr, r[i + j].buf, r[i + j].len);
+			if (r[i + j].err == -ESRCH) {
+				for (i += j; i < n; i++)
+					r[i].err = -ESRCH;
+				return -ESRCH;
+			}
+			k = j + 1;
+			break;
+		}
+		i += k;
+	}
+	return 0;
+}
+
 ssize_t pt_mem_read_partial(pid_t pid, uint64_t addr, void *dst, size_t len)
 {
 	/* One remote iovec per page: the kernel does not split an iovec element,

@@ -39,6 +39,21 @@ void pt_mem_set_maps(struct pt_mem *m, const struct pt_maps *maps);
 
 /* Reads len bytes at addr. Returns 0, -EFAULT (unmapped) or -ESRCH. */
 int pt_mem_read(struct pt_mem *m, uint64_t addr, void *dst, size_t len);
+/* One region of a vectored read: len bytes at addr into buf; err set by
+ * the read (0, -EFAULT or -ESRCH). */
+struct pt_mem_region {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int err;
+};
+/* Reads each of the n regions, uncached, in as few system calls as the
+ * kernel allows (one per PT_MEM_REGIONS_BATCH while every region reads
+ * whole); a region that does not read whole has its err set and the
+ * others are still read. Returns 0, or -ESRCH (the process is gone: the
+ * regions not read have err -ESRCH). */
+#define PT_MEM_REGIONS_BATCH 256
+int pt_mem_read_regions(pid_t pid, struct pt_mem_region *r, size_t n);
 /* Reads as much of [addr, addr+len) as is mapped, page by page, without
  * caching. Returns the bytes read (0 if none) or -ESRCH. */
 ssize_t pt_mem_read_partial(pid_t pid, uint64_t addr, void *dst, size_t len);

@@ -279,6 +279,11 @@ int pt_space_read(struct pt_space *s, uint64_t addr, void *buf, size_t len)
 	return pt_mem_read(s->mem, addr, buf, len);
 }
 
+int pt_space_read_regions(struct pt_space *s, struct pt_mem_region *r, size_t n)
+{
+	return pt_mem_read_regions(s->pid, r, n);
+}
+
 void pt_space_stats(const struct pt_space *s, struct pt_space_stats *out)
 {
 	*out = s->st;

@@ -18,6 +18,7 @@ struct pt_goline;
 struct pt_maps;
 struct pt_mem;
 struct pt_mem_pool;
+struct pt_mem_region;
 struct pt_module;
 struct pt_modules;
 struct pt_objects;
@@ -109,6 +110,10 @@ int pt_space_go_func(struct pt_space *s, uint64_t addr, const char *name, uint64
 /* Reads len bytes of memory at addr (uncached where it may change).
  * Returns 0, -EFAULT or -ESRCH. */
 int pt_space_read(struct pt_space *s, uint64_t addr, void *buf, size_t len);
+
+/* Reads each of n regions of memory (mem.h's pt_mem_read_regions: few
+ * system calls, uncached). Returns 0 or -ESRCH. */
+int pt_space_read_regions(struct pt_space *s, struct pt_mem_region *r, size_t n);
 
 void pt_space_stats(const struct pt_space *s, struct pt_space_stats *out);
 

@@ -27,7 +27,9 @@ steady thread beside short-lived threads started at each rate of
 --tpr-rates): how much of the process's CPU the profile accounts for,
 podprof's and perf's, each function's share against the fixture's own
 clocks, and the fixture's throughput and thread start latency alone and
-profiled.
+profiled; a Go program's goroutines (bench_go.py: a dump of 10,000
+goroutines by podprof and by the program itself, the hot goroutine's
+progress under each, pprof labels on CPU samples).
 """
 import argparse
 import os
@@ -48,7 +50,7 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,tpr,allocs,processes,flame (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
+                "python,tpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
                 "allocs-memory)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
@@ -867,7 +869,7 @@ def section_tpr():
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
                                                         "continuous", "python", "tpr", "allocs", "processes",
-                                                        "flame"}
+                                                        "flame", "go"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -897,6 +899,11 @@ def main():
         import types
         import bench_flame
         bench_flame.run(types.SimpleNamespace(build=BUILD, tmp=TMP, reps=args.reps))
+    if "go" in only:
+        import types
+        import bench_go
+        bench_go.run(types.SimpleNamespace(build=BUILD, root=ROOT, tmp=TMP, reps=args.reps,
+                                           start_podprof=start_podprof, stop_podprof=stop_podprof))
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

@@ -151,7 +151,12 @@ static int go_rt_merge(struct pt_rt *rt, const void *slot, const struct pt_captu
 	int k;
 
 	(void)slot;
-	if (n >= max || !cap || !(set = pt_go_current_labels(r->go, &cap->regs)))
+	/* A stack whose root is a thread's scheduler stack (runtime.mstart,
+	 * rt0_go, mcall) ran no goroutine: Go then has no current goroutine on the
+	 * M (dropg before schedule), so no labels, whatever m.curg holds by
+	 * the time a kernel's sample is read. */
+	if (n >= max || !cap || (n > 0 && pt_go_is_scheduler_root(r->go, frames[n - 1])) ||
+	    !(set = pt_go_current_labels(r->go, &cap->regs)))
 		return n;
 	if ((k = pt_go_labels(r->go, set, lab, PT_GO_MAX_LABELS, buf, sizeof(buf))) <= 0 ||
 	    (id = intern(r, lab, k)) < 0)

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 
 #include "base/mem.h"
@@ -16,11 +15,12 @@
 #include "ptrace/runtimes/go/gomem.h"
 #include "ptrace/runtimes/go/goruntime_tables.inc"
 #include "ptrace/space/gopclntab.h"
+#include "ptrace/space/mem.h"
 #include "ptrace/space/space.h"
 
 /* A g's saved context (gobuf): sp, pc, then g itself, since Go 1.0. */
 #define GOBUF_G 16
-/* At most this many g's read per process_vm_readv. */
+/* At most this many g's read per system call. */
 #define READ_BATCH 64
 
 struct pt_go {
@@ -343,6 +343,8 @@ static int parse_g(struct pt_go *go, uint64_t addr, const uint8_t *rec, uint64_t
 	gr->status = status;
 	gr->scan = (raw & (uint64_t)L->gscan) != 0;
 	gr->goid = field(rec, L->g_goid, L->g_goid_size);
+	gr->stack_lo = field(rec, L->g_stack_lo, 8);
+	gr->stack_hi = field(rec, L->g_stack_hi, 8);
 	gr->parent_goid = field(rec, L->g_parent_goid, 8);
 	reason = field(rec, L->g_waitreason, L->g_waitreason_size);
 	gr->state = state_of(L, status, reason);
@@ -377,6 +379,15 @@ static int parse_g(struct pt_go *go, uint64_t addr, const uint8_t *rec, uint64_t
 	return 0;
 }
 
+size_t pt_go_count(struct pt_go *go)
+{
+	uint64_t len;
+
+	if (go->state != 1 || rd(go, go->allglen, &len, 8))
+		return 0;
+	return len < PT_GO_MAX_GOROUTINES ? (size_t)len : PT_GO_MAX_GOROUTINES;
+}
+
 int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn)
 {
 	const size_t gsz = (size_t)go->L->g_size;
@@ -405,34 +416,26 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
 		goto out;
 	}
 	for (size_t i = 0; i < len && n < max; i += READ_BATCH) {
-		struct iovec local = { recs, 0 }, remote[READ_BATCH];
+		struct pt_mem_region r[READ_BATCH];
 		size_t k = 0;
-		ssize_t got;
 
-		for (size_t j = i; j < len && k < READ_BATCH; j++) {
-			if (!ptrs[j] || (ptrs[j] & 7)) {
-				ptrs[j] = 0;   /* no g: skipped below */
-				remote[k++] = (struct iovec){ NULL, 0 };
-				continue;
+		for (size_t j = i; j < len && k < READ_BATCH; j++)
+			if (ptrs[j] && !(ptrs[j] & 7)) {
+				r[k] = (struct pt_mem_region){ ptrs[j], recs + k * gsz, gsz, 0 };
+				k++;
 			}
-			remote[k++] = (struct iovec){ (void *)(uintptr_t)ptrs[j], gsz };
+		if (pt_space_read_regions(go->as, r, k) == -ESRCH) {
+			err = -ESRCH;
+			goto out;
 		}
-		local.iov_len = k * gsz;
-		/* One call for the batch; a g that cannot be read ends the
-		 * call short: those after it are read one at a time. */
-		got = process_vm_readv(pt_space_pid(go->as), &local, 1, remote, (unsigned long)k, 0);
 		for (size_t j = 0; j < k && n < max; j++) {
-			uint8_t *rec = recs + j * gsz;
-			uint64_t g = ptrs[i + j];
 			int rc;
 
-			if (!g)
-				continue;
-			if ((got < 0 || (size_t)got < (j + 1) * gsz) && rd(go, g, rec, gsz)) {
+			if (r[j].err) {
 				(*torn)++;
 				continue;
 			}
-			rc = parse_g(go, g, rec, now, &out[n]);
+			rc = parse_g(go, r[j].addr, r[j].buf, now, &out[n]);
 			if (rc < 0)
 				(*torn)++;
 			else if (rc == 0)
@@ -445,15 +448,11 @@ out:
 	return err ? err : (int)n;
 }
 
-int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr)
+/* 1 if rec (gr's g read anew) is still gr in the same place. */
+static int same_g(const struct go_rt_layout *L, const uint8_t *rec, const struct pt_go_g *gr)
 {
-	const struct go_rt_layout *L = go->L;
-	uint8_t rec[512];
-	uint64_t raw;
+	uint64_t raw = field(rec, L->g_atomicstatus, L->g_atomicstatus_size) & ~(uint64_t)L->gscan;
 
-	if ((size_t)L->g_size > sizeof(rec) || rd(go, gr->g, rec, (size_t)L->g_size))
-		return 0;
-	raw = field(rec, L->g_atomicstatus, L->g_atomicstatus_size) & ~(uint64_t)L->gscan;
 	if ((uint32_t)raw != gr->status || field(rec, L->g_goid, L->g_goid_size) != gr->goid)
 		return 0;
 	if (gr->nstid)
@@ -464,7 +463,53 @@ int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr)
 	       field(rec, L->g_sched + L->gobuf_pc, 8) == gr->pc;
 }
 
+int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr)
+{
+	uint8_t rec[512];
+
+	if ((size_t)go->L->g_size > sizeof(rec) || rd(go, gr->g, rec, (size_t)go->L->g_size))
+		return 0;
+	return same_g(go->L, rec, gr);
+}
+
+int pt_go_recheck_many(struct pt_go *go, const struct pt_go_g *const *gs, size_t n, uint8_t *ok)
+{
+	const size_t gsz = (size_t)go->L->g_size;
+	uint8_t *recs = base_malloc(READ_BATCH * gsz);
+
+	if (!recs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i += READ_BATCH) {
+		struct pt_mem_region r[READ_BATCH];
+		size_t k = n - i < READ_BATCH ? n - i : READ_BATCH;
+
+		for (size_t j = 0; j < k; j++)
+			r[j] = (struct pt_mem_region){ gs[i + j]->g, recs + j * gsz, gsz, 0 };
+		if (pt_space_read_regions(go->as, r, k) == -ESRCH) {
+			base_free(recs);
+			return -ESRCH;
+		}
+		for (size_t j = 0; j < k; j++)
+			ok[i + j] = !r[j].err && same_g(go->L, r[j].buf, gs[i + j]);
+	}
+	base_free(recs);
+	return 0;
+}
+
 /* ---- pprof labels ------------------------------------------------------ */
+
+int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc)
+{
+	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1];
+	int n;
+
+	if (go->state != 1 || pc < go->mod_lo || pc >= go->mod_hi)
+		return 0;
+	if ((n = pt_space_go_lines(go->as, pc, gl, PT_GOTAB_MAX_INLINE + 1)) <= 0)
+		return 0;
+	return !strncmp(gl[n - 1].name, "runtime.mstart", 14) || !strcmp(gl[n - 1].name, "runtime.rt0_go") ||
+	       !strcmp(gl[n - 1].name, "runtime.mcall");
+}
 
 uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs)
 {
@@ -481,9 +526,16 @@ uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *r
 		if (!g || (g & 7) || rd(go, g + (uint64_t)L->g_stack_lo, bounds, sizeof(bounds)) ||
 		    regs->rsp < bounds[0] || regs->rsp >= bounds[1] || bounds[1] - bounds[0] > (1ull << 30))
 			continue;
-		if (rd(go, g + (uint64_t)L->g_m, &m, 8) || !m ||
-		    rd(go, m + (uint64_t)L->m_curg, &curg, 8) || !curg ||
-		    rd(go, curg + (uint64_t)L->g_labels, &labels, 8))
+		/* A goroutine's own stack held the sample: its labels, whether it
+		 * still runs (its m's curg) or has left its m since (g.m nil:
+		 * only g0 and gsignal keep theirs). Else a system stack (g0,
+		 * gsignal): its m's current goroutine's, as Go's profiler. */
+		if (rd(go, g + (uint64_t)L->g_m, &m, 8))
+			return 0;
+		curg = g;
+		if (m && (rd(go, m + (uint64_t)L->m_curg, &curg, 8) || !curg))
+			return 0;
+		if (rd(go, curg + (uint64_t)L->g_labels, &labels, 8))
 			return 0;
 		return labels;
 	}

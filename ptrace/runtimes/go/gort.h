@@ -28,6 +28,7 @@ struct user_regs_struct;
 struct pt_go_g {
 	uint64_t g;                 /* its runtime.g */
 	uint64_t goid, parent_goid; /* parent 0: unknown (before Go 1.21) */
+	uint64_t stack_lo, stack_hi; /* its stack (g.stack), as read: untrusted */
 	uint32_t status;            /* Go's _G* status, without the scan bit */
 	int scan;                   /* the GC was scanning its stack */
 	const char *state;          /* as Go prints it: "chan receive", "runnable", ... (static) */
@@ -66,6 +67,10 @@ void pt_go_reset(struct pt_go *go);
 int pt_go_detect(struct pt_go *go, char *note, size_t len);
 /* The release found ("go1.26.10"), or "" before detection found one. */
 const char *pt_go_version(const struct pt_go *go);
+/* How many goroutines the runtime lists now, the dead ones included
+ * (runtime.allglen; 0 if it cannot be read), at most
+ * PT_GO_MAX_GOROUTINES: room enough for pt_go_goroutines. */
+size_t pt_go_count(struct pt_go *go);
 
 /* Reads the goroutines that are not dead, at most max, into out: every
  * one the runtime lists, system goroutines included (marked). *torn
@@ -77,6 +82,9 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
  * status and saved registers unchanged since pt_go_goroutines): what was
  * unwound from it holds. */
 int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr);
+/* pt_go_recheck of n goroutines in few reads: ok[i] for gs[i]. Returns 0,
+ * -ENOMEM or -ESRCH. */
+int pt_go_recheck_many(struct pt_go *go, const struct pt_go_g *const *gs, size_t n, uint8_t *ok);
 struct pt_gomem_syms;
 /* Where the runtime keeps its memory-profile records (gomem.h), for this
  * release: by symbol, else (a stripped binary) from the code that reads
@@ -84,6 +92,10 @@ struct pt_gomem_syms;
  * runtime.mProf_Free's of runtime.mProfCycle), the rate then assumed to
  * be Go's default. Returns 0, or -ENOENT with *why (a static string). */
 int pt_go_heap_syms(struct pt_go *go, struct pt_gomem_syms *out, const char **why);
+/* 1 if pc lies in the function a thread's scheduler stack (g0) starts in
+ * (runtime.mstart and its helpers, runtime.rt0_go), or runtime.mcall, which
+ * switches to it to schedule (a walk through it ends there). */
+int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc);
 /* The label set of the goroutine a thread ran when its registers were
  * regs (a stop's, or the kernel's sample's): the thread's g (R14 in Go
  * code, else its TLS word at fs_base - 8), checked by its stack bounds,

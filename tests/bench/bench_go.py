@@ -1,0 +1,154 @@
+"""make bench's go section (issue 34): a Go program's goroutines read from
+outside. The goroutines fixture (tests/fixtures/goroutines) with 10,000
+goroutines parked in a channel receive and one hot goroutine labelled by
+pprof.Do, built by Debian's Go 1.19 and, where scripts/runtimes.sh has
+provisioned it, Go 1.26:
+
+- a goroutine dump (goroutine?debug=2) by podprof and by the program's own
+  net/http/pprof over the same goroutines: the answer's time (median and
+  worst of the dumps) and its size;
+- the hot goroutine's progress (its main.hotLoop rounds a second, the
+  fixture's /rounds) in windows with one dump a second against windows
+  alone, alternated: the ratio of the medians (1.000: unharmed);
+- the share of the labelled goroutine's CPU samples that carry its labels
+  (perf_event and ptrace backends; goal 100 %).
+
+Called by bench.py (--only go)."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402
+import runtimes  # noqa: E402  (Go 1.26's toolchain, from scripts/runtimes.sh)
+from test_goroutines import labelled_traces  # noqa: E402
+
+GOROUTINES = 10000
+WINDOW_S = 3.0
+
+
+def get(port, path, timeout=60):
+    """(seconds taken, body) of GET path."""
+    t0 = time.monotonic()
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+        body = r.read()
+    return time.monotonic() - t0, body
+
+
+def fixture_exe(b, release):
+    if release == "1.19":
+        return os.path.join(b.build, "fixtures", "goroutines")
+    out = os.path.join(b.tmp, "goroutines-%s" % release)
+    if not os.path.exists(out):
+        runtimes.go_build(release, os.path.join(b.root, "tests", "fixtures", "goroutines"), out)
+    return out
+
+
+class Fixture:
+    def __init__(self, exe, args):
+        self.p = subprocess.Popen([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        m = re.match(r"ready (\d+) (\d+)", self.p.stdout.readline())
+        if not m:
+            raise SystemExit("the goroutines fixture did not start")
+        self.pid, self.port = int(m.group(1)), int(m.group(2))
+
+    def rounds(self):
+        return int(get(self.port, "/rounds")[1])
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait(10)
+
+
+def window(f, dump_port, path):
+    """The hot goroutine's rounds a second over WINDOW_S, with one dump a
+    second from dump_port (None: alone); and each dump's time."""
+    times = []
+    r0, t0 = f.rounds(), time.monotonic()
+    nxt = t0
+    while time.monotonic() - t0 < WINDOW_S:
+        if dump_port and time.monotonic() >= nxt:
+            dt, _ = get(dump_port, path)
+            times.append(dt)
+            nxt += 1.0
+        time.sleep(0.02)
+    return (f.rounds() - r0) / (time.monotonic() - t0), times
+
+
+def dump_row(b, release):
+    f = Fixture(fixture_exe(b, release), ["-recv", str(GOROUTINES), "-sleep", "0", "-lock", "0"])
+    pp, port = b.start_podprof(f.pid)
+    path = "/debug/pprof/goroutine?debug=2"
+    # First answers (the tables read, the goroutine list found) apart.
+    first, body = get(port, path)
+    total = body.count(b"\ngoroutine ") + body.startswith(b"goroutine ")
+    _, own_body = get(f.port, path)
+    own_total = own_body.count(b"\ngoroutine ") + own_body.startswith(b"goroutine ")
+    rates = {"alone": [], "podprof": [], "own": []}
+    times = {"podprof": [], "own": []}
+    for _ in range(max(b.reps, 3)):
+        for who, dport in (("alone", None), ("podprof", port), ("own", f.port)):
+            rate, ts = window(f, dport, path)
+            rates[who].append(rate)
+            if who in times:
+                times[who].extend(ts)
+    b.stop_podprof(pp)
+    f.stop()
+    alone = statistics.median(rates["alone"])
+    print("| %s | %d / %d | %.0f | %.1f / %.1f (%d) | %.1f / %.1f | %.0f / %.0f KiB | %.4f | %.4f |" % (
+        release, total, own_total, first * 1e3,
+        1e3 * statistics.median(times["podprof"]), 1e3 * max(times["podprof"]), len(times["podprof"]),
+        1e3 * statistics.median(times["own"]), 1e3 * max(times["own"]),
+        len(body) / 1024, len(own_body) / 1024,
+        statistics.median(rates["podprof"]) / alone, statistics.median(rates["own"]) / alone))
+
+
+def labels_row(b, release, backend):
+    f = Fixture(fixture_exe(b, release), ["-recv", "5", "-sleep", "5", "-lock", "2"])
+    pp, port = b.start_podprof(f.pid, "--backend", backend)
+    out = os.path.join(b.tmp, "labels-%s-%s.pb.gz" % (release, backend))
+    _, body = get(port, "/debug/pprof/profile?seconds=3&hz=200")
+    with open(out, "wb") as fh:
+        fh.write(body)
+    b.stop_podprof(pp)
+    f.stop()
+    hot = [(lab, v) for lab, v, fr in labelled_traces(out) if "main.hotLoop" in fr]
+    total = sum(v for _, v in hot)
+    carried = sum(v for lab, v in hot if lab.get("worker") == "hot" and lab.get("tier") == "gold")
+    print("| %s | %s | %.2f s | %.1f %% |" % (release, backend, total / 1e9,
+                                              100.0 * carried / total if total else float("nan")))
+
+
+def releases(b):
+    out = ["1.19"]
+    try:
+        runtimes.goroot("1.26")
+        out.append("1.26")
+    except Exception as e:   # not provisioned: said, not hidden
+        print("(Go 1.26 not provisioned: %s; scripts/runtimes.sh go 1.26)\n" % e)
+    return out
+
+
+def run(b):
+    lib.TMP = b.tmp   # go tool pprof's scratch (labelled_traces)
+    rel = releases(b)
+    print("## Go: a goroutine dump of %d parked goroutines and one hot one\n" % GOROUTINES)
+    print("One dump a second in %.0f s windows, alternated with windows alone (%d of each); "
+          "progress: the hot goroutine's rounds a second, as a ratio of the medians to alone.\n" %
+          (WINDOW_S, max(b.reps, 3)))
+    print("| Go | goroutines podprof / own | first answer ms | podprof ms median / worst (dumps) | "
+          "own ms median / worst | size podprof / own | progress under podprof | under own |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rel:
+        dump_row(b, r)
+    print("\n## Go: pprof labels on the labelled goroutine's CPU samples (3 s at 200 Hz)\n")
+    print("| Go | backend | main.hotLoop CPU | carrying its labels |")
+    print("|---|---|---|---|")
+    for r in rel:
+        for backend in ("perf_event", "ptrace"):
+            labels_row(b, r, backend)
+    print()

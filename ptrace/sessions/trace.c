@@ -30,6 +30,7 @@
 
 #define MAX_EVENTS 400000u          /* 24 bytes each: about 10 MB (--max-trace-events) */
 #define RSS_EVERY_NS 100000000ull   /* the RSS counter, ten times a second */
+#define SCHED_TICK_NS 12000000ull    /* longer than a scheduler tick at HZ=100 */
 #define RAN_GAP_NS 1000ull          /* a run shorter than an interval by less: all of it */
 
 /* What the session remembers of a thread between ticks: one per thread of
@@ -41,6 +42,10 @@ struct thr {
 	int16_t syscall;
 	int exited;
 	uint64_t run_ns, wait_ns, last_ns;
+	/* CPU its clock counted that no interval had room for yet (a clock
+	 * moves in lumps, at scheduler ticks, while a thread keeps its core):
+	 * drawn in the next ones, so the running drawn adds up to the clock. */
+	uint64_t carry_ns;
 };
 
 struct trace_session {
@@ -66,9 +71,15 @@ static uint8_t classify(const struct pt_thread_state *st, const struct thr *th)
 	switch (st->state) {
 	case 'R':
 		/* Runnable but not on a core: its run delay grew more than its
-		 * CPU time since the tick before. */
-		return th->last_ns && st->wait_ns - th->wait_ns > st->run_ns - th->run_ns ?
-			       PT_TL_RUNNABLE : PT_TL_RUNNING;
+		 * CPU time since the tick before, or its CPU clock did not move
+		 * over more than a scheduler tick (a thread on a core has its
+		 * clock brought up at every tick; one waiting has its run delay
+		 * counted only once it gets a core back). */
+		if (!th->last_ns)
+			return PT_TL_RUNNING;
+		if (st->run_ns == th->run_ns && st->at_ns - th->last_ns > SCHED_TICK_NS)
+			return PT_TL_RUNNABLE;
+		return st->wait_ns - th->wait_ns > st->run_ns - th->run_ns ? PT_TL_RUNNABLE : PT_TL_RUNNING;
 	case 'T':
 	case 't':
 		return PT_TL_STOPPED;
@@ -207,42 +218,48 @@ static void state_at(struct trace_session *ts, const struct thr *th, uint64_t t,
 
 /* Draws the CPU th used between its last look (at `from`, or its
  * creation) and `to`, `ran` ns, as that much running: a thread running or
- * runnable at both ends (runs_on: `to` found it so) ran but for the time
- * it waited for a core, `queued` (its CPU clock moves in lumps, at
- * scheduler ticks, while it keeps its core: its wait for one is the better
- * measure); one shown running that is not so at `to` ran first and
- * stopped at from + ran, when what `to` found began (returned); one shown
- * waiting ran last, just before `to` (drawn, *drawn set). Returns when
- * what `to` found began. So a thread's running time in the timeline is its CPU time (its
- * clock, read at each tick and at its end), not the ticks' guess: a
- * thread born and ended between two ticks is seen running, and one a tick
- * found running is not drawn running until the next unless it was. Where
- * in the interval it ran is not known; this order is the one the states
- * at both ends suggest. */
-static uint64_t draw_run(struct trace_session *ts, const struct thr *th, uint64_t from, uint64_t to,
-			 uint64_t ran, uint64_t queued, int runs_on, int *drawn)
+ * runnable at both ends (runs_on: `to` found it so) ran `ran` of the
+ * interval (and what earlier intervals had no room for, th->carry_ns) and
+ * waited for a core the rest: its clock is the measure, not its wait
+ * (schedstat's wait moves only as the thread gets its core back, so an
+ * interval spent waiting shows none); one shown running that is not so at
+ * `to` ran first and stopped at from + ran, when what `to` found began
+ * (returned); one shown waiting ran last, just before `to` (drawn, *drawn
+ * set). Returns when what `to` found began. So a thread's running time in
+ * the timeline is its CPU time (its clock, read at each tick and at its
+ * end), not the ticks' guess: a thread born and ended between two ticks is
+ * seen running, and one a tick found running is not drawn running until
+ * the next unless it was. Where in the interval it ran is not known; this
+ * order is the one the states at both ends suggest. */
+static uint64_t draw_run(struct trace_session *ts, struct thr *th, uint64_t from, uint64_t to,
+			 uint64_t ran, int runs_on, int *drawn)
 {
-	uint64_t slack = (to - from) / 50 > RAN_GAP_NS ? (to - from) / 50 : RAN_GAP_NS;
+	uint64_t span = to - from, slack = span / 50 > RAN_GAP_NS ? span / 50 : RAN_GAP_NS, run;
 
 	*drawn = 0;
 	if (runs_on && (th->state == PT_TL_RUNNING || th->state == PT_TL_RUNNABLE)) {
-		/* Running or waiting for a core at both ends: it ran all but
-		 * `queued` of the interval (within 2 %: clocks and looks are
-		 * not read at one instant). Shown running at `from`: its wait
-		 * drawn last; shown waiting: first. */
-		if (queued <= slack)
-			queued = 0;
-		if (queued >= to - from - slack)
-			queued = to - from;
-		if (th->state == PT_TL_RUNNING && queued) {
-			state_at(ts, th, to - queued, PT_TL_RUNNABLE);
+		/* Running or waiting for a core at both ends (within 2 %: clocks
+		 * and looks are not read at one instant). Shown running at
+		 * `from`: its wait drawn last; shown waiting: first. */
+		run = ran + th->carry_ns < span ? ran + th->carry_ns : span;
+		th->carry_ns = ran + th->carry_ns - run;
+		if (run + slack >= span)
+			run = span;
+		else if (run <= slack)
+			run = 0;
+		if (th->state == PT_TL_RUNNING && run < span) {
+			state_at(ts, th, from + run, PT_TL_RUNNABLE);
 			*drawn = 1;
-		} else if (th->state == PT_TL_RUNNABLE && queued < to - from) {
-			state_at(ts, th, from + queued, PT_TL_RUNNING);
+		} else if (th->state == PT_TL_RUNNABLE && run) {
+			state_at(ts, th, to - run, PT_TL_RUNNING);
 			*drawn = 1;
 		}
 		return to;
 	}
+	/* It stopped running (or never did) by `to`: a switch brought its
+	 * clock up to date, no lump is left to carry. */
+	ran += th->carry_ns;
+	th->carry_ns = 0;
 	if (th->state == PT_TL_RUNNING)
 		return from + ran + slack >= to ? to : from + ran;
 	if (ran) {
@@ -290,9 +307,8 @@ static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *
 		/* A clock that moved only for our stop's restart (a blocked
 		 * thread stopped for its stack) is no run of its own. */
 		ran = st->ran && st->run_ns > run0 ? st->run_ns - run0 : 0;
-		at = draw_run(ts, th, from, t, ran,
-			      st->wait_ns > th->wait_ns ? st->wait_ns - th->wait_ns : 0,
-			      state == PT_TL_RUNNING || state == PT_TL_RUNNABLE, &drawn);
+		at = draw_run(ts, th, from, t, ran, state == PT_TL_RUNNING || state == PT_TL_RUNNABLE,
+			      &drawn);
 	}
 	if (state != th->state || syscall_of(st->syscall) != th->syscall || drawn) {
 		struct pt_sample smp = { .frames = st->stack, .n = st->n };
@@ -346,8 +362,7 @@ static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 	 * for `queued` of the rest, drawn last, and was blocked where no tick
 	 * saw for the rest (a system call unknown). */
 	if (x->run_ns && last_look(ts, th, &from, &run0) && from <= t &&
-	    (end = draw_run(ts, th, from, t, x->run_ns > run0 ? x->run_ns - run0 : 0, 0, 0,
-			    &drawn)) < t) {
+	    (end = draw_run(ts, th, from, t, x->run_ns > run0 ? x->run_ns - run0 : 0, 0, &drawn)) < t) {
 		queued = x->wait_ns > th->wait_ns ? x->wait_ns - th->wait_ns : 0;
 		if (t - end > queued + RAN_GAP_NS)
 			state_at(ts, th, end, PT_TL_SYSCALL);

@@ -353,10 +353,13 @@ def trace_running_time_is_each_threads_cpu_time():
                             t_steady / 1e9, seen, born))
     check(abs(total / used - 1) <= 0.10, "the threads run %.2f s in the trace, the process used %.2f s" % (
         total / 1e9, used / 1e9))
-    # A short thread's clock counts its short_work; its CPU is that and its
-    # start and end (clone, exit: about 15 % more here).
-    check(0.95 <= short / t_short <= 1.35, "short threads run %.2f s, short_work took %.2f s" % (
-        short / 1e9, t_short / 1e9))
+    # A short thread's CPU is its short_work and its start and end (clone,
+    # exit: about 15 % more on a quiet machine, 50 % on a busy one, where
+    # each runs cache-cold): at least short_work, at most what the process
+    # used beside the steady thread.
+    check(0.95 * t_short <= short <= 1.10 * (used - t_steady),
+          "short threads run %.2f s, short_work took %.2f s, the process beside the steady thread %.2f s" % (
+              short / 1e9, t_short / 1e9, (used - t_steady) / 1e9))
     check(abs(steady / t_steady - 1) <= 0.10, "the steady thread runs %.2f s, its clock says %.2f s" % (
         steady / 1e9, t_steady / 1e9))
     check(born > 1000 and seen >= 0.9 * born, "%d of %d short threads seen running" % (seen, born))

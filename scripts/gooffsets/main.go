@@ -267,10 +267,10 @@ func emit(w io.Writer, rows []*row) {
 	p(" * (scripts/gooffsets/probe built with DWARF by each toolchain) and their\n")
 	p(" * runtime sources. Regenerate: scripts/gooffsets.sh\n *\n")
 	p(" * The Go runtime's layout on amd64, one row per release, oldest first. A\n")
-	p(" * reader takes the last row whose release is not newer than the target's\n")
-	p(" * major.minor (its buildinfo); a release without a row of its own gets an\n")
-	p(" * older one's, a guess to be said as such. Offsets and sizes in bytes;\n")
-	p(" * -1: the release has no such member.\n *\n * What changed between rows:\n")
+	p(" * reader takes the row of the target's major.minor (its buildinfo); a\n")
+	p(" * release without a row of its own is not read (no guess: its layout may\n")
+	p(" * differ), and the answer says so. Offsets and sizes in bytes; -1: the\n")
+	p(" * release has no such member.\n *\n * What changed between rows:\n")
 	for _, c := range changes(rows) {
 		for i, line := range wrap(c, 72) {
 			if i == 0 {

@@ -23,7 +23,7 @@ static size_t ids_of(const struct pt_profile *p)
 }
 
 struct sizes {
-	size_t maps, locs, samples, ids, threads, events;
+	size_t maps, locs, samples, ids, threads, events, labels;
 };
 
 static int add_sizes(struct sizes *z, const struct pt_profile *q)
@@ -33,6 +33,7 @@ static int add_sizes(struct sizes *z, const struct pt_profile *q)
 	return base_size_add(z->maps, q->nmaps, &z->maps) || base_size_add(z->locs, q->nlocs, &z->locs) ||
 	       base_size_add(z->samples, q->nsamples, &z->samples) ||
 	       base_size_add(z->ids, ids_of(q), &z->ids) ||
+	       base_size_add(z->labels, q->nlabel_kv, &z->labels) ||
 	       (tl && (base_size_add(z->threads, tl->nthreads, &z->threads) ||
 		       base_size_add(z->events, tl->nevents, &z->events))) ||
 	       z->locs > UINT32_MAX || z->ids > UINT32_MAX || z->threads > UINT32_MAX ||
@@ -46,7 +47,8 @@ static int alloc_arrays(struct pt_profile *p, const struct sizes *z, size_t n, i
 	p->samples = base_calloc(z->samples + 1, sizeof(*p->samples));
 	p->loc_ids = base_calloc(z->ids + 1, sizeof(*p->loc_ids));
 	p->procs = base_calloc(n + 1, sizeof(*p->procs));
-	if (!p->maps || !p->locs || !p->samples || !p->loc_ids || !p->procs)
+	p->label_kv = base_calloc(z->labels + 1, sizeof(*p->label_kv));
+	if (!p->maps || !p->locs || !p->samples || !p->loc_ids || !p->procs || !p->label_kv)
 		return -ENOMEM;
 	if (!timeline)
 		return 0;
@@ -151,11 +153,11 @@ static void add_allocs(struct pt_profile *p, const struct pt_profile *q)
 	z->stopped |= a->stopped;
 }
 
-/* Moves q's maps, locations, samples and stack ids to the end of p's,
- * the samples marked as process `proc`; q keeps only its arrays. */
+/* Moves q's maps, locations, samples, stack ids and labels to the end of
+ * p's, the samples marked as process `proc`; q keeps only its arrays. */
 static void move_stacks(struct pt_profile *p, struct pt_profile *q, size_t *nids, uint32_t proc)
 {
-	size_t mo = p->nmaps, lo = p->nlocs, io = *nids, ni = ids_of(q);
+	size_t mo = p->nmaps, lo = p->nlocs, io = *nids, ni = ids_of(q), ko = p->nlabel_kv;
 
 	if (q->nmaps)   /* a view by mapping has none (and maps NULL) */
 		memcpy(p->maps + mo, q->maps, q->nmaps * sizeof(*q->maps));
@@ -178,7 +180,13 @@ static void move_stacks(struct pt_profile *p, struct pt_profile *q, size_t *nids
 		*s = q->samples[i];
 		s->first += (uint32_t)io;
 		s->proc = proc;
+		if (s->nlabels)
+			s->labels += (uint32_t)(ko / 2);
 	}
+	if (q->nlabel_kv)
+		memcpy(p->label_kv + ko, q->label_kv, q->nlabel_kv * sizeof(*q->label_kv));
+	p->nlabel_kv += q->nlabel_kv;
+	q->nlabel_kv = 0;   /* the strings are p's now */
 }
 
 /* Appends q's timeline threads to p's, each marked as process pid's;

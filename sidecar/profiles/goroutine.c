@@ -57,6 +57,9 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 			 sc_stacks_whose(pr, pid, whose, sizeof(whose)), in.nsamples, in.threads_stopped);
 	if ((err = enc_pprof_comment(e, comment)) || (pr->note[0] && (err = enc_pprof_comment(e, pr->note))))
 		return err;
+	if (pr->nprocs && (err = enc_pprof_comment(e, "podprof: several processes: every one's threads; "
+						  "a Go program's goroutines: pid=N")))
+		return err;
 	if ((err = sc_stacks_note_cut(e, pr)))
 		return err;
 	return sc_stacks_pprof(e, pr, pr->goroutines ? &go_spec : &dump_spec);
@@ -108,7 +111,9 @@ void sc_profile_goroutine(struct sc_server *srv, struct sc_conn *c, const struct
 	 * the dump. */
 	g->debug = p->debug < 0 ? 1 : p->debug > 2 ? 2 : (int)p->debug;
 	g->delta = p->seconds > 0;
-	j->req.kind = p->threads ? &pt_kind_threads : &pt_kind_goroutines;
+	/* Several processes: each one's threads (a Go program's goroutines
+	 * are one process's: pid=N). */
+	j->req.kind = p->threads || p->target.procs.n ? &pt_kind_threads : &pt_kind_goroutines;
 	sc_job_target(j, &p->target);
 	j->req.duration_ns = (uint64_t)p->seconds * 1000000000ull;
 	sc_job_submit(j);

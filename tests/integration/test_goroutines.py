@@ -304,3 +304,46 @@ def threading_drain(proc):
     """Reads proc's stderr on a thread (a pipe nobody reads would fill)."""
     import threading
     threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+
+
+@test
+def go_labels_and_threads_over_several_processes():
+    """Two Go programs under one parent, profiled as a tree (tree=1): the
+    CPU profile carries each one's pprof labels on its labelled goroutine's
+    samples (the parts' labels kept through the merge); goroutine gives each
+    process's threads and says how to get a Go program's goroutines."""
+    import select
+    args = "-recv 5 -sleep 5 -lock 2"
+    sh = subprocess.Popen(["sh", "-c", "%s %s & %s %s & wait" % (FIXTURE, args, FIXTURE, args)],
+                          stdout=subprocess.PIPE, text=True)
+    lib.PROCS.append(sh)
+    kids = []
+    while len(kids) < 2:
+        ready, _, _ = select.select([sh.stdout], [], [], 20)
+        check(ready, "the two Go programs did not get ready")
+        m = re.match(r"ready (\d+)", sh.stdout.readline())
+        check(m, "no ready line")
+        kids.append(int(m.group(1)))
+    pp = Podprof("--pid", str(sh.pid))
+    path = save(lib.get_profile(pp, "seconds=3&hz=200&tree=1"), "labels-tree.pb.gz")
+    by_pid = {}
+    for labels, v, fr in labelled_traces(path):
+        if "main.hotLoop" in fr and "pid" in labels:
+            tot, lab = by_pid.get(int(labels["pid"]), (0, 0))
+            by_pid[int(labels["pid"])] = (tot + v, lab + (v if labels.get("worker") == "hot" else 0))
+    print("  info: main.hotLoop's CPU carrying worker=hot, by process: %s" %
+          {p: "%.1f%%" % (100.0 * lab / tot) for p, (tot, lab) in by_pid.items()})
+    check(set(by_pid) == set(kids), "hotLoop samples of %s, the programs are %s" % (sorted(by_pid), kids))
+    for p, (tot, lab) in by_pid.items():
+        check(lab >= 0.99 * tot, "pid %d: %.1f%% of hotLoop's CPU carries its labels" % (p, 100.0 * lab / tot))
+    raw = pprof("-raw", save(lib.get_profile(pp, "tree=1", name="goroutine"), "gr-tree.pb.gz"))
+    check("several processes: every one's threads; a Go program's goroutines: pid=N" in raw,
+          "no note of what several processes give:\n%s" % raw[:800])
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=2&pid=%d" % kids[0])
+    check(st == 200 and b"main.receiver" in body and b"[chan receive" in body,
+          "pid=N: not the program's goroutines: %r" % body[:300])
+    pp.stop()
+    sh.kill()
+    for k in kids:
+        os.kill(k, 9)
+    sh.wait(10)

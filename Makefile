@@ -303,12 +303,13 @@ soak: all fixtures
 		flood_of_bad_requests_then_a_correct_profile thread_churn_while_profiled \
 		signals_delivered_exactly_once_while_profiled timer_signals_all_accounted_for_while_profiled
 
-# The stack checks (C, Go, Python) again and again with every core taken
-# by busy processes: each test STRESS_RUNS times, the first failing run and
-# each figure's spread over the runs reported.
+# Every test that compares shares, rates or times (marked @figures) again
+# and again with every core taken by a busy process: each test STRESS_RUNS
+# times, the first failing run and each figure's spread over the runs
+# reported (scripts/check.sh runs each once).
 STRESS_RUNS ?= 10
 stress: all fixtures
-	python3 tests/stress/stacks.py build/$(FLAVOUR) --runs $(STRESS_RUNS)
+	python3 tests/stress/figures.py build/$(FLAVOUR) --runs $(STRESS_RUNS)
 
 # The pod end-to-end test: the image, the chart and a real pod with podman
 # (tests/e2e/run.sh; a few minutes, the first run longer: it makes the base image).

@@ -24,6 +24,7 @@ WAITER = os.path.join(BUILD, "fixtures", "waiter")
 GRACE_MS = 300
 TMP = None   # a scratch directory, set by the runner
 TESTS = []
+FIGURES = []   # names of the tests that compare shares, rates or times (make stress runs them)
 PROCS = []
 
 
@@ -33,6 +34,15 @@ class Skip(Exception):
 
 def test(fn):
     TESTS.append(fn)
+    return fn
+
+
+def figures(fn):
+    """Marks a test whose checks compare shares, rates or times (against
+    the target's own clocks or a client's figures): it must hold with every
+    core taken, and make stress runs it again and again beside busy
+    processes (tests/stress/figures.py)."""
+    FIGURES.append(fn.__name__)
     return fn
 
 

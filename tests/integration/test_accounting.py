@@ -11,7 +11,7 @@ import threading
 import time
 
 import lib  # noqa: E402
-from lib import (BUILD, PROCS, Podprof, ProfileInBackground, check, get_profile, pprof, save, test, traces,
+from lib import (BUILD, PROCS, Podprof, ProfileInBackground, check, get_profile, pprof, save, test, figures, traces,
                  wait_untraced)
 
 TPR = os.path.join(BUILD, "fixtures", "tpr")
@@ -54,6 +54,7 @@ class Tpr:
 
 
 @test
+@figures
 def short_lived_threads_cpu_adds_up():
     """A thread per request (1000 a second, each 300 us of CPU, less than a
     100 Hz tick, beside a steady thread): the profile's cpu total is the
@@ -144,6 +145,7 @@ PENDING = lib.MARK_PENDING
 
 
 @test
+@figures
 def cpu_total_is_the_process_cpu_for_every_shape():
     """The profile's total is the process's utime+stime over the window,
     within 5 %, whatever the shape of the work (the thread per request has
@@ -175,6 +177,7 @@ def cpu_total_is_the_process_cpu_for_every_shape():
 
 
 @test
+@figures
 def live_threads_cpu_since_their_last_sample_is_settled():
     """Four busy threads on the machine's cores, profiled at 2 Hz for 4 s:
     each is due a sample once it has used half a second of CPU and is found
@@ -212,6 +215,7 @@ def live_threads_cpu_since_their_last_sample_is_settled():
 
 
 @test
+@figures
 def signals_raised_by_new_threads_all_delivered():
     """Each new thread (1000 a second) raises a signal at its first
     instruction while a CPU profile and a threadcreate profile (clone
@@ -255,6 +259,7 @@ def metric(pp, name):
 
 
 @test
+@figures
 def threads_that_end_at_once_are_not_kept():
     """Threads that end as soon as they start (2000 a second, 1 us of CPU
     each) while a CPU profile runs: none is kept once it has ended (a
@@ -282,6 +287,7 @@ def threads_that_end_at_once_are_not_kept():
 
 
 @test
+@figures
 def settling_past_max_stacks_keeps_the_profile():
     """With the stack table full (--max-stacks 64), the CPU no sample
     carried is settled as far as it fits: the profile is served all the
@@ -314,6 +320,7 @@ def in_window(pp, f, kind, fetch):
 
 
 @test
+@figures
 def trace_running_time_is_each_threads_cpu_time():
     """The trace of a thread per request (1000 threads a second, 300 us of
     CPU each, beside a steady thread): each thread's running time in the
@@ -374,6 +381,7 @@ def trace_running_time_is_each_threads_cpu_time():
 
 
 @test
+@figures
 def block_waits_of_short_threads_add_up():
     """A thread per request that sleeps (300 threads a second, each 100 us
     of CPU then a 3 ms nanosleep in short_nap): the block profile's time in

@@ -41,6 +41,7 @@ def total_and_process(path):
 
 
 @test
+@figures
 def perf_event_samples_without_stopping_a_thread():
     """--backend perf_event: the busy fixture's names, whole stacks and
     hot_a share (its own clocks' within the sampling noise), the total the
@@ -103,6 +104,7 @@ def perf_counters(pp):
 
 
 @test
+@figures
 def perf_event_copies_the_stack_the_unwinds_read():
     """The kernel copies each sample's stack on the target's time (about
     0.15 us per KiB): podprof opens a thread's event with perf's 8 KiB, then
@@ -177,6 +179,7 @@ def backend_perf_event_refused_exits_naming_why():
 
 
 @test
+@figures
 def perf_event_follows_threads_born_and_ended_in_the_window():
     """A thread per request (500 a second, 300 us of CPU each) beside a
     steady one, under perf_event: the new threads are sampled (their
@@ -210,6 +213,7 @@ def perf_event_follows_threads_born_and_ended_in_the_window():
 
 
 @test
+@figures
 def go_stacks_under_perf_event():
     """gohot under perf_event: Go's stacks unwound from the kernel's copy
     (frame pointers and .gopclntab), crunchAlpha and crunchBeta under

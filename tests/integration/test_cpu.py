@@ -16,6 +16,7 @@ from lib import *  # noqa: F401,F403  (Fixture, Podprof, http, pprof, check, tes
 
 
 @test
+@figures
 def cpu_profile_names_stacks_and_shares():
     f = Fixture(threads=2, sleepers=2)
     pp = Podprof("--pid", str(f.pid))
@@ -42,6 +43,7 @@ def cpu_profile_names_stacks_and_shares():
 
 
 @test
+@figures
 def every_running_thread_gets_its_turn():
     """More running threads than may be stopped per tick (--max-stopped 1):
     the selection rotates, so each thread is sampled as much as it ran (its
@@ -117,6 +119,7 @@ def bare_url_with_go_tool_pprof():
 
 
 @test
+@figures
 def overlapping_sessions_share_one_sampler():
     f = Fixture(threads=2)
     pp = Podprof("--pid", str(f.pid))
@@ -223,6 +226,7 @@ def vdso_frames_unwind_to_their_callers():
 
 
 @test
+@figures
 def threads_created_after_attach_are_followed():
     f = Fixture(threads=1, extra=["-c"])
     pp = Podprof("--pid", str(f.pid))
@@ -290,6 +294,7 @@ def metrics(pp):
 
 
 @test
+@figures
 def sampler_lowers_its_rate_when_it_cannot_keep_up():
     """8 busy threads at 1000 Hz on this 2-core machine cost the sampler
     several % of a core: over a budget of 2 % (--max-cpu-percent) it lowers
@@ -328,6 +333,7 @@ def sampler_lowers_its_rate_when_it_cannot_keep_up():
 
 
 @test
+@figures
 def stacks_stay_whole_when_their_depth_changes():
     """podprof copies as much stack at each stop as the thread's last unwind
     needed, with room to spare. A thread that goes 97 frames (25 KiB) deeper
@@ -369,6 +375,7 @@ def task_cpu_ns(pid):
 
 
 @test
+@figures
 def threads_get_the_cpu_they_used_even_in_short_bursts():
     """cpu/nanoseconds gives each thread the CPU it used, bursty threads too:
     two threads spin 1 ms of CPU every 5 ms (bursts shorter than a 100 Hz
@@ -404,6 +411,7 @@ def threads_get_the_cpu_they_used_even_in_short_bursts():
 
 
 @test
+@figures
 def idle_threads_are_never_stopped():
     """One busy thread beside 50 blocked in read() and 4 napping: a CPU
     profile stops only the thread that runs (a thread that did not run costs
@@ -429,6 +437,7 @@ def pin(pid, cpu):
 
 
 @test
+@figures
 def threads_sharing_a_core_are_sampled_where_they_run():
     """busy -K reads its own CPU clock every ~0.5 ms (0.1 % of its time when
     alone, by the TSC), on one CPU beside a second busy process: each gets
@@ -483,6 +492,7 @@ def threads_sharing_a_core_are_sampled_where_they_run():
 
 
 @test
+@figures
 def a_target_of_another_uid_is_sampled():
     """A target running as another user: podprof (root, but keeping only
     CAP_SYS_PTRACE) cannot open its threads' /proc/<tid>/syscall (mode

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 
 import lib
-from lib import Fixture, Podprof, check, get_profile, http, save, test, traces
+from lib import Fixture, Podprof, check, get_profile, http, save, test, figures, traces
 
 OUT = os.path.join(lib.ROOT, "tests", "out", "flame")
 SPEEDSCOPE_UNITS = {"none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"}
@@ -43,6 +43,7 @@ def hot_share(pairs):
 
 
 @test
+@figures
 def collapsed_stacks_hold_the_profiles_shares():
     """format=collapsed: one "root;...;leaf N" line per stack that every
     folded-stack reader parses, root first (_start ... main ... hot_a),
@@ -149,6 +150,7 @@ def frames_of(dom):
 
 
 @test
+@figures
 def flame_graph_page_draws_zooms_and_searches_in_chromium():
     """format=flamegraph: one HTML page asking nothing of any server, which
     headless Chromium draws with the fixture's functions (hot_a, hot_b

@@ -103,6 +103,7 @@ def line_shares(path):
 
 
 @test
+@figures
 def go_stacks_match_gos_own_profile():
     """gohot profiled by podprof and by Go's own profiler at once: the
     top functions' flat shares agree within 5 points (both sample at 400 Hz:
@@ -243,6 +244,7 @@ def shape(frames, want):
 
 
 @test
+@figures
 def cgo_stacks_cross_between_go_and_c():
     """gocgo: a C leaf under a cgo call continues into the goroutine that
     made it; a libc system call made from C called by Go does too; Go code
@@ -405,6 +407,7 @@ def agree(checks, tol=0.15):
 
 
 @test
+@figures
 def go_heap_matches_gos_own_records():
     """goalloc (48 MiB kept by main.keepAlpha, 16 MiB by main.keepBeta, 8
     MiB by main.keepDelta, 8 MiB/s dropped by main.churnGamma) read by
@@ -427,6 +430,7 @@ def go_heap_matches_gos_own_records():
 
 
 @test
+@figures
 def go_heap_objects_match_gos_own_records():
     """As go_heap_matches_gos_own_records, for the object counts:
     inuse_objects and alloc_objects per function within 15 %. Go unsamples

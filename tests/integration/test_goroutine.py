@@ -57,6 +57,7 @@ def dump(pp, query=""):
 
 
 @test
+@figures
 def goroutine_dump_lists_every_thread_with_its_stack():
     f = Fixture(threads=2, sleepers=2, extra=["-b", "3"])
     pp = Podprof("--pid", str(f.pid))
@@ -109,6 +110,7 @@ def goroutine_dump_lists_every_thread_with_its_stack():
 
 
 @test
+@figures
 def goroutine_dump_does_not_stop_blocked_threads_again():
     """A thread blocked since the last dump is not stopped again: its
     context-switch counters do not move (a stop would wake it), and the

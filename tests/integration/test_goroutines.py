@@ -11,7 +11,7 @@ import subprocess
 
 import lib
 import runtimes
-from lib import BUILD, Podprof, check, http, pprof, save, test
+from lib import BUILD, Podprof, check, http, pprof, save, test, figures
 from test_go import GoFixture
 
 SRC = os.path.join(lib.ROOT, "tests", "fixtures", "goroutines")
@@ -118,6 +118,7 @@ def check_release(release, stripped):
 
 
 @test
+@figures
 def go119_goroutines_match_the_programs_own():
     check_release("1.19", False)
 
@@ -207,6 +208,7 @@ def check_cpu_labels(backend, release="1.19"):
 
 
 @test
+@figures
 def go_cpu_samples_carry_pprof_labels_under_perf_event():
     """pprof.Do's labels on every CPU sample of the goroutine that runs
     under them, as Go's own CPU profile carries them (the kernel's sample:
@@ -215,12 +217,14 @@ def go_cpu_samples_carry_pprof_labels_under_perf_event():
 
 
 @test
+@figures
 def go_cpu_samples_carry_pprof_labels_under_ptrace():
     """The same with ptrace's stops (g from R14 or the thread's TLS)."""
     check_cpu_labels("ptrace")
 
 
 @test
+@figures
 def go127_cpu_samples_carry_pprof_labels():
     """Go 1.24 and later keep labels in a sorted list, not a map."""
     check_cpu_labels("auto", "1.27")
@@ -234,6 +238,7 @@ def free_port():
 
 
 @test
+@figures
 def real_go_service_prometheus_goroutines_match_its_own():
     """Debian's prometheus (a Go 1.19 program without a symbol table, with
     its own net/http/pprof) scraping itself: podprof's goroutine dump

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import lib  # noqa: E402
-from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test, traces)
+from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test, figures, traces)
 
 
 def in_group_window(pp, f, fetch):
@@ -95,6 +95,7 @@ def tags_of(path, key):
 
 
 @test
+@figures
 def tree_profile_of_a_prefork_server():
     """profile?tree=1 of a pre-fork server's master: one profile of the
     master and its two workers, every sample labelled with its pid and
@@ -211,6 +212,7 @@ def tree_members_that_exit_end_cleanly():
 
 
 @test
+@figures
 def pid_all_profiles_every_process_of_the_pod():
     """In a pod-like PID namespace (pause as PID 1, two busy processes and
     podprof): profile?pid=all is one profile of the two busy processes,
@@ -246,6 +248,7 @@ def pid_all_profiles_every_process_of_the_pod():
 
 
 @test
+@figures
 def recycled_workers_are_followed_from_their_first_instruction():
     """A pre-fork server recycling its workers every 0.5 s, a 3 s profile of
     its tree: the workers forked during the window join it (their pids in
@@ -306,6 +309,7 @@ def a_script_and_the_program_it_starts():
 
 
 @test
+@figures
 def nginx_master_and_workers_in_one_profile():
     """Debian's nginx, a master and two workers serving a gzip'd file under
     wrk: a tree profile through the master (--comm nginx --tree) holds both

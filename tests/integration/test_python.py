@@ -110,11 +110,13 @@ def cum_share(tr, name):
 
 
 @test
+@figures
 def python_frames_in_the_cpu_profile():
     check_cpu_profile(PYTHON, "3.11")
 
 
 @test
+@figures
 def python312_frames_in_the_cpu_profile():
     check_cpu_profile(pyenv("3.12"), "3.12")
 
@@ -253,6 +255,7 @@ def check_thread_dump(python):
 
 
 @test
+@figures
 def python_frames_in_block_profile_and_trace():
     """The parked thread waits in a futex: the block profile's stack for it
     and the trace's samples name park and its callers, with lines."""

@@ -17,6 +17,7 @@ from lib import THREAD_TAIL, find_descendant  # noqa: F401
 
 
 @test
+@figures
 def profile_is_detached_after_and_target_progresses():
     f = Fixture(threads=1, sleepers=8)
     pp = Podprof("--pid", str(f.pid))
@@ -41,6 +42,7 @@ def profile_is_detached_after_and_target_progresses():
 
 
 @test
+@figures
 def target_exit_mid_profile_gives_what_was_gathered():
     f = Fixture(threads=2, extra=["-x", "1500"])
     pp = Podprof("--pid", str(f.pid))
@@ -79,6 +81,7 @@ def state_of_threads(pid):
 
 
 @test
+@figures
 def signals_delivered_exactly_once_while_profiled():
     f = Fixture(threads=2, sleepers=2, ack=True)
     pp = Podprof("--pid", str(f.pid))
@@ -275,6 +278,7 @@ def target_stopped_before_detach_stays_stopped():
 
 
 @test
+@figures
 def timer_signals_all_accounted_for_while_profiled():
     """A 1 kHz POSIX timer while profiled at 1 kHz: every expiration reaches
     the target, as a handler run or as an overrun the kernel counted (the
@@ -297,6 +301,7 @@ def timer_signals_all_accounted_for_while_profiled():
 
 
 @test
+@figures
 def sigchld_from_children_delivered_while_profiled():
     """A thread forks thousands of children, one at a time, each waiting for
     its SIGCHLD to reach the handler before the next: profiled at 1 kHz,

@@ -106,6 +106,7 @@ def callers(tr):
 
 
 @test
+@figures
 def trace_opens_in_go_tool_trace_with_every_view():
     f = Fixture(exe=WAITER, threads=3)
     wait_placed(f.pid)
@@ -230,6 +231,7 @@ def trace_of_a_target_that_exits_is_valid_with_the_exits():
 
 
 @test
+@figures
 def trace_and_cpu_profile_share_the_sampler():
     f = Fixture(exe=WAITER, threads=2)
     pp = Podprof("--pid", str(f.pid))

@@ -82,6 +82,7 @@ def waits_by_thread(path):
 
 
 @test
+@figures
 def block_names_where_each_thread_waits():
     f = waiter("-q")
     wait_placed(f.pid)
@@ -106,6 +107,7 @@ def block_names_where_each_thread_waits():
 
 
 @test
+@figures
 def mutex_is_the_futex_part_of_block():
     f = waiter("-q")
     wait_placed(f.pid)
@@ -125,6 +127,7 @@ def mutex_is_the_futex_part_of_block():
 
 
 @test
+@figures
 def blocked_threads_are_stopped_once_per_wait():
     f = waiter("-q")
     wait_placed(f.pid)
@@ -353,6 +356,7 @@ def tracer_of(pid):
 
 
 @test
+@figures
 def continuous_mode_counts_since_podprof_started():
     """--continuous: the target stays traced at a low rate, and block, mutex,
     threadcreate and allocs without seconds= answer at once with what

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""The stack checks again and again with every core taken by competing busy
-processes (issue 22: "stacks right every time, not most of the time").
+"""The tests that compare shares, rates or times, again and again with every
+core taken by competing busy processes (issue 38: a suite that holds quiet
+and under load; issue 22: stacks right every time, not most of the time).
 
-    python3 tests/stress/stacks.py BUILD [--runs N] [--hogs K] [test ...]
+    python3 tests/stress/figures.py BUILD [--runs N] [--hogs K] [test ...]
 
-Starts K busy processes (default: two per core) that spin for the whole
-run, then runs each stack test of the integration suite N times (C, Go and
-Python fixtures; their names below), each in its own run.py. Prints one
-PASS/FAIL line per test (FAIL if any run failed, with that run's message),
-then per test the spread of every figure its runs printed ("info:" lines
-with the numbers taken out: the same line of every run side by side, its
-worst and best values), and a tally. Exit status 1 if any run failed.
+Starts K busy processes (default: one per core) that spin for the whole
+run, then runs each test marked @figures in the integration suite (or the
+ones named) N times, each in its own run.py. Prints one PASS/FAIL line per
+test (FAIL if any run failed, with that run's message), then per test the
+spread of every figure its runs printed ("info:" lines with the numbers
+taken out: the same line of every run side by side, its worst and best
+values), and a tally. Exit status 1 if any run failed. scripts/check.sh
+runs it once per test (--runs 1); make stress ten times.
 """
 import argparse
 import os
@@ -21,25 +23,23 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.path.join(HERE, "..", "integration", "run.py")
-TESTS = [
-    "cpu_profile_names_stacks_and_shares",       # C: busy's stacks, whole
-    "stacks_stay_whole_when_their_depth_changes",
-    "go_stacks_match_gos_own_profile",           # Go: pclntab, inlining, signal frames
-    "cgo_stacks_cross_between_go_and_c",
-    "python_frames_in_the_cpu_profile",          # CPython 3.11's frames among the native ones
-    "python312_frames_in_the_cpu_profile",
-]
 NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("build")
 ap.add_argument("--runs", type=int, default=10, help="runs of each test (10)")
-ap.add_argument("--hogs", type=int, default=2 * (os.cpu_count() or 1),
-                help="busy processes beside the tests (two per core)")
-ap.add_argument("tests", nargs="*", default=TESTS)
+ap.add_argument("--hogs", type=int, default=os.cpu_count() or 1,
+                help="busy processes beside the tests (one per core)")
+ap.add_argument("tests", nargs="*", help="tests to run (default: every one marked @figures)")
 args = ap.parse_args()
+if not args.tests:
+    sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+    sys.argv = [sys.argv[0], args.build]   # run.py reads the build from its argv
+    import run  # noqa: E402,F401  (imports every test module: they mark their tests)
+    import lib  # noqa: E402
+    args.tests = list(lib.FIGURES)
 if args.runs < 1 or args.runs > 1000 or args.hogs < 0 or args.hogs > 256:
-    sys.exit("stacks.py: --runs 1..1000, --hogs 0..256")
+    sys.exit("figures.py: --runs 1..1000, --hogs 0..256")
 
 
 def hog():

@@ -238,7 +238,8 @@ static int read_str(struct pt_py *py, uint64_t addr, char *out, size_t cap)
 	n = pt__rd64(head + L->str_length);
 	state = head[L->str_state];
 	kind = (state >> 2) & 7;
-	/* state: interned:2, kind:3, compact:1, ascii:1 (3.11 and 3.12). */
+	/* state: interned:2, kind:3, compact:1, ascii:1 (3.11 to 3.15, but
+	 * for free-threaded builds, which are not read). */
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || n > MAX_NAME_CHARS)
 		return -EFAULT;
 	off = ((state >> 6) & 1) ? L->str_ascii_data : L->str_compact_data;
@@ -276,7 +277,7 @@ static int read_code(struct pt_py *py, uint64_t addr, struct pt__py_code *e)
 		return -EFAULT;
 	/* Its type is PyCode_Type's address: anything else is not a code
 	 * object (a frame read while it changed, or a lie). */
-	if (py->code_type && pt__rd64(co + 8) != py->code_type)
+	if (py->code_type && pt__rd64(co + L->ob_type) != py->code_type)
 		return -EFAULT;
 	e->key[0] = pt__rd64(co + L->co_qualname);
 	e->key[1] = pt__rd64(co + L->co_filename);
@@ -331,7 +332,7 @@ static const struct pt__py_code *code_get(struct pt_py *py, uint64_t addr, uint6
 			 * replaces the entry only whole: one that fails to
 			 * read leaves the old entry, checked again next time. */
 			if (pt__py_read(py, addr, co, L->co_code) ||
-			    (py->code_type && pt__rd64(co + 8) != py->code_type))
+			    (py->code_type && pt__rd64(co + L->ob_type) != py->code_type))
 				return NULL;
 			if (pt__rd64(co + L->co_qualname) != e->key[0] || pt__rd64(co + L->co_filename) != e->key[1] ||
 			    pt__rd64(co + L->co_linetable) != e->key[2]) {

@@ -28,6 +28,10 @@ TESTS = [
     "cgo_stacks_cross_between_go_and_c",
     "python_frames_in_the_cpu_profile",          # CPython 3.11's frames among the native ones
     "python312_frames_in_the_cpu_profile",
+    "python313_frames_in_the_cpu_profile",       # 3.13-3.15 through their own table of offsets
+    "python313_sid_frames_in_the_cpu_profile",
+    "python314_frames_in_the_cpu_profile",
+    "python315_frames_in_the_cpu_profile",
 ]
 NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
 

@@ -453,9 +453,10 @@ static uint64_t str(struct image *im, const struct pt_py_layout *l, const char *
 	return a;
 }
 
-/* A code object whose first 8 code units are on line firstlineno + 2. */
-static uint64_t code(struct image *im, const struct pt_py_layout *l, uint64_t type, const char *name,
-		     int firstlineno)
+/* A code object of file `file` whose first 8 code units are on line
+ * firstlineno + 2. */
+static uint64_t code_in(struct image *im, const struct pt_py_layout *l, uint64_t type, const char *name,
+			const char *file, int firstlineno)
 {
 	static const uint8_t lt[] = { 0x80 | (13 << 3) | 7, 4 };
 	uint64_t c = alloc(im, l->co_code + 16), b = alloc(im, l->bytes_data + 8);
@@ -466,9 +467,15 @@ static uint64_t code(struct image *im, const struct pt_py_layout *l, uint64_t ty
 	memcpy(im->mem + (c - IMG_BASE) + l->co_firstlineno, &firstlineno, 4);
 	put64(im, c + l->co_name, str(im, l, name));
 	put64(im, c + l->co_qualname, str(im, l, name));
-	put64(im, c + l->co_filename, str(im, l, "/app/m.py"));
+	put64(im, c + l->co_filename, str(im, l, file));
 	put64(im, c + l->co_linetable, b);
 	return c;
+}
+
+static uint64_t code(struct image *im, const struct pt_py_layout *l, uint64_t type, const char *name,
+		     int firstlineno)
+{
+	return code_in(im, l, type, name, "/app/m.py", firstlineno);
 }
 
 /* A frame of code (its executable tagged as 3.14 tags a reference) at code
@@ -498,7 +505,8 @@ TEST(python_frames_from_a_table)
 		struct pt_py_stats st;
 		struct pt_capture cap;
 		struct pt_py *py;
-		uint64_t runtime, interp, type, inner, outer, mod, ts, base = 0, f0, f1, m1, f2, m2, tstates[1] = { 0 };
+		uint64_t runtime, interp, type, inner, outer, mod, shim, ts, base = 0, f0, fs, f1, m1, f2, m2;
+		uint64_t tstates[1] = { 0 };
 		uint64_t frames[] = { 0x1000, EVAL_LO + 5, 0x2000, COLD_LO + 9, 0x3000 };
 		pid_t nstids[1] = { 4242 };
 		uint32_t ver;
@@ -514,19 +522,22 @@ TEST(python_frames_from_a_table)
 		inner = code(im, &l, type, "Klass.inner", 10);
 		outer = code(im, &l, type, "outer", 30);
 		mod = code(im, &l, type, "<module>", 1);
+		shim = code_in(im, &l, type, "__init__", "__init__", 1);
 		/* 3.15: every chain ends at the thread's sentinel frame. */
 		if (l.ts_base_frame) {
 			base = frame(im, &l, 0, 0, 3, 0);
 			put64(im, ts + l.ts_base_frame, base);
 		}
 		/* <module> in the outer eval call, outer and inner in the inner
-		 * one; each call's marker below its frames (owner 3, or 4:
+		 * one (between them the interpreter's __init__ shim, not
+		 * shown); each call's marker below its frames (owner 3, or 4:
 		 * 3.14's C-stack owner, also a marker). */
 		m2 = frame(im, &l, 0, 0, v == 1 ? 4 : 3, base);
 		f2 = frame(im, &l, mod, 3, 0, m2);
 		m1 = frame(im, &l, 0, 0, 3, f2);
 		f1 = frame(im, &l, outer, 0, 0, m1);
-		f0 = frame(im, &l, inner, 5, 0, f1);
+		fs = frame(im, &l, shim, 0, 0, f1);
+		f0 = frame(im, &l, inner, 5, 0, fs);
 		put64(im, runtime + l.rt_interp_head, interp);
 		put64(im, interp + l.is_threads_head, ts);
 		put64(im, ts + l.ts_native_tid, 4242);
@@ -541,7 +552,7 @@ TEST(python_frames_from_a_table)
 		memset(&cap, 0, sizeof(cap));
 		cap.regs.rsp = 0x7fff0000;
 		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
-		ASSERT_EQ(pc->n, 5);                 /* the sentinel is not a frame */
+		ASSERT_EQ(pc->n, 6);                 /* the sentinel is not a frame */
 		ASSERT_EQ(pc->truncated, 0);
 		ASSERT_U64_EQ(pc->f[0].code, inner);   /* the tag cleared */
 		pt_py_merge(py, pc, frames, 5);
@@ -578,7 +589,7 @@ TEST(python_frames_from_a_table)
 		/* 3.15: a chain ending before its sentinel is cut short too. */
 		put64(im, f1 + l.fr_previous, 0);
 		ASSERT_OK(pt_py_capture(py, ts, 4242, NULL, &cap, pc));
-		ASSERT_EQ(pc->n, 2);
+		ASSERT_EQ(pc->n, 3);
 		ASSERT_EQ(pc->truncated, !!l.ts_base_frame);
 		/* A code object that is not one: that eval call stays native,
 		 * the sample counted. */

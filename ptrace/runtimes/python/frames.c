@@ -266,9 +266,11 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 		const struct pt_py_raw *r = &pc->f[i];
 
 		if (!(r->flags & PT_PY_RAW_MARK)) {
-			if (pt__py_resolve(py, r, now, &gf[ngf]) > 0)
+			int got = pt__py_resolve(py, r, now, &gf[ngf]);
+
+			if (got > 0)
 				ngf++;
-			else
+			else if (got < 0)
 				bad = torn = 1;
 		}
 		if (r->flags & (PT_PY_RAW_ENTRY | PT_PY_RAW_MARK)) {

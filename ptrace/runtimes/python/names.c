@@ -403,7 +403,8 @@ uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t 
 	return py->token_base + py->ngroups++;
 }
 
-/* Resolves raw frame r into *g. Returns 1, or -1 (unreadable). A frame
+/* Resolves raw frame r into *g. Returns 1, 0 (a frame not shown: the
+ * interpreter's own __init__ shim), or -1 (unreadable). A frame
  * that has not run its first instruction yet (CPython's tracebacks leave
  * such "incomplete" frames out) is shown, at its first line: its code
  * object is set before the frame is linked, and the eval call that runs it
@@ -420,6 +421,11 @@ int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
 
 	if (!e)
 		return -1;
+	/* The shim that runs a class's __init__ after the object is made
+	 * (3.13 on, _Py_InitCleanup: a code object named and filed
+	 * "__init__", no location of its own): no function of the program. */
+	if (!strcmp(py->pool + e->func, "__init__") && !strcmp(py->pool + e->file, "__init__"))
+		return 0;
 	first = r->code + L->co_code;
 	/* prev_instr points at a code unit (2 bytes); its index is lasti. */
 	lasti = r->instr >= first ? (int64_t)((r->instr - first) / 2) : -1;

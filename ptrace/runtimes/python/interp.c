@@ -20,11 +20,12 @@
 #include "ptrace/runtimes/python/offsets.h"
 #include "ptrace/runtimes/python/state.h"
 
-/* 3.11 and 3.12, which have no table of offsets of their own. Their offsets are checked against each release's
- * own headers by a unit test (tests/unit/test_python.c, through a program
- * built with them: tests/unit/py/py_offsets.c; Debian's python3.11-dev,
- * and pyenv's 3.12.1 where installed), and against live interpreters by the
- * integration tests (Debian's python3.11, pyenv's 3.11.7 and 3.12.1). */
+/* 3.11 and 3.12, which have no table of offsets of their own. Their offsets
+ * are checked against each release's own headers by a unit test
+ * (tests/unit/test_python.c, through a program built with them:
+ * tests/unit/py/py_offsets.c; Debian's python3.11-dev, and pyenv's 3.12.1
+ * where installed), and against live interpreters by the integration tests
+ * (Debian's python3.11, pyenv's 3.12.1). */
 static const struct pt_py_layout layouts[] = {
 	{
 		.version = 0x030b, .name = "3.11", .tested = 1, .flags = PT_PY_L_CFRAME,

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ static pid_t start_python(const char *python, int *fd)
 		return -1;
 	ASSERT(!pipe(p));
 	if (!(pid = fork())) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test that fails midway leaves nothing behind */
 		dup2(p[1], 1);
 		execl(python, python, "-c", "import time; print('ready', flush=True); time.sleep(30)", (char *)NULL);
 		_exit(127);

@@ -136,10 +136,18 @@ PY311_INC ?= /usr/include/python3.11
 PY312_INC ?= $(firstword $(wildcard /root/.pyenv/versions/3.12.*/include/python3.12))
 PY_OFFSETS := $(if $(wildcard $(PY311_INC)/internal/pycore_frame.h),$(BUILD)/py311-offsets) \
               $(if $(wildcard $(PY312_INC)/internal/pycore_frame.h),$(BUILD)/py312-offsets)
+# 3.13 to 3.15: where each one's _Py_DebugOffsets keeps what podprof reads,
+# printed by a program built with its headers (tests/unit/py/py_debug_offsets.c):
+# python_tables_match_headers holds ptrace/runtimes/python/offsets.c's
+# descriptors to them. The headers are those of the sid chroot that
+# scripts/runtimes.sh provisions (PY_SID= to point elsewhere); Debian keeps
+# pyconfig.h in a multiarch directory, reached through a link of our own.
+PY_SID ?= $(or $(PODPROF_RUNTIMES),/var/cache/podprof/runtimes)/sid
+PY_DEBUG_OFFSETS := $(foreach m,13 14 15,$(if $(wildcard $(PY_SID)/usr/include/python3.$(m)/internal/pycore_frame.h),$(BUILD)/py3$(m)-debugoffsets))
 
 # Unit tests: one binary, each test forked by the harness.
 # (the agent's arithmetic is held to libm's there too)
-$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ) $(BUILD)/agent/weight.o | $(PY_OFFSETS)
+$(BUILD)/unit-tests: $(addprefix $(BUILD)/,$(UNIT_SRC:.c=.o)) $(LIB_OBJ) $(BUILD)/agent/weight.o | $(PY_OFFSETS) $(PY_DEBUG_OFFSETS)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
 
@@ -150,6 +158,11 @@ $(BUILD)/py311-offsets: tests/unit/py/py_offsets.c
 $(BUILD)/py312-offsets: tests/unit/py/py_offsets.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O0 -w -I$(PY312_INC) -o $@ $<
+
+$(BUILD)/py31%-debugoffsets: tests/unit/py/py_debug_offsets.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(BUILD)/pyinc && ln -sfn $(PY_SID)/usr/include/x86_64-linux-gnu $(BUILD)/pyinc/x86_64-linux-gnu && \
+		$(CC) -O0 -w -I$(PY_SID)/usr/include/python3.1$* -I$(BUILD)/pyinc -o $@ $<
 
 # Fixture targets are built the way the issue describes real targets: -O2, no frame pointers.
 $(BUILD)/fixtures/%: tests/fixtures/%.c

@@ -39,6 +39,19 @@ static void put_name(struct base_buf *o, const char *s)
 	}
 }
 
+/* The note's lines (enc_text_profile's), each "# podprof: <line>": Go's
+ * text profiles skip lines that begin with '#'. */
+static void put_note(struct base_buf *o, const char *note)
+{
+	while (note && *note) {
+		const char *end = strchr(note, '\n');
+		int n = end ? (int)(end - note) : (int)strlen(note);
+
+		base_buf_printf(o, "# podprof: %.*s\n", n, note);
+		note += n + !!end;
+	}
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	const struct enc_text_stack *x = *(const struct enc_text_stack *const *)a;
@@ -62,6 +75,10 @@ int enc_text_dump_encode(const struct enc_text_profile *p, size_t max, char **ou
 	for (size_t i = 0; i < p->nstacks; i++)
 		order[i] = &p->stacks[i];
 	qsort(order, p->nstacks, sizeof(*order), cmp_id);
+	if (p->note && *p->note) {
+		put_note(&o, p->note);
+		base_buf_printf(&o, "\n");
+	}
 	for (size_t i = 0; i < p->nstacks && !o.err; i++) {
 		const struct enc_text_stack *s = order[i];
 
@@ -192,6 +209,7 @@ int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **o
 	if ((err = group_stacks(p, &g, &ng)))
 		return err;
 	base_buf_printf(&o, "%s profile: total %zu\n", p->name, p->nstacks);
+	put_note(&o, p->note);
 	for (size_t i = 0; i < ng && !o.err; i++) {
 		base_buf_printf(&o, "%" PRId64, g[i].count);
 		put_stack(&o, p, g[i].s);

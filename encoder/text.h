@@ -42,6 +42,10 @@ struct enc_text_profile {
 	size_t nlocs;
 	const struct enc_text_stack *stacks;
 	size_t nstacks;
+	/* What the text lacks and why, lines separated by '\n' (NULL: none):
+	 * each printed as a line "# podprof: <line>", after the count
+	 * profile's first line, before the dump's first block. */
+	const char *note;
 };
 
 /* debug=1: "<name> profile: total <nstacks>", then one record per distinct

@@ -70,6 +70,11 @@ struct pt_runtime_ops {
 	/* Reads frames in the thread's stop (capture): the sampling backend
 	 * must stop threads (ptrace), not let the kernel copy their stacks. */
 	int reads_in_stop;
+	/* Its frames stand in every sample for its interpreter's (CPython's
+	 * functions for _PyEval_EvalFrameDefault): where the process runs it
+	 * but it cannot read them, every answer of the process's stacks says
+	 * so, with what detect noted (runtimes.h's pt_runtimes_missing). */
+	int frames_in_samples;
 	/* The state for the process of `as` (which it reads through), its
 	 * tokens numbered in table row `row`. Returns 0 or -ENOMEM. */
 	int (*new)(struct pt_rt **out, struct pt_space *as, unsigned int row);
@@ -98,6 +103,10 @@ struct pt_runtime_ops {
 	/* The runtime's frames a token of its own stands for, innermost first,
 	 * at most max. Returns how many (0: not one of its tokens). */
 	int (*lines)(struct pt_rt *rt, uint64_t token, struct pt_rt_line *out, int max);
+	/* Optional: the samples whose frames merge has placed so far, and of
+	 * them those that lacked some of them (a chain torn while it was read,
+	 * or unreadable): what the answers say of the frames they lack. */
+	void (*counts)(struct pt_rt *rt, uint64_t *merged, uint64_t *torn);
 	/* Optional: if token is one of its labels' (merge's last frame), 1
 	 * with *kv its keys and values alternately, *n pairs (owned by the
 	 * runtime until its reset); else 0. */

@@ -61,6 +61,28 @@ static int alloc_arrays(struct pt_profile *p, const struct sizes *z, size_t n, i
 }
 
 /* The counts and the CPU accounting, summed. */
+/* The lines of q's note, each after "pid N (name): ", added to p's while
+ * they fit whole; the last that fits says how many more were left out. */
+static void add_note(struct pt_profile *p, const struct pt_profile *q, const struct pt_profile_proc *who,
+		     size_t *left)
+{
+	const char *line = q->note;
+
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line), k = strlen(p->note);
+		int w = snprintf(NULL, 0, "%spid %d (%s): %.*s", k ? "\n" : "", (int)who->pid, who->name,
+				 (int)n, line);
+
+		if (w > 0 && !*left && k + (size_t)w + 64 < sizeof(p->note))
+			snprintf(p->note + k, sizeof(p->note) - k, "%spid %d (%s): %.*s", k ? "\n" : "",
+				 (int)who->pid, who->name, (int)n, line);
+		else
+			++*left;
+		line += n + !!end;
+	}
+}
+
 static void add_counts(struct pt_profile *p, const struct pt_profile *q)
 {
 	p->thread_samples += q->thread_samples;
@@ -282,7 +304,7 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 	struct pt_profile *p = NULL;
 	struct sizes z = { 0 };
 	uint64_t t0 = UINT64_MAX, end = 0;
-	size_t nids = 0;
+	size_t nids = 0, notes_left = 0;
 	int timeline = 0, err = -ENOMEM;
 
 	*out = NULL;
@@ -322,11 +344,18 @@ int pt_profile_merge(struct pt_profile **parts, const struct pt_profile_proc *pr
 			p->hz = q->hz;
 		if (!p->procs[i].note)
 			p->procs[i].note = q->cut;
+		add_note(p, q, &procs[i], &notes_left);
 		add_counts(p, q);
 		add_allocs(p, q);
 		move_stacks(p, q, &nids, (uint32_t)i);
 		if (timeline)
 			move_threads(p, q, procs[i].pid);
+	}
+	if (notes_left) {
+		size_t k = strlen(p->note);
+
+		snprintf(p->note + k, sizeof(p->note) - k, "%s%zu more lines of the processes' own left out",
+			 k ? "\n" : "", notes_left);
 	}
 	if (timeline) {
 		merge_events(p, parts, n, p->time_ns);

@@ -183,8 +183,10 @@ struct pt_profile {
 	char go_version[40];
 	uint64_t goroutines_torn;
 	/* What the request could not do that it says in the answer: a
-	 * runtime's frames or units missing, and why ("" when none). */
-	char note[384];
+	 * runtime's frames or units missing, and why, one line each (lines
+	 * separated by '\n'; "" when none). A profile of several processes:
+	 * each member's lines, "pid N (name): " before each. */
+	char note[1024];
 	const char *backend;
 	char backend_why[512];
 	uint64_t samples_lost;

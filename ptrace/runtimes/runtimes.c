@@ -18,6 +18,7 @@ static const struct pt_runtime_ops *const table[] = {
 	&pt_runtime_go,       /* PT_RUNTIME_GO */
 };
 #define NRT (sizeof(table) / sizeof(table[0]))
+_Static_assert(NRT <= PT_RUNTIMES_MAX, "PT_RUNTIMES_MAX counts a row each");
 
 struct pt_runtimes {
 	struct pt_space *as;
@@ -101,6 +102,45 @@ const char *pt_runtimes_note(struct pt_runtimes *rts)
 		return NULL;
 	rts->noted = 1;
 	return rts->note;
+}
+
+void pt_runtimes_counts(const struct pt_runtimes *rts, struct pt_runtimes_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].rt && table[i]->counts)
+			table[i]->counts(rts->r[i].rt, &out->merged[i], &out->torn[i]);
+}
+
+void pt_runtimes_missing(const struct pt_runtimes *rts, const struct pt_runtimes_counts *since,
+			 char *out, size_t len)
+{
+	struct pt_runtimes_counts now;
+	size_t k = 0;
+
+	out[0] = '\0';
+	pt_runtimes_counts(rts, &now);
+	for (size_t i = 0; i < NRT && k < len; i++) {
+		uint64_t m0 = since && since->merged[i] <= now.merged[i] ? since->merged[i] : 0;
+		uint64_t t0 = since && since->torn[i] <= now.torn[i] ? since->torn[i] : 0;
+		uint64_t merged = now.merged[i] - m0, torn = now.torn[i] - t0;
+		int w = 0;
+
+		if (!table[i]->frames_in_samples)
+			continue;
+		/* Found, not read: detection said why. */
+		if (!rts->r[i].active && rts->r[i].note[0])
+			w = snprintf(out + k, len - k, "%s%s", k ? "\n" : "", rts->r[i].note);
+		else if (rts->r[i].active && torn && torn <= merged)
+			w = snprintf(out + k, len - k, "%s%s: %llu of %llu samples (%.1f %%) lack some of their "
+				     "frames of it: its chain of frames changed while it was read, could not be "
+				     "read, or was deeper than podprof reads; where frames are missing, the "
+				     "interpreter's native frame stays",
+				     k ? "\n" : "", table[i]->name, (unsigned long long)torn,
+				     (unsigned long long)merged, 100.0 * (double)torn / (double)merged);
+		if (w > 0)
+			k += (size_t)w < len - k ? (size_t)w : len - k - 1;
+	}
 }
 
 int pt_runtimes_read_in_stop(const struct pt_runtimes *rts)

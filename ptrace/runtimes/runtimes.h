@@ -38,6 +38,23 @@ const char *pt_runtimes_note(struct pt_runtimes *rts);
 /* What the last detection of the runtime named `name` found ("" if it
  * found nothing: the process does not run it), every time asked. */
 const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name);
+/* The runtimes' counts of samples merged (runtime.h's counts), per table
+ * row: what a session takes at its start, to say at its end what its
+ * samples lacked. */
+#define PT_RUNTIMES_MAX 4
+struct pt_runtimes_counts {
+	uint64_t merged[PT_RUNTIMES_MAX], torn[PT_RUNTIMES_MAX];
+};
+void pt_runtimes_counts(const struct pt_runtimes *rts, struct pt_runtimes_counts *out);
+/* What an answer of the process's stacks must say of the runtimes' frames
+ * they lack, one line each (lines separated by '\n', none when nothing is
+ * missing) into out[0..len): a runtime whose frames stand in samples that
+ * the process runs but podprof cannot read (detection's note: which
+ * release, why), and the samples since `since` (counts taken at the
+ * session's start; NULL: since the process was found) whose frames a
+ * runtime read only in part. */
+void pt_runtimes_missing(const struct pt_runtimes *rts, const struct pt_runtimes_counts *since,
+			 char *out, size_t len);
 /* 1 if an active runtime reads frames in a thread's stop (its threads must
  * be sampled by stopping them), else 0. */
 int pt_runtimes_read_in_stop(const struct pt_runtimes *rts);

@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base/mem.h"
 #include "ptrace/core/internal.h"
@@ -60,6 +62,27 @@ static int windowed(const struct pt_request *req)
 	return (req->kind->flags & PT_KIND_F_WINDOW) && req->duration_ns > 0;
 }
 
+/* What a profile of the target's stacks lacks of its runtimes' frames
+ * (a CPython podprof cannot read, chains torn while read: runtimes.h's
+ * pt_runtimes_missing), added to the lines of its note, which the answer
+ * carries (a pprof comment, the text forms' header lines): nothing about
+ * it only in the log. */
+static void note_runtimes(struct pt_session *ss, struct pt_profile *p)
+{
+	char line[sizeof(p->note)];
+	size_t k = strlen(p->note), n;
+
+	if (!(ss->kind->flags & PT_KIND_F_ATTACH) || !ss->t)
+		return;
+	pt_runtimes_missing(pt_tracee_runtimes(ss->t), &ss->rt0, line, sizeof(line));
+	n = strlen(line);
+	if (!n || strstr(p->note, line) || k + 1 + n >= sizeof(p->note))
+		return;   /* nothing, said already (a Go note), or no room */
+	if (k)
+		p->note[k++] = '\n';
+	memcpy(p->note + k, line, n + 1);
+}
+
 /* Ends a session: its kind fills the request's results (unless err), and the
  * request is answered. The session must be out of s->sessions. */
 static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, const char *cut)
@@ -73,8 +96,10 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 		req->profile->cut = cut;
 		req->profile->cut_ns = pt__now_ns() - ss->start_ns;
 	}
-	if (!req->err && req->profile)
+	if (!req->err && req->profile) {
 		pt__backend_note(ss, req->profile);
+		note_runtimes(ss, req->profile);
+	}
 	if (windowed(req)) {
 		tg->nsessions--;
 		pthread_mutex_lock(&s->lock);
@@ -108,6 +133,8 @@ static struct pt_session *session_begin(struct pt_sampler *s, struct pt_request 
 				   .rule = tg->rule, .target = tg, .start_ns = pt__now_ns(),
 				   .start_wall = pt__wall_ns() };
 	ss->end_ns = ss->start_ns;
+	if ((k->flags & PT_KIND_F_ATTACH) && tg->t)
+		pt_runtimes_counts(pt_tracee_runtimes(tg->t), &ss->rt0);
 	if (windowed(req)) {
 		ss->end_ns += req->duration_ns;
 		ss->next_due = ss->start_ns;

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "ptrace/core/types.h"
+#include "ptrace/runtimes/runtimes.h"
 
 struct pt_request;
 struct pt_rule;
@@ -47,6 +48,7 @@ struct pt_session {
 	struct pt__target *target;   /* the sampler's record of the target */
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
 	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
+	struct pt_runtimes_counts rt0;   /* its runtimes' samples merged, before it (attached kinds) */
 	struct pt_session *next;
 };
 

@@ -686,3 +686,35 @@ const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uin
 		return NULL;
 	return pt_symtab_lookup(&mod->obj->syms, addr - mod->bias, NULL);
 }
+
+int pt_module_unwind_entry(struct pt_modules *mods, const struct pt_module *mod, uint64_t addr,
+			   uint64_t *lo, uint64_t *hi)
+{
+	uint64_t n = mod->eh_count, a = 0, b = n;
+	int32_t row[2], next;
+
+	/* .eh_frame_hdr's table: (initial location, FDE) pairs of sdata4
+	 * relative to the header, sorted by location (read_layout checked the
+	 * encoding). The target's memory: a lie gives a wrong range, no more. */
+	if (!mod->eh_hdr || !n || n > (1u << 24) || addr < mod->text_lo || addr >= mod->text_hi)
+		return -ENOENT;
+	while (b - a > 1) {   /* the last row whose location is at or below addr */
+		uint64_t mid = a + (b - a) / 2;
+
+		if (pt_mem_read(mods->mem, mod->eh_table + mid * 8, row, 4))
+			return -ENOENT;
+		if (mod->eh_hdr + (uint64_t)(int64_t)row[0] <= addr)
+			a = mid;
+		else
+			b = mid;
+	}
+	if (pt_mem_read(mods->mem, mod->eh_table + a * 8, row, 8) ||
+	    mod->eh_hdr + (uint64_t)(int64_t)row[0] > addr)
+		return -ENOENT;
+	*lo = mod->eh_hdr + (uint64_t)(int64_t)row[0];
+	*hi = mod->text_hi;
+	if (a + 1 < n && !pt_mem_read(mods->mem, mod->eh_table + (a + 1) * 8, &next, 4) &&
+	    mod->eh_hdr + (uint64_t)(int64_t)next > *lo && mod->eh_hdr + (uint64_t)(int64_t)next < *hi)
+		*hi = mod->eh_hdr + (uint64_t)(int64_t)next;
+	return 0;
+}

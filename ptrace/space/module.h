@@ -79,6 +79,13 @@ int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *
 #define PT_MODULE_SECTION "section:"   /* as PT_SPACE_SECTION (space.h) */
 int pt_module_lookup(struct pt_modules *mods, struct pt_module *mod, const char *const *names,
 		     uint64_t *addrs, uint64_t *sizes, int n);
+/* The unwind-table entry (a row of the module's .eh_frame_hdr: one
+ * function, or one part of a function the compiler split) holding runtime
+ * address addr: [*lo, *hi), from its start to the next entry's (the end
+ * of the module's code for the last). Returns 0 or -ENOENT (no table, or
+ * addr before its first entry or outside the module's code). */
+int pt_module_unwind_entry(struct pt_modules *mods, const struct pt_module *mod, uint64_t addr,
+			   uint64_t *lo, uint64_t *hi);
 /* How many modules with a .gopclntab have been found so far. */
 int pt_modules_go_count(const struct pt_modules *mods);
 /* Time spent reading symbol tables, and how many were read. */

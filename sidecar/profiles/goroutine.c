@@ -55,12 +55,12 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr, pid_t pid)
 			 "podprof: every thread of %s, one sample each; threads=%zu stopped=%" PRIu64
 			 " (the others were blocked, unchanged since their last snapshot)",
 			 sc_stacks_whose(pr, pid, whose, sizeof(whose)), in.nsamples, in.threads_stopped);
-	if ((err = enc_pprof_comment(e, comment)) || (pr->note[0] && (err = enc_pprof_comment(e, pr->note))))
+	if ((err = enc_pprof_comment(e, comment)))
 		return err;
 	if (pr->nprocs && (err = enc_pprof_comment(e, "podprof: several processes: every one's threads; "
 						  "a Go program's goroutines: pid=N")))
 		return err;
-	if ((err = sc_stacks_note_cut(e, pr)))
+	if ((err = sc_stacks_note_cut(e, pr)))   /* with the note: a runtime the dump could not read */
 		return err;
 	return sc_stacks_pprof(e, pr, pr->goroutines ? &go_spec : &dump_spec);
 }

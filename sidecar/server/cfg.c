@@ -81,9 +81,9 @@ static const struct cfg_def cfg_table[] = {
 	INT("sampler-nice", "SAMPLER_NICE", -20, 0, -10, sampler_nice,
 	    "nice value of the sampler thread where allowed (CAP_SYS_NICE), else 0 (shorter waits for threads stopped between ticks)"),
 	INT("python", "PYTHON", 0, 1, 1, python,
-	    "1: in a CPython 3.11 or 3.12 process, each _PyEval_EvalFrameDefault frame shows the Python "
-	    "functions it runs (function, file, line); 0: native frames only. Other releases stay native, "
-	    "said once in the log"),
+	    "1: in a CPython 3.11 to 3.15 process, each _PyEval_EvalFrameDefault frame shows the Python "
+	    "functions it runs (function, file, line); 0: native frames only. Other releases and "
+	    "free-threaded builds stay native, said in the log and in every profile's comment"),
 	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends"),
 	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
 	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),

@@ -312,7 +312,8 @@ static int text_view_new(const struct pt_profile *pr, const char *name, struct t
 		}
 	}
 	v->tp = (struct enc_text_profile){ .name = name, .locs = v->locs, .nlocs = nl,
-					   .stacks = v->stacks, .nstacks = pr->nsamples };
+					   .stacks = v->stacks, .nstacks = pr->nsamples,
+					   .note = pr->note[0] ? pr->note : NULL };
 	return 0;
 }
 
@@ -416,10 +417,32 @@ const char *sc_stacks_whose(const struct pt_profile *pr, pid_t pid, char *buf, s
 	return buf;
 }
 
+/* The lines of pr's note (what a runtime's frames lack, and why), one
+ * comment each. */
+static int note_lines(struct enc_pprof *e, const struct pt_profile *pr)
+{
+	char line[sizeof(pr->note) + 16];
+	int err;
+
+	for (const char *at = pr->note; *at;) {
+		const char *end = strchr(at, '\n');
+		int n = end ? (int)(end - at) : (int)strlen(at);
+
+		snprintf(line, sizeof(line), "podprof: %.*s", n, at);
+		if ((err = enc_pprof_comment(e, line)))
+			return err;
+		at += n + !!end;
+	}
+	return 0;
+}
+
 int sc_stacks_note_cut(struct enc_pprof *e, const struct pt_profile *pr)
 {
 	char note[160];
+	int err;
 
+	if ((err = note_lines(e, pr)))
+		return err;
 	if (pr->nprocs)
 		return note_procs(e, pr);
 	if (!pr->cut)

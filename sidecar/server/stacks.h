@@ -68,11 +68,12 @@ void sc_stacks_info(const struct pt_profile *pr, struct sc_stacks_info *out);
  * (comments), in buf; returns buf. */
 const char *sc_stacks_whose(const struct pt_profile *pr, pid_t pid, char *buf, size_t len);
 
-/* A profile of several processes: comments naming them, with what cut a
- * process's part short or kept it out. Else: */
-/* Adds a comment when pr's window was cut short by its target (it exited
- * or exec'd): the profile holds what was gathered until then. Returns 0
- * or -ENOMEM. */
+/* What pr lacks, as comments: each line of its note (a runtime's frames
+ * missing, and why: "podprof: python: ..."); then, for a profile of
+ * several processes, comments naming them, with what cut a process's part
+ * short or kept it out; else a comment when pr's window was cut short by
+ * its target (it exited or exec'd): the profile holds what was gathered
+ * until then. Returns 0 or -ENOMEM. */
 int sc_stacks_note_cut(struct enc_pprof *e, const struct pt_profile *pr);
 
 /* Declares spec's sample types on e, in order. Call it first, before the

@@ -18,8 +18,11 @@ file written); podprof's CPU and peak RSS.
 
 Then: the one-shot thread dump (the sampler's snapshot API, bench-snapshot)
 against `eu-stack -p` for 1, 8, 64 and 512 threads; podprof's RSS through a
-long profile; HTTP latency under load (wrk); CPython frames: pause per
-sample with --python 1 and 0 side by side on the same pyhot.py process;
+long profile; HTTP latency under load (wrk); CPython frames: per
+interpreter (3.11 and 3.12 by podprof's layouts, 3.13 to 3.15 by their own
+table of offsets, Debian unstable's in the sid chroot), the Python frame read
+per capture and the pause per sample with --python 1 and 0 side by side on
+the same pyhot.py process;
 the allocation agent (bench_allocs.py: a malloc-bound microbenchmark, nginx
 under wrk, accuracy on the allocs fixture, the agent's memory and podprof's
 cost to read its records); thread per request (tpr: the tpr fixture, a
@@ -513,8 +516,9 @@ PYHOT = os.path.join(ROOT, "tests", "fixtures", "pyhot.py")
 
 def profile_python(pid, flag, hz, seconds):
     """One CPU profile of pid by podprof --python flag: its log's pause and
-    unwind medians (unwind includes naming the Python frames)."""
-    pp, port = start_podprof(pid, "--python", str(flag))
+    unwind medians (unwind includes naming the Python frames), and the
+    Python frames' read in each capture (inside the pause)."""
+    pp, port = start_podprof(pid, "--python", str(flag), "--backend", "ptrace")
     out = os.path.join(TMP, "py%d.pb.gz" % flag)
     subprocess.run(["curl", "-sf", "-o", out,
                     "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d" % (port, seconds, hz)],
@@ -530,40 +534,82 @@ def profile_python(pid, flag, hz, seconds):
                 pycap=float(pc.group(2)))
 
 
-def section_python():
-    """CPython frames: the same pyhot.py process profiled by --python 1 and
-    --python 0 in turn (the order alternating per repetition), under
-    Debian's python3.11 and pyenv's 3.12 where installed."""
+def pythons():
+    """The CPythons of the Python section: (label, argv before the script,
+    chroot root or None). Debian's 3.11, pyenv's 3.12 and 3.13 where
+    installed, Debian unstable's 3.13, 3.14 and 3.15 in the sid chroot of
+    scripts/runtimes.sh (run inside it, as another container's process)."""
     import glob
-    p312 = sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12"))
-    for python in [PYTHON] + p312[-1:]:
-        python_rows(python)
+    out = [("3.11 (Debian)", [PYTHON], None)]
+    for rel in ("3.12", "3.13"):
+        found = sorted(glob.glob("/root/.pyenv/versions/%s.*/bin/python%s" % (rel, rel)))
+        if found:
+            out.append(("%s (pyenv %s)" % (rel, found[-1].split("/")[4]), found[-1:], None))
+    try:
+        import runtimes
+        root = runtimes.sid()
+    except Exception as e:   # noqa: BLE001  (Skip, or the chroot cannot be made)
+        print("(the sid chroot of scripts/runtimes.sh is not there: %s)\n" % e)
+        return out
+    for rel in ("3.13", "3.14", "3.15"):
+        if os.path.exists(root + "/usr/bin/python" + rel):
+            out.append(("%s (Debian unstable)" % rel, ["chroot", root, "python" + rel], root))
+    return out
 
 
-def python_rows(python):
-    if not os.path.exists(python):
-        print("## Python frames\n\n%s not installed: skipped\n" % python)
-        return
+def start_pyhot(argv, root):
+    """pyhot.py under argv (in the chroot root: the script copied there);
+    the process and its pid once it is ready."""
+    script = PYHOT
+    if root:
+        import shutil
+        os.makedirs(root + TMP, exist_ok=True)
+        shutil.copy(PYHOT, root + TMP + "/pyhot.py")
+        script = TMP + "/pyhot.py"
+    p = subprocess.Popen(argv + [script], stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([p.stdout], [], [], 30)
+    m = re.match(r"ready (\d+)", p.stdout.readline() if ready else "")
+    if not m:
+        raise SystemExit("pyhot did not get ready under %s" % argv)
+    return p, int(m.group(1))
+
+
+def section_python():
+    """CPython frames: for each interpreter, the same pyhot.py process
+    profiled by --python 1 and --python 0 in turn (the order alternating per
+    repetition; ptrace stops both, as --python 1 needs): the pause per
+    sample, the Python frames' read in each capture (inside the pause), the
+    unwind and naming after it, and the samples that reach <module>. One
+    table: 3.11 and 3.12 (podprof's own layouts) beside 3.13 to 3.15 (their
+    own table of offsets)."""
+    import shutil
     hz = 250
-    res = {0: [], 1: []}
-    for rep in range(args.reps):
-        p = subprocess.Popen([python, PYHOT], stdout=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([p.stdout], [], [], 30)
-        m = re.match(r"ready (\d+)", p.stdout.readline() if ready else "")
-        if not m:
-            raise SystemExit("pyhot did not get ready")
-        for flag in ((1, 0) if rep % 2 == 0 else (0, 1)):
-            res[flag].append(profile_python(p.pid, flag, hz, args.seconds))
-        p.kill()
-        p.wait()
-    print("## Python frames (pyhot.py under %s, 1 busy thread, %d Hz, %d s, %d reps; medians)\n" %
-          (python, hz, args.seconds, args.reps))
-    print("| --python | thread-samples | pause us p50 | pause us p99 | Python reads in the pause, us/sample (mean) | unwind (+ Python names) us p50 | p99 | samples under <module> % |")
-    print("|---|---|---|---|---|---|---|---|")
-    for flag in (1, 0):
-        med = lambda k: statistics.median(r[k] for r in res[flag])
-        print("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f |" % (
-            flag, med("samples"), med("p50"), med("p99"), med("pycap"), med("u50"), med("u99"), med("py")))
+    rows = []
+    for label, argv, root in pythons():
+        if not os.path.exists(argv[-1]) and not root:
+            print("(%s: %s not installed)" % (label, argv[-1]))
+            continue
+        res = {0: [], 1: []}
+        for rep in range(args.reps):
+            p, pid = start_pyhot(argv, root)
+            for flag in ((1, 0) if rep % 2 == 0 else (0, 1)):
+                res[flag].append(profile_python(pid, flag, hz, args.seconds))
+            p.kill()
+            p.wait()
+        rows.append((label, res))
+        if root:
+            shutil.rmtree(root + TMP, ignore_errors=True)
+    print("## Python frames (pyhot.py, 1 busy thread, %d Hz, %d s, %d reps, --backend ptrace; medians)\n" %
+          (hz, args.seconds, args.reps))
+    print("| CPython | thread-samples | Python frame read per capture, us (mean) | pause us p50 | pause us p99 | "
+          "pause us p50 / p99 with --python 0 | unwind (+ Python names) us p50 | p99 | samples under <module> % |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, res in rows:
+        def med(flag, k):
+            return statistics.median(r[k] for r in res[flag])
+        print("| %s | %d | %.2f | %.1f | %.1f | %.1f / %.1f | %.1f | %.1f | %.1f |" % (
+            label, med(1, "samples"), med(1, "pycap"), med(1, "p50"), med(1, "p99"), med(0, "p50"), med(0, "p99"),
+            med(1, "u50"), med(1, "u99"), med(1, "py")))
     print()
 
 

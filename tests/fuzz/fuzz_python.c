@@ -1,5 +1,7 @@
 /* libFuzzer harness: CPython frame reading on a hostile interpreter (3.11
- * or 3.12 layout, by the input's last byte's low bit). The input is the
+ * layout for an input whose last byte is even; else, by its next bits,
+ * 3.12's, or one made from a table of offsets of 3.13, 3.14 or 3.15 with
+ * fixed values, offsets.c's descriptors placing them). The input is the
  * target's memory at IMG_BASE (the runtime state at its start;
  * its second half doubles as the stack copy): the thread states are walked,
  * the frame chain of the first one read as during a stop, its code objects,
@@ -13,6 +15,7 @@
 #include "ptrace/runtimes/python/frames.h"
 #include "ptrace/runtimes/python/interp.h"
 #include "ptrace/runtimes/python/names.h"
+#include "ptrace/runtimes/python/offsets.h"
 #include "ptrace/space/unwinder.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,8 +39,47 @@ static int image_read(void *arg, uint64_t addr, void *dst, size_t len)
 	return 0;
 }
 
+/* The layout of 3.<minor> from a table of plausible values. */
+static int table_layout(unsigned int minor, struct pt_py_layout *l)
+{
+	static const struct { const char *name; uint64_t v; } vals[] = {
+		{ "runtime_state.size", 4096 }, { "runtime_state.interpreters_head", 40 },
+		{ "interpreter_state.size", 8192 }, { "interpreter_state.next", 0 },
+		{ "interpreter_state.threads_head", 16 }, { "thread_state.size", 800 },
+		{ "thread_state.next", 8 }, { "thread_state.current_frame", 72 },
+		{ "thread_state.base_frame", 80 }, { "thread_state.native_thread_id", 160 },
+		{ "thread_state.datastack_chunk", 232 }, { "interpreter_frame.size", 88 },
+		{ "interpreter_frame.previous", 8 }, { "interpreter_frame.executable", 0 },
+		{ "interpreter_frame.instr_ptr", 56 }, { "interpreter_frame.owner", 74 },
+		{ "code_object.size", 240 }, { "code_object.filename", 112 }, { "code_object.name", 120 },
+		{ "code_object.qualname", 128 }, { "code_object.linetable", 136 },
+		{ "code_object.firstlineno", 68 }, { "code_object.co_code_adaptive", 208 },
+		{ "pyobject.ob_type", 8 }, { "bytes_object.size", 40 }, { "bytes_object.ob_size", 16 },
+		{ "bytes_object.ob_sval", 32 }, { "unicode_object.size", 80 }, { "unicode_object.state", 32 },
+		{ "unicode_object.length", 16 }, { "unicode_object.asciiobject_size", 40 },
+		{ "unicode_object.compactunicodeobject_size", 56 },
+	};
+	uint8_t tab[PT_PY_TABLE_MAX] = "xdebugpy";
+	uint64_t ver = 0x030000f0u | (uint64_t)minor << 16;
+	uint32_t v;
+	char why[256];
+
+	memcpy(tab + 8, &ver, 8);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		int at = pt_py_table_field(minor, vals[i].name);
+
+		if (at > 0)
+			memcpy(tab + at, &vals[i].v, 8);
+	}
+	return pt_py_layout_from_table(tab, sizeof(tab), l, &v, why, sizeof(why));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const uint32_t versions[] = { 0x030c01f0, 0x030d12f0, 0x030e0af0, 0x030f02f0 };
+	struct pt_py_layout tl;
+	const struct pt_py_layout *l = pt_py_layout_find(0x030b00f0);
+	uint32_t version = 0x030b00f0;
 	static struct pt_py_cap pc;
 	struct image im = { data, size };
 	struct pt_py_line ln[PT_PY_MAX_FRAMES];
@@ -54,8 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	pt_py_set_reader(py, image_read, &im);
 	/* The input's last byte picks the release whose layout reads it. */
-	pt_py_activate(py, size && (data[size - 1] & 1) ? 0x030c01f0 : 0x030b00f0, IMG_BASE, EVAL_LO,
-		       EVAL_HI, 0);
+	if (size && (data[size - 1] & 1)) {
+		version = versions[(data[size - 1] >> 1) & 3];
+		l = pt_py_layout_find(version);
+		if (!l && !table_layout(version >> 16 & 0xff, &tl))
+			l = &tl;
+	}
+	pt_py_activate(py, l, version, IMG_BASE, EVAL_LO, EVAL_HI, 0);
 	pt_py_find_threads(py, nstids, ts, 4);
 	memset(&cap, 0, sizeof(cap));
 	cap.regs.rsp = IMG_BASE + size / 2;

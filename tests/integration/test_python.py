@@ -1,11 +1,14 @@
-"""CPython targets: Debian's python3.11 (and pyenv's 3.12 where installed)
-running tests/fixtures/pyhot.py, whose work splits 70/30 between
-crunch_alpha and crunch_beta (it measures the split itself and prints it at
-exit). Each native _PyEval_EvalFrameDefault frame becomes the Python frames
-it runs, with files and lines, in the CPU profile (read by go tool pprof),
-the thread dump, the block profile and the trace; --python 0 keeps native
-frames only; releases podprof does not know (3.10, 3.13) stay native, said
-once in the log."""
+"""CPython targets: Debian's python3.11, pyenv's 3.12 and 3.13, and Debian
+unstable's python3.13, python3.14 and python3.15 (in the sid chroot of
+scripts/runtimes.sh, started inside it as another container's process would
+be: its files reached through /proc/<pid>/root), each running
+tests/fixtures/pyhot.py, whose work splits 70/30 between crunch_alpha and
+crunch_beta (it measures the split itself and prints it at exit). Each
+native _PyEval_EvalFrameDefault frame becomes the Python frames it runs,
+with files and lines, in the CPU profile (read by go tool pprof), the thread
+dump, the block profile and the trace; --python 0 keeps native frames only;
+releases podprof does not know (3.10, a 3.16) stay native, said once in the
+log and in every answer (the profile's comment, the dump's text)."""
 import collections
 import glob
 import gzip
@@ -18,6 +21,7 @@ import signal
 import subprocess
 
 import lib
+import runtimes
 from lib import *  # noqa: F401,F403  (Podprof, http, pprof, check, test, traces, ...)
 
 PYTHON = os.environ.get("PODPROF_TEST_PYTHON", "/usr/bin/python3.11")
@@ -47,15 +51,26 @@ LINES = marked_lines()
 
 
 class PyFixture:
-    """pyhot.py under python (python3.11 by default); ready once it prints
+    """pyhot.py under python (python3.11 by default; with sid, the sid
+    chroot's python, started inside it, the script copied there: its path
+    as the process sees it is self.script); ready once it prints
     "ready <pid>"."""
 
-    def __init__(self, python=PYTHON):
-        if not python or not os.path.exists(python):
-            raise Skip("%s not installed" % (python or "that release"))
-        self.proc = subprocess.Popen([python, PYHOT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        PROCS.append(self.proc)
+    def __init__(self, python=PYTHON, sid=False, env=None):
+        if sid:
+            root = runtimes.sid()
+            if not os.path.exists(root + python) and not os.path.exists(root + "/usr/bin/" + python):
+                raise Skip("%s not in the sid chroot %s" % (python, root))
+            self.script = runtimes.sid_copy(PYHOT)
+            self.proc = runtimes.sid_popen([python, self.script], env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)
+        else:
+            if not python or not os.path.exists(python):
+                raise Skip("%s not installed" % (python or "that release"))
+            self.script = PYHOT
+            self.proc = subprocess.Popen([python, PYHOT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True)
+            PROCS.append(self.proc)
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
         line = self.proc.stdout.readline() if ready else ""
         m = re.match(r"ready (\d+)", line)
@@ -109,35 +124,126 @@ def cum_share(tr, name):
     return 100.0 * sum(v for v, frames in tr if name in frames) / total
 
 
+def eval_parts(binary):
+    """Where _PyEval_EvalFrameDefault's code is in the ELF file `binary`, told
+    by binutils alone (not by podprof's own reading): its symbol, and the
+    parts of it the compiler split off (Debian's builds run the whole eval
+    loop there): code it jumps to outside itself (objdump's disassembly)
+    where an unwind entry of its own begins (readelf's .eh_frame). [(lo, hi)]
+    in the file's addresses."""
+    if binary in _EVAL_PARTS:
+        return _EVAL_PARTS[binary]
+    syms = subprocess.run(["readelf", "-W", "--dyn-syms", binary], capture_output=True, text=True).stdout
+    m = re.search(r"^\s*\d+: ([0-9a-f]+)\s+(\d+) FUNC .* %s$" % EVAL, syms, re.M)
+    check(m, "no %s symbol in %s" % (EVAL, binary))
+    lo, hi = int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2))
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % lo,
+                          "--stop-address=%#x" % hi, binary], capture_output=True, text=True).stdout
+    targets = {int(t, 16) for t in re.findall(r"\tj\w*\s+([0-9a-f]+) <", dis)}
+    frames = subprocess.run(["readelf", "--debug-dump=frames", binary], capture_output=True, text=True).stdout
+    fdes = {int(a, 16): int(b, 16) for a, b in re.findall(r" FDE .*pc=([0-9a-f]+)\.\.([0-9a-f]+)", frames)}
+    parts = [(lo, hi)] + [(t, fdes[t]) for t in sorted(targets) if t in fdes and not lo <= t < hi]
+    _EVAL_PARTS[binary] = parts
+    return parts
+
+
+_EVAL_PARTS = {}
+
+
+class Interp:
+    """A CPython the suite runs pyhot.py under: `release` ("3.13"), the
+    interpreter (a path; with sid, the command in the sid chroot), and
+    is_eval(name): whether a frame so named is its eval loop's (the
+    symbol's, or an unnamed part the compiler split off, which podprof
+    names "<file>+0x<address>")."""
+
+    def __init__(self, release, python, sid=False):
+        self.release, self.sid, self._python = release, sid, python
+
+    def python(self):
+        return self._python() if callable(self._python) else self._python
+
+    def fixture(self):
+        return PyFixture(self.python(), sid=self.sid)
+
+    def binary(self):
+        """The file that holds the eval loop, as this machine sees it."""
+        python = self.python()
+        if self.sid:
+            exe = runtimes.sid() + (python if python.startswith("/") else "/usr/bin/" + python)
+        else:
+            exe = os.path.realpath(python)
+        lib = glob.glob(os.path.join(os.path.dirname(exe), "..", "lib", "libpython%s.so*" % self.release))
+        return os.path.realpath(sorted(lib)[0]) if lib else exe
+
+    def is_eval(self, name):
+        if name == EVAL:
+            return True
+        m = re.match(r"^(\S+)\+0x([0-9a-f]+)$", name)
+        binary = self.binary()
+        return bool(m and m.group(1) == os.path.basename(binary) and
+                    any(lo <= int(m.group(2), 16) < hi for lo, hi in eval_parts(binary)))
+
+
+PY311 = Interp("3.11", PYTHON)
+PY312 = Interp("3.12", lambda: pyenv("3.12"))
+# 3.13 on: read through the interpreter's own table of offsets.
+NEWER = {
+    "python313": Interp("3.13", lambda: pyenv("3.13")),          # pyenv's 3.13.0
+    "python313_sid": Interp("3.13", "python3.13", sid=True),     # Debian unstable's
+    "python314": Interp("3.14", "python3.14", sid=True),
+    "python315": Interp("3.15", "python3.15", sid=True),
+}
+
+
 @test
 @figures
 def python_frames_in_the_cpu_profile():
-    check_cpu_profile(PYTHON, "3.11")
+    check_cpu_profile(PY311)
 
 
 @test
 @figures
 def python312_frames_in_the_cpu_profile():
-    check_cpu_profile(pyenv("3.12"), "3.12")
+    check_cpu_profile(PY312)
 
 
-def check_cpu_profile(python, release):
+# The split's bounds (points): the fixture's measure is wall-clock time
+# (pyhot.py: a CPU clock read at each call would skew the weights), so the
+# slices a busy machine takes the process off its core land in whichever
+# function it was running. With the core to itself (90 % of the window or
+# more) the split is held within 2 points; a busy machine gets the suite's
+# 4. On a machine at load 10 on 2 cores (the process at 20-40 % of a core),
+# 3.11-3.15 were 0.5 to 4.2 points off, 6.8 once, the larger the less CPU
+# the process had; a median of each call's time per iteration as the truth
+# did worse (its calls' costs are skewed: 4-10 points).
+WITHIN_QUIET, WITHIN_BUSY, QUIET = 2.0, 4.0, 0.9
+
+
+def check_cpu_profile(interp, query="seconds=10&hz=1000"):
     """The profile names crunch_alpha, crunch_beta, square, work and
     <module>, each Python stack reaches <module> and then the interpreter's
     native frames (no eval frame left in between), the alpha/beta split is
-    the fixture's own within 4 points, lines are those of the source (pprof
-    -lines), square's stack crosses the C code of map() back into
-    crunch_beta (a second eval call), and go tool pprof -list shows the
-    source."""
-    f = PyFixture(python)
+    the fixture's own within 2 points (4 on a busy machine: WITHIN_*),
+    lines are those of the source (pprof -lines), square's stack crosses the
+    C code of map() back into crunch_beta (a second eval call), go tool
+    pprof -list shows the source, and the profile's comments say nothing is
+    missing."""
+    release = interp.release
+    f = interp.fixture()
+    script = f.script
     pp = Podprof("--pid", str(f.pid))
     # The fixture's own measure over the profile's window (its calls vary in
-    # size, so samples at a fixed rate fall at independent points of its loop:
-    # ~3000 samples put one standard deviation of the split near 0.8 points).
+    # size, so samples at a fixed rate fall at independent points of its
+    # loop: over 10 s at 1000 Hz, 2 points are 3 standard deviations of the
+    # split's sampling noise, sqrt(0.7 * 0.3 / n), down to n = 4725 samples).
     a0, b0 = f.spent()
-    path = save(get_profile(pp, "seconds=6&hz=500"), "py%s.pb.gz" % release)
+    t0, c0 = time.monotonic(), cpu_ticks(f.pid)
+    path = save(get_profile(pp, query), "py%s.pb.gz" % release)
+    had = (cpu_ticks(f.pid) - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
     a1, b1 = f.spent()
     truth = 100.0 * (a1 - a0) / ((a1 - a0) + (b1 - b0))
+    within = WITHIN_QUIET if had >= QUIET else WITHIN_BUSY
     pp.wait_log(r"python: .* is CPython %s\.\d+: its _PyEval_EvalFrameDefault frames show" %
                 re.escape(release), 5)
     pp.stop()
@@ -154,8 +260,8 @@ def check_cpu_profile(python, release):
         j = min(fr.index(n) for n in FIXTURE_FUNCS | {"<module>"} if n in fr)
         # Between the innermost Python frame and <module>, every eval call
         # shows its Python frames; the interpreter's own entry follows.
-        check(EVAL not in fr[j:i], "an eval frame left among Python frames: %s" % fr)
-        check(fr[i + 1:i + 2] == ["PyEval_EvalCode"] or EVAL in fr[i + 1:],
+        check(not any(interp.is_eval(n) for n in fr[j:i]), "an eval frame left among Python frames: %s" % fr)
+        check(fr[i + 1:i + 2] == ["PyEval_EvalCode"] or any(interp.is_eval(n) for n in fr[i + 1:]),
               "<module> is not run by the interpreter: %s" % fr)
     # Leafward of them, an eval call with no Python frame of its own stays
     # native: being entered, or returning (3.12 unlinks the frame, then
@@ -169,8 +275,9 @@ def check_cpu_profile(python, release):
     leaf = collections.Counter()
     for v, fr in cnt:
         j = min(fr.index(n) for n in FIXTURE_FUNCS | {"<module>"} if n in fr)
-        if EVAL in fr[:j]:
-            leaf[tuple(fr[:fr.index(EVAL) + 1])] += v
+        ev = [k for k in range(j) if interp.is_eval(fr[k])]
+        if ev:
+            leaf[tuple(fr[:ev[0] + 1])] += v
     n = sum(v for v, _ in cnt) or 1
     got, bound = sum(leaf.values()) / n, 0.05 + 3 * math.sqrt(0.05 * 0.95 / n)
     print("  info: %.1f%% of %d samples in an eval call with no frame of its own" % (100 * got, n))
@@ -178,11 +285,12 @@ def check_cpu_profile(python, release):
           (100 * got, n, 100 * bound, leaf.most_common(4)))
     a, b = cum_share(tr, "crunch_alpha"), cum_share(tr, "crunch_beta")
     got = 100.0 * a / (a + b)
-    print("  info: crunch_alpha %.1f%% of alpha+beta (fixture: %.1f%%); alpha %.1f%% beta %.1f%%" %
-          (got, truth, a, b))
-    check(abs(got - truth) <= 4.0, "alpha share %.1f%%, the fixture measured %.1f%%" % (got, truth))
+    print("  info: crunch_alpha %.1f%% of alpha+beta (fixture: %.1f%%); alpha %.1f%% beta %.1f%%; the process "
+          "had %.0f%% of a core: within %.0f points" % (got, truth, a, b, 100 * had, within))
+    check(abs(got - truth) <= within, "alpha share %.1f%%, the fixture measured %.1f%% (%.0f points allowed)" %
+          (got, truth, within))
     # The fixture sizes its calls for 70% at start; its own measure decides
-    # (above, within 4 points). This only holds the split away from even,
+    # (above, within 2 or 4 points). This only holds the split away from even,
     # where a swap of the two would pass: a busy machine during the
     # fixture's sizing gave 61.5 % (the profile 62.0 %), so not 70 +- 8.
     check(abs(got - 70.0) <= 15.0, "alpha share %.1f%%, not ~70%%" % got)
@@ -191,7 +299,7 @@ def check_cpu_profile(python, release):
     check(sq, "no sample in square")
     for fr in sq:
         i, j = fr.index("square"), fr.index("crunch_beta")
-        check(i < j and EVAL not in fr[i:j + 1],
+        check(i < j and not any(interp.is_eval(n) for n in fr[i:j + 1]),
               "square not under crunch_beta through native frames: %s" % fr)
         # (Debian's python3.11 has .dynsym only: map's and sum's C
         # functions are unnamed there, "python3.11+0x...".)
@@ -199,33 +307,43 @@ def check_cpu_profile(python, release):
     # Files and lines, as go tool pprof -lines reports them.
     top = pprof("-top", "-lines", "-nodecount=200", path)
     for name, mark in (("crunch_alpha", "alpha"), ("square", "square"), ("crunch_beta", "beta")):
-        want = "%s %s:%d" % (name, PYHOT, LINES[mark])
+        want = "%s %s:%d" % (name, script, LINES[mark])
         check(want in top, "no %r in pprof -top -lines:\n%s" % (want, top[-3000:]))
     lt = pprof("-traces", "-lines", path)
-    check(re.search(r"work %s:%d" % (re.escape(PYHOT), LINES["work-alpha"]), lt) and
-          re.search(r"<module> %s:%d" % (re.escape(PYHOT), LINES["module"]), lt),
+    check(re.search(r"work %s:%d" % (re.escape(script), LINES["work-alpha"]), lt) and
+          re.search(r"<module> %s:%d" % (re.escape(script), LINES["module"]), lt),
           "no work/<module> lines in pprof -traces -lines:\n%s" % lt[:3000])
-    listing = pprof("-list", "crunch_alpha", path)
+    # The source, found where the process sees it (its root).
+    listing = pprof("-list", "crunch_alpha", "-source_path", os.path.dirname(PYHOT), "-trim_path",
+                    os.path.dirname(script), path) if f.script != PYHOT else pprof("-list", "crunch_alpha", path)
     check("x += i * i" in listing, "pprof -list shows no source:\n%s" % listing[:2000])
+    # What the comments say of Python frames: at most a few samples torn
+    # (a chain that changed while read: under load, 3 of 2804 once).
+    notes = [l for l in pprof("-raw", path).splitlines() if l.startswith("Comment: podprof: python")]
+    for note in notes:
+        m = re.search(r"python: (\d+) of (\d+) samples \(([\d.]+) %\) lack some of their frames", note)
+        check(m and float(m.group(3)) < 1.0, "the comments say Python frames are missing: %s" % notes)
+        print("  info: %s" % note[len("Comment: podprof: "):][:60])
 
 
 @test
 def python_frames_in_the_thread_dump():
-    check_thread_dump(PYTHON)
+    check_thread_dump(PY311)
 
 
 @test
 def python312_frames_in_the_thread_dump():
-    check_thread_dump(pyenv("3.12"))
+    check_thread_dump(PY312)
 
 
-def check_thread_dump(python):
+def check_thread_dump(py):
     """goroutine?debug=2 shows both threads' Python frames with file:line
     (the parked thread in park, under threading's frames; the main thread
-    under <module>); debug=1 groups them with their lines too."""
-    f = PyFixture(python)
+    under <module>); debug=1 groups them with their lines too; neither says
+    that Python frames are missing."""
+    f = py.fixture()
     pp = Podprof("--pid", str(f.pid))
-    park = "park(...)\n\t%s:%d\n" % (PYHOT, LINES["park"])
+    park = "park(...)\n\t%s:%d\n" % (f.script, LINES["park"])
     # The fixture is ready just before its thread calls Event.wait(): that
     # thread is parked in its wait once a dump shows it there (or never).
     # The main thread runs its functions but for a moment between calls
@@ -245,21 +363,27 @@ def check_thread_dump(python):
     check(park in dump, "no %r in the dump:\n%s" % (park, dump[-3000:]))
     check(re.search(r"Event\.wait\(\.\.\.\)\n\t\S+/threading\.py:\d+\n(.*\n)*park\(", dump),
           "park's caller chain lacks threading's Event.wait:\n%s" % dump[-3000:])
-    check(main and re.search(r"^<module>\(\.\.\.\)\n\t%s:\d+$" % re.escape(PYHOT), main[0], re.M),
+    check(main and re.search(r"^<module>\(\.\.\.\)\n\t%s:\d+$" % re.escape(f.script), main[0], re.M),
           "no <module> with its line in the main thread's stack:\n%s" % dump[:3000])
     check(fn.search(main[0]),
           "the main thread's stack names none of its functions:\n%s" % main[0])
-    check(st == 200 and re.search(r"#\t0x[0-9a-f]+\tpark\t%s:%d\n" % (re.escape(PYHOT), LINES["park"]),
+    check(st == 200 and re.search(r"#\t0x[0-9a-f]+\tpark\t%s:%d\n" % (re.escape(f.script), LINES["park"]),
                                   body1.decode()),
           "debug=1 lacks park's line:\n%s" % body1.decode()[-2000:])
+    check("# podprof: python" not in dump and "# podprof: python" not in body1.decode(),
+          "the dump says Python frames are missing:\n%s" % dump[:1000])
 
 
 @test
 @figures
 def python_frames_in_block_profile_and_trace():
+    check_block_and_trace(PY311)
+
+
+def check_block_and_trace(py):
     """The parked thread waits in a futex: the block profile's stack for it
     and the trace's samples name park and its callers, with lines."""
-    f = PyFixture()
+    f = py.fixture()
     pp = Podprof("--pid", str(f.pid))
     path = save(get_profile(pp, "seconds=2", name="block", filename="block-delta"), "pyblock.pb.gz")
     st, _, body = http(pp.port, "/debug/pprof/trace?seconds=1.5&format=json&gz=1")
@@ -274,8 +398,33 @@ def python_frames_in_block_profile_and_trace():
               for n in e["args"]["data"]["cpuProfile"]["nodes"]]
     alpha = [c for c in frames if c["functionName"] == "crunch_alpha"]
     check(alpha, "no crunch_alpha among the trace's samples")
-    check(all(c["url"] == PYHOT and c["lineNumber"] >= 0 for c in alpha),
+    check(all(c["url"] == f.script and c["lineNumber"] >= 0 for c in alpha),
           "crunch_alpha without its file or line: %s" % alpha[:3])
+
+
+def _newer(name, py):
+    """The checks of 3.11 and 3.12, for a release read through its own table
+    of offsets."""
+    def cpu():
+        check_cpu_profile(py)
+
+    def dump():
+        check_thread_dump(py)
+
+    def block_trace():
+        check_block_and_trace(py)
+    for fn, what in ((cpu, "frames_in_the_cpu_profile"), (dump, "frames_in_the_thread_dump"),
+                     (block_trace, "frames_in_block_profile_and_trace")):
+        fn.__name__ = "%s_%s" % (name, what)
+        fn.__doc__ = "CPython %s (%s): %s" % (py.release, py.python() if not callable(py._python) else "pyenv",
+                                              what.replace("_", " "))
+        test(fn)
+        if fn is not dump:   # the split, the block profile's and the trace's times
+            figures(fn)
+
+
+for _name, _py in NEWER.items():
+    _newer(_name, _py)
 
 
 @test
@@ -295,34 +444,83 @@ def python_off_gives_native_frames():
     check("python:" not in log, "--python 0 still looked for Python:\n%s" % log)
 
 
+def make_316(dst):
+    """A CPython that says it is 3.16.0a1: sid's python3.15 with the release in
+    its table of offsets and its Py_Version rewritten (a copy at dst, which
+    runs as 3.15 does). What podprof meets when a minor release newer than it
+    knows ships."""
+    src = runtimes.sid() + "/usr/bin/python3.15"
+    if not os.path.exists(src):
+        raise Skip("no python3.15 in the sid chroot")
+
+    def readelf(*a):
+        return subprocess.run(["readelf", "-W"] + list(a) + [src], capture_output=True, text=True,
+                              check=True).stdout
+    b = bytearray(open(src, "rb").read())
+    table = int(re.search(r" \.PyRuntime\s+PROGBITS\s+[0-9a-f]+ ([0-9a-f]+)", readelf("-S")).group(1), 16)
+    pv = int(re.search(r"^\s*\d+: ([0-9a-f]+) .* Py_Version$", readelf("--dyn-syms"), re.M).group(1), 16)
+    pvoff = [int(off, 16) + pv - int(va, 16) for off, va, sz in
+             re.findall(r"^\s*LOAD\s+0x([0-9a-f]+) 0x([0-9a-f]+) \S+ 0x([0-9a-f]+)", readelf("-l"), re.M)
+             if int(va, 16) <= pv < int(va, 16) + int(sz, 16)][0]
+    check(b[table:table + 8] == b"xdebugpy" and b[table + 8:table + 12] == b[pvoff:pvoff + 4],
+          "python3.15's table of offsets is not where readelf says")
+    b[table + 8:table + 16] = (0x031000a1).to_bytes(8, "little")
+    b[pvoff:pvoff + 4] = (0x031000a1).to_bytes(4, "little")
+    with open(dst, "wb") as out:
+        out.write(b)
+    os.chmod(dst, 0o755)
+
+
 @test
 def python_unknown_releases_stay_native_said_once():
-    """CPython 3.13 (a Py_Version podprof has no layout for) and 3.10 (no
-    Py_Version): native frames, and one log line each saying so, however
-    many times podprof attaches."""
+    """CPython 3.10 (no Py_Version) and a 3.16 (its table of offsets says a
+    minor release newer than podprof knows): native frames, one log line
+    each saying so however many times podprof attaches, and every answer
+    says it too: the CPU profile's comment, the dump's text (debug=1 and 2)."""
     missing = []
-    for release, why in (("3.13", r"is CPython 3\.13\.\d+, a release whose layout podprof does not know"),
-                         ("3.10", r"is a CPython without Py_Version \(before 3\.11\)")):
-        python = pyenv(release)
+    cases = (("3.10", lambda: (pyenv("3.10"), False), r"is a CPython without Py_Version \(before 3\.11\)"),
+             ("3.16", lambda: (new_316(), True), r"CPython 3\.16 is newer than podprof knows \(it reads "
+                                                r"3\.11 to 3\.15; this is 3\.16\.0a1\)"))
+    for release, where, why in cases:
+        python, sid = where()
         if not python:
             missing.append(release)
             continue
-        f = PyFixture(python)
+        f = PyFixture(python, sid=sid)
+        py = Interp(release, python, sid=sid)
         pp = Podprof("--pid", str(f.pid))
         for i in range(2):
             path = save(get_profile(pp, "seconds=1&hz=200"), "py%s-%d.pb.gz" % (release, i))
             pp.wait_log(r"ptrace: detached pid=%d" % f.pid, 10)
+        dumps = [http(pp.port, "/debug/pprof/goroutine?debug=%d" % d)[2].decode() for d in (2, 1)]
         log = pp.log()
         pp.stop()
         f.stop()
         notes = [l for l in log.splitlines() if "python: " in l]
         check(len(notes) == 1 and re.search(why, notes[0]), "%s: log lines %r" % (release, notes))
-        check(log.count("ptrace: attached pid=%d" % f.pid) == 2, "%s: not attached twice:\n%s" % (release, log))
+        check(log.count("ptrace: attached pid=%d" % f.pid) >= 2, "%s: not attached twice:\n%s" % (release, log))
         names = {n for _, fr in py_traces(path) for n in fr}
-        check(EVAL in names and "crunch_alpha" not in names and "<module>" not in names,
+        check(any(py.is_eval(n) for n in names) and "crunch_alpha" not in names and "<module>" not in names,
               "%s: not native: %s" % (release, sorted(names)[:20]))
+        comments = [l for l in pprof("-raw", path).splitlines() if l.startswith("Comment: podprof: python: ")]
+        check(len(comments) == 1 and re.search(why, comments[0]) and "its Python functions are not shown" in
+              comments[0], "%s: the profile's comments say %r" % (release, comments))
+        for d, text in zip((2, 1), dumps):
+            said = [l for l in text.splitlines() if l.startswith("# podprof: python: ")]
+            check(len(said) == 1 and re.search(why, said[0]), "%s: the dump (debug=%d) says %r:\n%s" %
+                  (release, d, said, text[:500]))
+        check(dumps[0].startswith("# podprof: python: ") and dumps[1].startswith("goroutine profile: total "),
+              "%s: the note is not where the text forms put it:\n%s\n%s" % (release, dumps[0][:300], dumps[1][:300]))
     if missing:
         raise Skip("CPython %s not installed (pyenv): unchecked" % " and ".join(missing))
+
+
+def new_316():
+    """make_316 into the sid chroot's scratch directory: its path there."""
+    inner = runtimes.sid_copy(PYHOT)
+    dst = os.path.join(os.path.dirname(inner), "python3.16")
+    make_316(runtimes.sid() + dst)
+    return dst
 
 
 @test

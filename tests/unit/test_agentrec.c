@@ -273,7 +273,7 @@ TEST(heap_text_as_go_writes_it)
 		{ .locs = ids + 2, .n = 1, .heap = { 0, 0, 4, 400 } },
 		{ .locs = ids, .n = 2, .heap = { 2, 200, 3, 300 } },
 	};
-	struct enc_text_profile p = { "heap", locs, 2, st, 2 };
+	struct enc_text_profile p = { "heap", locs, 2, st, 2, NULL };
 	char *out;
 	size_t len;
 

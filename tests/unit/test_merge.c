@@ -1,6 +1,7 @@
 /* pt_profile_merge: several processes' profiles into one, each sample
  * marked with its process, nothing lost or crossed. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/mem.h"
@@ -255,5 +256,36 @@ TEST(merge_drops_an_exited_processes_rss)
 	ASSERT_EQ(m->timeline->events[1].value, 300);
 	ASSERT_EQ(m->timeline->events[2].t_ns, 50);
 	ASSERT_EQ(m->timeline->events[2].value, 200);
+	pt_profile_free(m);
+}
+
+/* What each process's profile says it lacks (its note's lines: a runtime
+ * it could not read) reaches the merged profile, each line after its
+ * process; lines that do not fit are counted, not cut. */
+TEST(merge_keeps_what_each_process_lacks)
+{
+	struct pt_profile *parts[3] = { make("a", 1, 1000, 0), make("b", 1, 1000, 0), make("c", 1, 1000, 0) };
+	struct pt_profile_proc procs[3] = { { .pid = 10, .name = "python3.16" }, { .pid = 11, .name = "app" },
+		{ .pid = 12, .name = "w" } };
+	struct pt_profile *m;
+
+	snprintf(parts[0]->note, sizeof(parts[0]->note), "python: CPython 3.16 is newer than podprof knows");
+	snprintf(parts[2]->note, sizeof(parts[2]->note), "go: one\npython: 3 of 90 samples lack frames");
+	ASSERT_OK(pt_profile_merge(parts, procs, 3, &m));
+	ASSERT_STR_EQ(m->note, "pid 10 (python3.16): python: CPython 3.16 is newer than podprof knows\n"
+			       "pid 12 (w): go: one\npid 12 (w): python: 3 of 90 samples lack frames");
+	pt_profile_free(m);
+
+	/* Too many lines to hold: the first ones whole, then how many more. */
+	for (int i = 0; i < 3; i++) {
+		parts[i] = make("x", 1, 1000, 0);
+		memset(parts[i]->note, 'n', 400);
+		parts[i]->note[400] = '\0';
+	}
+	ASSERT_OK(pt_profile_merge(parts, procs, 3, &m));
+	ASSERT(strlen(m->note) < sizeof(m->note));
+	ASSERT(strstr(m->note, "pid 11 (app): nnn"));
+	ASSERT(!strstr(m->note, "pid 12"));
+	ASSERT(strstr(m->note, "\n1 more lines of the processes' own left out"));
 	pt_profile_free(m);
 }

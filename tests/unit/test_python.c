@@ -387,7 +387,7 @@ TEST(python_frames_grouped_by_eval_call)
 
 	ASSERT_OK(pt_py_new(&py, 1, NULL));
 	pt_py_set_reader(py, image_read, im);
-	ASSERT_OK(pt_py_activate(py, 0x030b02f0, runtime, EVAL_LO, EVAL_HI, type));
+	ASSERT_OK(pt_py_activate(py, l, 0x030b02f0, runtime, EVAL_LO, EVAL_HI, type));
 	ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 2), 1);
 	ASSERT_U64_EQ(tstates[0], ts);
 	ASSERT_U64_EQ(tstates[1], 0);
@@ -495,7 +495,7 @@ static struct pt_py *image_py(struct image *im, uint32_t version, uint64_t runti
 
 	ASSERT_OK(pt_py_new(&py, 1, NULL));
 	pt_py_set_reader(py, image_read, im);
-	ASSERT_OK(pt_py_activate(py, version, runtime, EVAL_LO, EVAL_HI, type));
+	ASSERT_OK(pt_py_activate(py, pt_py_layout_find(version), version, runtime, EVAL_LO, EVAL_HI, type));
 	ASSERT_EQ(pt_py_find_threads(py, nstids, tstates, 1), 1);
 	return py;
 }

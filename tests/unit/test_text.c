@@ -19,7 +19,7 @@ static const struct enc_text_stack stacks[] = {
 	{ reader, 2, 1, 11, "", "sleeping", "?", 0, { 0 }, 0, NULL },
 	{ NULL, 0, 1, 13, "late", "running", NULL, 0, { 0 }, 0, NULL },
 };
-static const struct enc_text_profile prof = { "goroutine", locs, 3, stacks, 4 };
+static const struct enc_text_profile prof = { "goroutine", locs, 3, stacks, 4, NULL };
 
 TEST(text_count_profile_like_go)
 {
@@ -73,7 +73,7 @@ TEST(text_dump_like_a_panic)
 
 TEST(text_caps_and_empty)
 {
-	static const struct enc_text_profile none = { "goroutine", NULL, 0, NULL, 0 };
+	static const struct enc_text_profile none = { "goroutine", NULL, 0, NULL, 0, NULL };
 	char *out = (char *)"x";
 	size_t len;
 
@@ -101,7 +101,7 @@ TEST(text_source_lines)
 	};
 	static const uint32_t ids[] = { 0, 1 };
 	static const struct enc_text_stack st[] = { { ids, 2, 1, 7, "python3", "running", NULL, 0, { 0 }, 0, NULL } };
-	static const struct enc_text_profile p = { "goroutine", py, 2, st, 1 };
+	static const struct enc_text_profile p = { "goroutine", py, 2, st, 1, NULL };
 	static const char want[] =
 		"goroutine 7 [running, thread \"python3\"]:\n"
 		"crunch(...)\n\t/app/hot.py:22\n"
@@ -125,7 +125,7 @@ TEST(text_of_several_processes_keeps_them_apart)
 		{ reader, 2, 1, 11, "w", "sleeping", "read", 0, { 0 }, 10, "nginx" },
 		{ reader, 2, 1, 12, "w", "sleeping", "read", 0, { 0 }, 10, "nginx" },
 	};
-	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 3 };
+	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 3, NULL };
 	static const char count[] =
 		"goroutine profile: total 3\n"
 		"2 @ 0x401010 0x402020\n"
@@ -171,7 +171,7 @@ TEST(text_escapes_process_names)
 	static const struct enc_text_stack st[] = {
 		{ reader, 2, 1, 11, "w", "sleeping", "read", 0, { 0 }, 10, "a\"b\\c\nd" },
 	};
-	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 1 };
+	static const struct enc_text_profile p = { "goroutine", locs, 3, st, 1, NULL };
 	char *out;
 	size_t len;
 
@@ -180,5 +180,37 @@ TEST(text_escapes_process_names)
 	free(out);
 	ASSERT_OK(enc_text_dump_encode(&p, 1 << 20, &out, &len));
 	ASSERT(!strncmp(out, "process 10 (a\\\"b\\\\c\\x0ad):\n\n", 27));
+	free(out);
+}
+
+/* What the text lacks (a runtime's frames), one "# podprof:" line each:
+ * after the count profile's first line (pprof's reader skips lines that
+ * begin with '#'), before the dump's first block. */
+TEST(text_says_what_it_lacks)
+{
+	static const struct enc_text_loc l[] = { { .addr = 0x1010, .name = "read", .file = "/lib/libc.so.6" } };
+	static const uint32_t ids[] = { 0 };
+	static const struct enc_text_stack st[] = {
+		{ .locs = ids, .n = 1, .count = 1, .id = 7, .thread = "t", .state = "running" },
+	};
+	const struct enc_text_profile p = { "goroutine", l, 1, st, 1,
+					    "python: CPython 3.16 is newer than podprof knows\npython: two" };
+	char *out;
+	size_t len;
+
+	ASSERT_OK(enc_text_count_encode(&p, 1 << 20, &out, &len));
+	ASSERT(!strncmp(out, "goroutine profile: total 1\n"
+			     "# podprof: python: CPython 3.16 is newer than podprof knows\n"
+			     "# podprof: python: two\n"
+			     "1 @ 0x1010\n", strlen("goroutine profile: total 1\n# podprof: python: CPython 3.16 "
+						    "is newer than podprof knows\n# podprof: python: two\n1 @ 0x1010\n")));
+	free(out);
+	ASSERT_OK(enc_text_dump_encode(&p, 1 << 20, &out, &len));
+	ASSERT_STR_EQ(out, "# podprof: python: CPython 3.16 is newer than podprof knows\n"
+			   "# podprof: python: two\n"
+			   "\n"
+			   "goroutine 7 [running, thread \"t\"]:\n"
+			   "read(...)\n\t/lib/libc.so.6 +0\n"
+			   "\n");
 	free(out);
 }

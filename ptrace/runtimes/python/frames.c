@@ -116,14 +116,17 @@ static int read_state(struct pt_py *py, uint64_t tstate, uint8_t *ts, const uint
 	return bn && got == (ssize_t)(tn + bn);
 }
 
-/* Appends the chain from `frame` (innermost first) to out; out->truncated
- * when it did not reach its end. */
-static void walk(struct view *v, uint64_t frame, struct pt_py_cap *out)
+/* Appends the chain from `frame` (innermost first) to out, up to `base`
+ * (3.15: the thread's sentinel frame, where every whole chain ends; 0:
+ * none, the chain ends with NULL); out->truncated when it did not reach
+ * its end. */
+static void walk(struct view *v, uint64_t frame, uint64_t base, struct pt_py_cap *out)
 {
 	const struct pt_py_layout *L = v->py->L;
+	uint64_t mask = (L->flags & PT_PY_L_TAGGED) ? ~(uint64_t)3 : ~(uint64_t)0;
 	uint8_t fr[128];
 
-	while (frame && out->n < PT_PY_MAX_FRAMES) {
+	while (frame && frame != base && out->n < PT_PY_MAX_FRAMES) {
 		struct pt_py_raw *r;
 
 		if (fetch(v, frame, fr, L->fr_size)) {
@@ -131,16 +134,18 @@ static void walk(struct view *v, uint64_t frame, struct pt_py_cap *out)
 			return;
 		}
 		r = &out->f[out->n++];
-		r->code = pt__rd64(fr + L->fr_code);
+		/* 3.14 on: f_executable is a _PyStackRef, its low bits a tag
+		 * (objects are 8-byte aligned). */
+		r->code = pt__rd64(fr + L->fr_code) & mask;
 		r->instr = pt__rd64(fr + L->fr_prev_instr);
 		r->flags = 0;
-		if (L->owner_cstack != 0xff && fr[L->fr_owner] == L->owner_cstack)
+		if (L->owner_cstack != 0xff && fr[L->fr_owner] >= L->owner_cstack)
 			r->flags = PT_PY_RAW_MARK;
 		else if (L->fr_is_entry && fr[L->fr_is_entry])
 			r->flags = PT_PY_RAW_ENTRY;
 		frame = pt__rd64(fr + L->fr_previous);
 	}
-	out->truncated = frame != 0;
+	out->truncated = base ? frame != base : frame != 0;
 }
 
 static int has_python_frame(const struct pt_py_cap *pc)
@@ -157,7 +162,7 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 	const struct pt_py_layout *L = py->L;
 	uint8_t ts[512];
 	struct view v = { py, cap, tstate, ts, 0, 0, 0 };
-	uint64_t cframe, frame, chunk, top, limit, outer, root;
+	uint64_t cframe, frame, chunk, top, limit, outer, root, base = 0;
 	int have;
 
 	out->n = 0;
@@ -171,11 +176,21 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 		return -ESTALE;
 	}
 	py->st.captures++;
-	/* The innermost eval call's _PyCFrame: a local of that call, so on
-	 * the stack we copied, or the thread state's own root_cframe. */
-	cframe = pt__rd64(ts + L->ts_cframe);
-	if (!cframe || fetch(&v, cframe + L->cf_current_frame, &frame, 8))
-		return 0;
+	if (!(L->flags & PT_PY_L_CFRAME)) {
+		/* 3.13 on: the thread state names the innermost frame itself. */
+		frame = pt__rd64(ts + L->ts_current_frame);
+		base = L->ts_base_frame ? pt__rd64(ts + L->ts_base_frame) : 0;
+		cframe = 0;
+		if (!frame)
+			return 0;
+	} else {
+		/* The innermost eval call's _PyCFrame: a local of that call,
+		 * so on the stack we copied, or the thread state's own
+		 * root_cframe. */
+		cframe = pt__rd64(ts + L->ts_cframe);
+		if (!cframe || fetch(&v, cframe + L->cf_current_frame, &frame, 8))
+			return 0;
+	}
 	/* Frames live in the thread's frame stack (chunks of contiguous
 	 * frames, the innermost at the top), except those of generators and
 	 * coroutines. The top of the current chunk holds the usual chain: the
@@ -204,7 +219,7 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 			bulk[1] = v.bulk_hi;
 		}
 	}
-	walk(&v, frame, out);
+	walk(&v, frame, base, out);
 	/* An eval call being entered or left: tstate->cframe names its
 	 * _PyCFrame before its current_frame is set, or after the call's last
 	 * frame is gone, so what that points to is stale (seen: a lone marker
@@ -212,12 +227,12 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 	 * _PyCFrame is whole: its chain is read instead, and pt_py_merge
 	 * leaves the innermost eval frame native. Not when the caller's is the
 	 * root_cframe (no eval call outside this one). */
-	if (!has_python_frame(out) &&
+	if (cframe && !has_python_frame(out) &&
 	    !fetch(&v, cframe + L->cf_previous, &outer, 8) && outer &&
 	    !fetch(&v, outer + L->cf_previous, &root, 8) && root &&
 	    !fetch(&v, outer + L->cf_current_frame, &frame, 8)) {
 		out->n = 0;
-		walk(&v, frame, out);
+		walk(&v, frame, 0, out);
 		py->st.unlinked++;
 	}
 	py->st.frames += (uint64_t)out->n;
@@ -227,7 +242,8 @@ int pt_py_capture(struct pt_py *py, uint64_t tstate, pid_t nstid, uint64_t *bulk
 /* ---- after the stop: tokens for eval frames ---------------------------- */
 
 /* A frame that has not run its first instruction (3.11, 3.12: prev_instr
- * is the code unit before its first). */
+ * is the code unit before its first; never from 3.13, whose instr_ptr
+ * starts at the first). */
 static int incomplete(const struct pt_py *py, const struct pt_py_raw *r)
 {
 	return r->instr < r->code + py->L->co_code;
@@ -239,21 +255,23 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	struct { uint32_t first, n; } grp[PT_PY_MAX_FRAMES + 1];
 	uint32_t ngf = 0, ng = 0, cur = 0;
 	uint64_t now = pt__now_ns();
-	int g = 0, bad = 0, ne = 0, skip = 0;
+	int g = 0, bad = 0, ne = 0, skip = 0, torn = pc->truncated;
 
 	if (py->state != PT_PY_ACTIVE || pc->n <= 0)
 		return n;
 	/* Group the chain (innermost first) by eval call: each call's frames
 	 * end with its entry frame (3.11: is_entry) or before a marker frame
-	 * on the C stack (3.12). */
+	 * on the C stack (3.12 on). */
 	for (int i = 0; i < pc->n; i++) {
 		const struct pt_py_raw *r = &pc->f[i];
 
 		if (!(r->flags & PT_PY_RAW_MARK)) {
-			if (pt__py_resolve(py, r, now, &gf[ngf]) > 0)
+			int got = pt__py_resolve(py, r, now, &gf[ngf]);
+
+			if (got > 0)
 				ngf++;
-			else
-				bad = 1;
+			else if (got < 0)
+				bad = torn = 1;
 		}
 		if (r->flags & (PT_PY_RAW_ENTRY | PT_PY_RAW_MARK)) {
 			grp[ng++] = (typeof(grp[0])){ cur, bad ? 0 : ngf - cur };
@@ -270,7 +288,7 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	 * innermost calls are not linked yet (or any more), so the groups go
 	 * to the outermost ones. */
 	for (int k = 0; k < n; k++)
-		ne += frames[k] >= py->eval_lo && frames[k] < py->eval_hi;
+		ne += pt__py_is_eval(py, frames[k]);
 	/* An eval call being entered (3.11): tstate->cframe names the new
 	 * call's _PyCFrame before its frame is flagged is_entry, and the stale
 	 * current_frame there is the new frame, initialised but not run (its
@@ -290,7 +308,7 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 	for (int k = 0; k < n && g < (int)ng; k++) {
 		uint64_t tok;
 
-		if (frames[k] < py->eval_lo || frames[k] >= py->eval_hi)
+		if (!pt__py_is_eval(py, frames[k]))
 			continue;
 		if (skip > 0) {
 			skip--;
@@ -305,5 +323,8 @@ int pt_py_merge(struct pt_py *py, const struct pt_py_cap *pc, uint64_t *frames, 
 		}
 		g++;
 	}
+	/* What the answers say of the frames they lack (python.c). */
+	py->st.merged++;
+	py->st.torn += (uint64_t)torn;
 	return n;
 }

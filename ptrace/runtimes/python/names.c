@@ -238,7 +238,8 @@ static int read_str(struct pt_py *py, uint64_t addr, char *out, size_t cap)
 	n = pt__rd64(head + L->str_length);
 	state = head[L->str_state];
 	kind = (state >> 2) & 7;
-	/* state: interned:2, kind:3, compact:1, ascii:1 (3.11 and 3.12). */
+	/* state: interned:2, kind:3, compact:1, ascii:1 (3.11 to 3.15, but
+	 * for free-threaded builds, which are not read). */
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || n > MAX_NAME_CHARS)
 		return -EFAULT;
 	off = ((state >> 6) & 1) ? L->str_ascii_data : L->str_compact_data;
@@ -276,7 +277,7 @@ static int read_code(struct pt_py *py, uint64_t addr, struct pt__py_code *e)
 		return -EFAULT;
 	/* Its type is PyCode_Type's address: anything else is not a code
 	 * object (a frame read while it changed, or a lie). */
-	if (py->code_type && pt__rd64(co + 8) != py->code_type)
+	if (py->code_type && pt__rd64(co + L->ob_type) != py->code_type)
 		return -EFAULT;
 	e->key[0] = pt__rd64(co + L->co_qualname);
 	e->key[1] = pt__rd64(co + L->co_filename);
@@ -331,7 +332,7 @@ static const struct pt__py_code *code_get(struct pt_py *py, uint64_t addr, uint6
 			 * replaces the entry only whole: one that fails to
 			 * read leaves the old entry, checked again next time. */
 			if (pt__py_read(py, addr, co, L->co_code) ||
-			    (py->code_type && pt__rd64(co + 8) != py->code_type))
+			    (py->code_type && pt__rd64(co + L->ob_type) != py->code_type))
 				return NULL;
 			if (pt__rd64(co + L->co_qualname) != e->key[0] || pt__rd64(co + L->co_filename) != e->key[1] ||
 			    pt__rd64(co + L->co_linetable) != e->key[2]) {
@@ -402,7 +403,8 @@ uint64_t pt__py_token(struct pt_py *py, const struct pt__py_frame *gf, uint32_t 
 	return py->token_base + py->ngroups++;
 }
 
-/* Resolves raw frame r into *g. Returns 1, or -1 (unreadable). A frame
+/* Resolves raw frame r into *g. Returns 1, 0 (a frame not shown: the
+ * interpreter's own __init__ shim), or -1 (unreadable). A frame
  * that has not run its first instruction yet (CPython's tracebacks leave
  * such "incomplete" frames out) is shown, at its first line: its code
  * object is set before the frame is linked, and the eval call that runs it
@@ -419,6 +421,11 @@ int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
 
 	if (!e)
 		return -1;
+	/* The shim that runs a class's __init__ after the object is made
+	 * (3.13 on, _Py_InitCleanup: a code object named and filed
+	 * "__init__", no location of its own): no function of the program. */
+	if (!strcmp(py->pool + e->func, "__init__") && !strcmp(py->pool + e->file, "__init__"))
+		return 0;
 	first = r->code + L->co_code;
 	/* prev_instr points at a code unit (2 bytes); its index is lasti. */
 	lasti = r->instr >= first ? (int64_t)((r->instr - first) / 2) : -1;

@@ -28,8 +28,9 @@ struct pt_py_raw;
 struct pt__py_frame;
 
 /* Resolves the raw frame r (read during a stop; now: CLOCK_MONOTONIC ns)
- * into *g through the code object cache. Returns 1, or -1 if its code
- * object cannot be read. */
+ * into *g through the code object cache. Returns 1, 0 for a frame that is
+ * not shown (the interpreter's __init__ shim), or -1 if its code object
+ * cannot be read. */
 int pt__py_resolve(struct pt_py *py, const struct pt_py_raw *r, uint64_t now,
 		   struct pt__py_frame *g);
 /* The token of the group of frames gf[0..n) (added if new), or 0 when the

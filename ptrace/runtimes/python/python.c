@@ -127,6 +127,15 @@ static int py_rt_merge(struct pt_rt *rt, const void *slot, const struct pt_captu
 	return pc->n ? pt_py_merge(py_of(rt), pc, frames, n) : n;
 }
 
+static void py_rt_counts(struct pt_rt *rt, uint64_t *merged, uint64_t *torn)
+{
+	struct pt_py_stats st;
+
+	pt_py_stats(py_of(rt), &st);
+	*merged = st.merged;
+	*torn = st.torn;
+}
+
 static int py_rt_lines(struct pt_rt *rt, uint64_t token, struct pt_rt_line *out, int max)
 {
 	struct pt_py_line ln[PT_PY_MAX_FRAMES];
@@ -141,6 +150,7 @@ const struct pt_runtime_ops pt_runtime_python = {
 	.name = "python",
 	.slot_size = sizeof(struct pt_py_cap),
 	.reads_in_stop = 1,
+	.frames_in_samples = 1,
 	.new = py_rt_new,
 	.free = py_rt_free,
 	.reset = py_rt_reset,
@@ -149,4 +159,5 @@ const struct pt_runtime_ops pt_runtime_python = {
 	.capture = py_rt_capture,
 	.merge = py_rt_merge,
 	.lines = py_rt_lines,
+	.counts = py_rt_counts,
 };

@@ -31,9 +31,14 @@ struct pt_py {
 	pid_t pid;
 	struct pt_mem *mem;
 	enum pt_py_state state;
-	const struct pt_py_layout *L;
+	const struct pt_py_layout *L;   /* &lay once active, else NULL */
+	struct pt_py_layout lay;        /* the release's (a copy of a table's row, or offsets.c's) */
 	uint32_t version;
-	uint64_t runtime, code_type, eval_lo, eval_hi;
+	uint64_t runtime, code_type;
+	/* _PyEval_EvalFrameDefault's code: its symbol's range, then the parts
+	 * the compiler split off it (interp.c) */
+	uint64_t eval[PT_PY_EVAL_PARTS][2];
+	int neval;
 	/* names.c's caches, kept until the handle is reset */
 	struct pt__py_code *codes;      /* in order of first read, MAX_CODES at most */
 	size_t ncodes, codes_cap;
@@ -63,6 +68,16 @@ static inline int pt__py_read(struct pt_py *py, uint64_t addr, void *dst, size_t
 	if (py->read)
 		return py->read(py->read_arg, addr, dst, len) ? -EFAULT : 0;
 	return process_vm_readv(py->pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* 1 if addr lies in _PyEval_EvalFrameDefault's code (one native frame per
+ * eval call). */
+static inline int pt__py_is_eval(const struct pt_py *py, uint64_t addr)
+{
+	for (int i = 0; i < py->neval; i++)
+		if (addr >= py->eval[i][0] && addr < py->eval[i][1])
+			return 1;
+	return 0;
 }
 
 #endif

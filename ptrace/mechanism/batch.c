@@ -83,11 +83,11 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap)
 			int complete;
 
 			t->nframes[k] = pt_unwind(pt_space_unwinder(t->as), &t->caps[k],
-						  t->frames + (size_t)k * t->o.max_frames,
+						  t->frames[k],
 						  t->o.max_frames, &complete);
 			if (t->nframes[k] <= 1 && clone_parent(t, &t->caps[k]))
 				t->nframes[k] = pt__batch_unwind_clone_leaf(
-					t, &t->caps[k], t->frames + (size_t)k * t->o.max_frames,
+					t, &t->caps[k], t->frames[k],
 					t->o.max_frames, t->nframes[k]);
 			t->unwind_ns[k] = pt__now_ns() - t0;
 			incomplete += !complete;
@@ -160,14 +160,14 @@ void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *o
 		if (pt_runtimes_active(t->rts)) {
 			uint64_t t0 = pt__now_ns();
 
-			t->nframes[k] = pt_runtimes_merge(t->rts, k, cap, t->frames + (size_t)k * t->o.max_frames,
+			t->nframes[k] = pt_runtimes_merge(t->rts, k, cap, t->frames[k],
 							  t->nframes[k], t->o.max_frames);
 			dt += pt__now_ns() - t0;
 		}
 		smp = (struct pt_sample){
 			.pid = t->pid, .tid = th->tid, .comm = th->comm, .state = th->state,
 			.syscall = (long)cap->regs.orig_rax >= 0 ? (int)cap->regs.orig_rax : -1,
-			.frames = t->frames + (size_t)k * t->o.max_frames, .n = t->nframes[k],
+			.frames = t->frames[k], .n = t->nframes[k],
 			.sp = cap->regs.rsp, .pc = cap->regs.rip,
 		};
 		learn_stack(t, th, cap);

@@ -45,6 +45,28 @@ static void capture_interrupted(struct pt_tracee *t, struct pt_thread *th, struc
 	t->st.signal_copies++;
 }
 
+int pt__capture_room(struct pt_capture *cap, size_t len)
+{
+	size_t want = (len + 4095) & ~(size_t)4095;
+	uint8_t *p;
+
+	if (cap->stack && cap->stack_room >= len)
+		return 0;
+	if (!(p = base_realloc(cap->stack, want ? want : 4096)))
+		return -ENOMEM;
+	cap->stack = p;
+	cap->stack_room = want ? want : 4096;
+	return 0;
+}
+
+int pt__slot_ready(struct pt_tracee *t, int slot, size_t len)
+{
+	if (!t->frames[slot] &&
+	    !(t->frames[slot] = base_malloc((size_t)t->o.max_frames * sizeof(*t->frames[slot]))))
+		return -ENOMEM;
+	return pt__capture_room(&t->caps[slot], len);
+}
+
 /* Copying costs the stopped thread about a microsecond per page: as much
  * stack as its last unwind needed, with room to spare (batch.c sizes it). */
 int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *cap, int slot)
@@ -53,9 +75,11 @@ int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *ca
 	uint64_t t0;
 	ssize_t n;
 
+	if (want > t->o.stack_bytes)
+		want = t->o.stack_bytes;
 	if (slot >= 0)
 		pt_runtimes_clear(t->rts, slot);
-	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
+	if (slot >= 0 && slot < t->o.max_per_tick ? pt__slot_ready(t, slot, want) : pt__capture_room(cap, want))
 		return -ENOMEM;
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &cap->regs) < 0)
 		return -errno;

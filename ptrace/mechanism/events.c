@@ -107,7 +107,7 @@ static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int 
 static struct pt_capture *clone_capture(struct pt_tracee *t)
 {
 	if (!t->clone_cap && (t->clone_cap = base_calloc(1, sizeof(*t->clone_cap))) &&
-	    (!(t->clone_cap->stack = base_malloc(t->o.stack_bytes)) ||
+	    (pt__capture_room(t->clone_cap, t->o.stack_bytes) ||
 	     !(t->clone_frames = base_malloc((size_t)t->o.max_frames * sizeof(*t->clone_frames))))) {
 		base_free(t->clone_cap->stack);
 		base_free(t->clone_cap);

@@ -75,7 +75,10 @@ struct pt_tracee {
 	struct pt_space *as;     /* its maps, memory, modules, unwinder, perf map */
 	/* capture slots, max_per_tick of them */
 	struct pt_capture *caps;
-	uint64_t *frames;        /* max_frames per slot */
+	/* max_frames per slot, each allocated at the slot's first capture (a
+	 * process of few threads uses few slots: 256 one-thread processes
+	 * would otherwise hold 32 MB of them) */
+	uint64_t **frames;
 	int *nframes;
 	uint64_t *unwind_ns;
 	struct pt_thread **slot_th;   /* the captured thread */

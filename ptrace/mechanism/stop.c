@@ -222,10 +222,10 @@ int pt_stop_put_copy(struct pt_tracee *t, int slot, struct pt_thread *th,
 
 	if (t->busy || t->nlate)
 		return -EBUSY;   /* a batch of stops holds the slots (a thread dump's) */
-	if (!cap->stack && !(cap->stack = base_malloc(t->o.stack_bytes)))
-		return -ENOMEM;
 	if (len > t->o.stack_bytes)
 		len = t->o.stack_bytes;
+	if (pt__slot_ready(t, slot, len))
+		return -ENOMEM;
 	cap->regs = *regs;
 	memcpy(cap->stack, stack, len);
 	cap->stack_len = len;

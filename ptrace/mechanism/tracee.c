@@ -42,13 +42,11 @@ static void size_pool(struct pt_tracer *tr)
 int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 		  const struct pt_tracee_opts *opts)
 {
-	size_t slots = (size_t)opts->max_per_tick, frames;
+	size_t slots = (size_t)opts->max_per_tick;
 	struct pt_tracee *t;
 	int err = -ENOMEM;
 
 	*out = NULL;
-	if (base_size_mul((size_t)opts->max_frames, slots, &frames))
-		return -E2BIG;
 	t = base_calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -56,7 +54,7 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	t->o = *opts;
 	t->auxv_fd = -1;
 	t->caps = base_calloc(slots, sizeof(*t->caps));
-	t->frames = base_calloc(frames, sizeof(*t->frames));
+	t->frames = base_calloc(slots, sizeof(*t->frames));
 	t->nframes = base_calloc(slots, sizeof(*t->nframes));
 	t->unwind_ns = base_calloc(slots, sizeof(*t->unwind_ns));
 	t->slot_th = base_calloc(slots, sizeof(*t->slot_th));
@@ -65,8 +63,9 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	t->spin_slots = t->ncpu > 2 ? t->ncpu - 1 : 1;
 	if (!t->caps || !t->frames || !t->nframes || !t->unwind_ns || !t->slot_th || !t->slot_pause)
 		goto out;
-	/* The slots' stack copies are made at their first use: a process
-	 * of few threads never uses most of them (pt__capture). */
+	/* The slots' stack copies and frames are made at their first use,
+	 * the copies as large as used: a process of few threads never uses
+	 * most of them (pt__slot_ready). */
 	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
 	/* a runtime slot per capture slot, and one for clone events */
@@ -103,6 +102,9 @@ void pt_tracee_free(struct pt_tracee *t)
 	if (t->caps)
 		for (int i = 0; i < t->o.max_per_tick; i++)
 			base_free(t->caps[i].stack), base_free(t->caps[i].sig_stack);
+	if (t->frames)
+		for (int i = 0; i < t->o.max_per_tick; i++)
+			base_free(t->frames[i]);
 	base_free(t->caps);
 	base_free(t->frames);
 	base_free(t->nframes);

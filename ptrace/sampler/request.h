@@ -50,7 +50,7 @@ struct pt_request {
 	struct pt_request *next;
 };
 
-#define PT_GROUP_MAX 200
+#define PT_GROUP_MAX 256   /* as --max-processes and the merge (PT_MERGE_MAX) */
 
 struct pt_sampler_opts {
 	size_t stack_bytes;

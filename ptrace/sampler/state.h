@@ -21,7 +21,7 @@ struct pt_session;
 struct pt_tracee;
 struct pt_tracer;
 
-#define MAX_TRACEES 256   /* a group of PT_GROUP_MAX and a few more */
+#define MAX_TRACEES 320   /* a group of PT_GROUP_MAX and a few more */
 
 #define MAX_SLOTS 8
 

@@ -19,6 +19,7 @@ struct pt_capture {
 	struct user_regs_struct regs;
 	uint8_t *stack;          /* copy of [regs.rsp, regs.rsp + stack_len) */
 	size_t stack_len;
+	size_t stack_room;       /* bytes allocated at stack (its owner grows it) */
 	/* [rsp + stack_len, rsp + stack_limit) is stack left uncopied: an
 	 * unwind that needs it stops there (stack_short) rather than read the
 	 * running thread's memory. stack_limit <= stack_len: none. */

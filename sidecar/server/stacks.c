@@ -404,7 +404,9 @@ static int note_procs(struct enc_pprof *e, const struct pt_profile *pr)
 	}
 	if (!pr->procs_left)
 		return 0;
-	snprintf(note, sizeof(note), "podprof: %zu more processes left out (--max-processes)", pr->procs_left);
+	snprintf(note, sizeof(note), "podprof: %zu more processes left out: --max-processes %zu reached (it "
+		 "counts every process of the profile, a tree's root and the pod's first one included; "
+		 "at most 256)", pr->procs_left, pr->nprocs);
 	return enc_pprof_comment(e, note);
 }
 

@@ -153,7 +153,7 @@ void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *o
 {
 	for (int k = 0; k < ncap; k++) {
 		struct pt_thread *th = t->slot_th[k];
-		const struct pt_capture *cap = &t->caps[k];
+		struct pt_capture *cap = &t->caps[k];
 		uint64_t dt = t->unwind_ns[k];
 		struct pt_sample smp;
 

@@ -70,7 +70,8 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
 	/* a runtime slot per capture slot, and one for clone events */
-	if ((err = pt_runtimes_new(&t->rts, t->as, (opts->python ? PT_RUNTIME_PYTHON : 0) | PT_RUNTIME_GO,
+	if ((err = pt_runtimes_new(&t->rts, t->as,
+				   (opts->python ? PT_RUNTIME_PYTHON : 0) | PT_RUNTIME_GO | PT_RUNTIME_JVM,
 				   opts->max_per_tick + 1)))
 		goto out;
 	t->tr = tr;

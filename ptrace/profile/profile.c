@@ -128,6 +128,13 @@ static int add_runtime_location(struct pt_tracee *t, struct pt_profile *p,
 			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line, 0 };
 		if (set_lines(l, fr, n))
 			return -ENOMEM;
+		for (int i = 0; i < n; i++) {
+			if (!ln[i].system)
+				continue;
+			if ((!l->system && !(l->system = base_calloc((size_t)n, sizeof(*l->system)))) ||
+			    !(l->system[i] = base_strdup(ln[i].system)))
+				return -ENOMEM;
+		}
 	}
 	p->symbolize_ns += pt__now_ns() - t0;
 	return 0;
@@ -359,6 +366,10 @@ void pt_profile_free(struct pt_profile *p)
 			for (uint32_t k = 0; k <= p->locs[i].nouter; k++)
 				base_free(p->locs[i].file[k]);
 		base_free(p->locs[i].file);
+		if (p->locs[i].system)
+			for (uint32_t k = 0; k <= p->locs[i].nouter; k++)
+				base_free(p->locs[i].system[k]);
+		base_free(p->locs[i].system);
 		base_free(p->locs[i].line);
 		base_free(p->locs[i].start);
 	}

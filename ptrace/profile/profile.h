@@ -91,6 +91,10 @@ struct pt_profile_loc {
 	 * function's first line start[k] (0: unknown). NULL elsewhere. */
 	char **file;
 	uint32_t *line, *start;
+	/* A runtime's frames that have a system name (the JVM's: the method
+	 * with its signature): Line k's in system[k], NULL where it has none.
+	 * NULL elsewhere. */
+	char **system;
 	uint64_t entry;      /* Go: the entry of the function holding the code (0: unknown) */
 };
 /* A goroutine of a Go program's goroutine dump (struct pt_profile's

@@ -9,6 +9,7 @@
 
 #include "base/mem.h"
 #include "ptrace/runtimes/go/go.h"
+#include "ptrace/runtimes/jvm/jvm.h"
 #include "ptrace/runtimes/python/python.h"
 
 /* The table: a runtime's row numbers its tokens (ptrace/core/runtime.h),
@@ -16,6 +17,7 @@
 static const struct pt_runtime_ops *const table[] = {
 	&pt_runtime_python,   /* PT_RUNTIME_PYTHON */
 	&pt_runtime_go,       /* PT_RUNTIME_GO */
+	&pt_runtime_jvm,      /* PT_RUNTIME_JVM */
 };
 #define NRT (sizeof(table) / sizeof(table[0]))
 
@@ -151,7 +153,7 @@ void pt_runtimes_clear(struct pt_runtimes *rts, int slot)
 			memset(slot_of(rts, i, slot), 0, table[i]->slot_size);
 }
 
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, struct pt_capture *cap, uint64_t *frames,
 		      int n, int max)
 {
 	for (size_t i = 0; i < NRT; i++)

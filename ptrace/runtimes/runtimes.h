@@ -19,6 +19,7 @@ struct pt_space;
 /* Which runtimes may be read (bits: PT_RUNTIME_<NAME>). */
 #define PT_RUNTIME_PYTHON 0x1u
 #define PT_RUNTIME_GO     0x2u
+#define PT_RUNTIME_JVM    0x4u
 
 /* The runtimes of the process of `as`, those in `enabled` (none detected
  * yet), with nslots capture slots. Returns 0 or -ENOMEM. */
@@ -56,8 +57,9 @@ int pt_runtimes_capture(struct pt_runtimes *rts, int slot, struct pt_rt_thread *
 void pt_runtimes_clear(struct pt_runtimes *rts, int slot);
 /* After the stop: frames[0..n) of capture cap with the runtimes' frames of
  * slot merged in, and a last frame for the labels of the code it ran (Go's
- * pprof labels), at most max. Returns the new count. */
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+ * pprof labels), at most max. Returns the new count. cap's stack_used and
+ * stack_short grow by what the runtimes read of its stack. */
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, struct pt_capture *cap, uint64_t *frames,
 		      int n, int max);
 /* If token stands for labels (a merge's last frame), 1 with *kv their keys
  * and values alternately and *n pairs (owned by the runtime, valid until

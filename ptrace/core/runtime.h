@@ -108,6 +108,10 @@ struct pt_runtime_ops {
 	 * with *kv its keys and values alternately, *n pairs (owned by the
 	 * runtime until its reset); else 0. */
 	int (*labels)(struct pt_rt *rt, uint64_t token, const char *const **kv, size_t *n);
+	/* Optional: the name the runtime gave the thread the target knows as
+	 * nstid (a JVM's Java threads, past the kernel's 15 characters), into
+	 * buf[0..len). Returns 1 if it named it, else 0. */
+	int (*thread_name)(struct pt_rt *rt, pid_t nstid, char *buf, size_t len);
 };
 
 #endif

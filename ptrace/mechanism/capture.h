@@ -5,6 +5,8 @@
 #ifndef PT_CAPTURE_H
 #define PT_CAPTURE_H
 
+#include <sys/types.h>
+
 struct pt_capture;
 struct pt_thread;
 struct pt_tracee;
@@ -17,5 +19,7 @@ int pt__capture(struct pt_tracee *t, struct pt_thread *th, struct pt_capture *ca
  * look up once for the threads in sel (NULL entries skipped), each
  * thread's tid as the target sees it read first. */
 void pt__capture_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel);
+/* th's tid as the target sees it (its rt.nstid), read once. */
+pid_t pt__capture_nstid(struct pt_tracee *t, struct pt_thread *th);
 
 #endif

@@ -161,6 +161,15 @@ int pt_tracee_rt_lines(struct pt_tracee *t, uint64_t token, struct pt_rt_line *o
 	return pt_runtimes_lines(t->rts, token, out, max);
 }
 
+int pt_tracee_thread_name(struct pt_tracee *t, pid_t tid, char *buf, size_t len)
+{
+	struct pt_thread *th;
+
+	if (!pt_runtimes_active(t->rts) || !(th = pt_threads_find(t, tid)))
+		return 0;
+	return pt_runtimes_thread_name(t->rts, pt__capture_nstid(t, th), buf, len);
+}
+
 const char *pt_tracee_rt_note(struct pt_tracee *t)
 {
 	return pt_runtimes_note(t->rts);

@@ -266,7 +266,9 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 						  .tid = en.tid, .state = en.state,
 						  .syscall = en.syscall, .flags = en.flags };
 		memcpy(sm->value, v, sizeof(sm->value));
-		snprintf(sm->thread, sizeof(sm->thread), "%s", en.comm);
+		/* A Java thread's name is longer than the kernel keeps. */
+		if (!pt_tracee_thread_name(t, en.tid, sm->thread, sizeof(sm->thread)))
+			snprintf(sm->thread, sizeof(sm->thread), "%s", en.comm);
 		/* A last frame that stands for labels is the sample's labels. */
 		if (en.n > 0 && (err = sample_labels(t, p, &sets, en.frames[en.n - 1], sm)) != 0) {
 			if (err < 0)

@@ -112,7 +112,7 @@ struct pt_profile_sample {
 	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
 	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */
 	pid_t tid;           /* the thread (in our PID namespace) */
-	char thread[16];     /* its name (comm) */
+	char thread[64];     /* its name: its runtime's (a Java thread's), else its comm */
 	char state;          /* R S D T ... when sampled */
 	int syscall;         /* system call it was in, or -1 */
 	unsigned int flags;  /* PT_SAMPLE_F_* */

@@ -172,6 +172,14 @@ int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *cons
 	return table[row]->labels(rts->r[row].rt, token, kv, n);
 }
 
+int pt_runtimes_thread_name(struct pt_runtimes *rts, pid_t nstid, char *buf, size_t len)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->thread_name && table[i]->thread_name(rts->r[i].rt, nstid, buf, len))
+			return 1;
+	return 0;
+}
+
 const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name)
 {
 	for (size_t i = 0; i < NRT; i++)

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ptrace/core/runtime.h"
 
@@ -69,6 +70,10 @@ int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *cons
  * most max; strings owned by the runtime (valid until its reset). Returns
  * how many, 0 for an address that is no active runtime's token. */
 int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line *out, int max);
+
+/* The name an active runtime gave the thread the target knows as nstid
+ * (a Java thread's), into buf[0..len). Returns 1 if one did, else 0. */
+int pt_runtimes_thread_name(struct pt_runtimes *rts, pid_t nstid, char *buf, size_t len);
 
 /* The state of the runtime named `name` ("go") if the process runs it
  * (detected and active), else NULL: for the sessions that read a

@@ -94,7 +94,7 @@ class HotJvm:
         self.cwd, cwd = jdk.scratch("cwd")
         self.proc = jdk.run(["java"] + list(flags) + ["-cp", classes, "Hot"], cwd, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = self.readline(120)
+        line = self.readline(300)   # a few seconds, unless every core is taken
         m = re.match(r"ready (\d+)", line)
         if not m:
             raise AssertionError("Hot under JDK %d did not get ready: %r" % (jdk.release, line + self.rest()))
@@ -253,10 +253,12 @@ def jvm25_java_frames_in_the_cpu_profile():
 
 @test
 def jvm_threads_in_the_thread_dump():
-    """goroutine?debug=2 of Hot (JDK 17 and 25): each worker with its Java
-    frames and lines (Hot.work, Hot$Worker.run at its loop, Thread.run);
-    the main thread, blocked reading stdin, with the interpreted frames of
-    BufferedReader.readLine under Hot.main at its loop."""
+    """goroutine?debug=2 of Hot (JDK 17 and 25): each worker under its
+    Java name ("hot-worker-number-1": the kernel keeps 15 characters) with
+    its Java frames and lines (Hot.work, Hot$Worker.run at its loop,
+    Thread.run); the main thread ("main", "java" to the kernel), blocked
+    reading stdin, with the interpreted frames of BufferedReader.readLine
+    under Hot.main at its loop."""
     missing = []
     for release in (17, 25):
         try:
@@ -273,11 +275,17 @@ def jvm_threads_in_the_thread_dump():
         dump = body.decode()
         workers = [g for g in dump.split("\n\n") if "\nHot.work(...)\n" in g]
         check(len(workers) == 2, "JDK %d: %d threads in Hot.work:\n%s" % (release, len(workers), dump[:4000]))
+        # The JVM's names of its threads, not the kernel's 15 characters.
+        names = sorted(re.match(r'goroutine \d+ \[[^\]]*thread "([^"]*)"\]', g).group(1) for g in workers)
+        check(names == ["hot-worker-number-1", "hot-worker-number-2"],
+              "JDK %d: the workers are named %s" % (release, names))
         for g in workers:
             check(re.search(r"\nHot\$Worker\.run\(\.\.\.\)\n\tHot\.java:%d\n" % LINES["run"], g) and
                   re.search(r"\njava\.lang\.Thread\.run\(\.\.\.\)\n\tjava/lang/Thread\.java:\d+\n", g),
                   "JDK %d: a worker without Hot$Worker.run or Thread.run:\n%s" % (release, g))
         main = [g for g in dump.split("\n\n") if "\nHot.main(...)\n" in g]
+        check(main and re.match(r'goroutine \d+ \[[^\]]*thread "main"\]', main[0]),
+              "JDK %d: the main thread is not named main:\n%s" % (release, main[:1]))
         check(main and re.search(r"\njava\.io\.BufferedReader\.readLine\(\.\.\.\)\n\tjava/io/BufferedReader\.java:\d+\n"
                                  r"(.*\n)*Hot\.main\(\.\.\.\)\n\tHot\.java:%d\n" % LINES["main"], main[0]),
               "JDK %d: no main thread in BufferedReader.readLine under Hot.main:\n%s" % (release, dump[:4000]))

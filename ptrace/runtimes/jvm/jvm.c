@@ -18,6 +18,7 @@
 #include "ptrace/runtimes/jvm/methods.h"
 #include "ptrace/runtimes/jvm/scopes.h"
 #include "ptrace/runtimes/jvm/state.h"
+#include "ptrace/runtimes/jvm/threads.h"
 #include "ptrace/runtimes/jvm/vmstructs.h"
 #include "ptrace/runtimes/jvm/walk.h"
 #include "ptrace/space/module.h"
@@ -62,6 +63,7 @@ static void jvm_rt_reset(struct pt_rt *rt)
 
 	pt__jvm_names_reset(j);
 	pt__jvm_scopes_reset(j);
+	pt__jvm_threads_reset(j);
 	pt_unwinder_set_jit(pt_space_unwinder(j->as), 0, 0);
 	j->state = PT__JVM_NONE;
 	j->nheaps = 0;
@@ -76,6 +78,7 @@ static void jvm_rt_free(struct pt_rt *rt)
 		return;
 	pt__jvm_names_reset(jvm_of(rt));
 	pt__jvm_scopes_reset(jvm_of(rt));
+	pt__jvm_threads_reset(jvm_of(rt));
 	base_free(rt);
 }
 
@@ -95,6 +98,28 @@ static int cache_ready(struct pt_jvm *j)
 	return 1;
 }
 
+int pt_jvm_load(struct pt_rt *rt, const uint64_t *sym, char *why, size_t len)
+{
+	struct pt_jvm *j = jvm_of(rt);
+	uint64_t t0 = pt__now_ns();
+	int err = pt__jvm_tables_read(j, sym, why, len);
+
+	j->st.tables_ns = pt__now_ns() - t0;
+	if (err) {
+		/* a JVM starting is looked at again at the next attach */
+		j->state = err == -EAGAIN ? PT__JVM_NONE : PT__JVM_UNSUPPORTED;
+		return err;
+	}
+	cache_ready(j);
+	j->state = PT__JVM_ACTIVE;
+	return 0;
+}
+
+void pt_jvm_stats(struct pt_rt *rt, struct pt_jvm_stats *out)
+{
+	*out = jvm_of(rt)->st;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -106,7 +131,7 @@ static int jvm_rt_detect(struct pt_rt *rt, char *note, size_t len)
 {
 	struct pt_jvm *j = jvm_of(rt);
 	const struct pt_maps *maps = pt_space_maps(j->as);
-	uint64_t sym[PT__JVM_NSYMS], sz[PT__JVM_NSYMS], t0, rel = 0;
+	uint64_t sym[PT__JVM_NSYMS], sz[PT__JVM_NSYMS], rel = 0;
 	char why[256], release[64] = "";
 	int err;
 
@@ -127,23 +152,16 @@ static int jvm_rt_detect(struct pt_rt *rt, char *note, size_t len)
 			j->state = PT__JVM_UNSUPPORTED;
 			return 0;
 		}
-		t0 = pt__now_ns();
-		err = pt__jvm_tables_read(j, sym, why, sizeof(why));
-		j->st.tables_ns = pt__now_ns() - t0;
-		if (err) {
+		if ((err = pt_jvm_load(rt, sym, why, sizeof(why)))) {
 			snprintf(note, len, "jvm: %s: %s: its Java frames stay native", m->path, why);
-			/* a JVM starting is looked at again at the next attach */
-			j->state = err == -EAGAIN ? PT__JVM_NONE : PT__JVM_UNSUPPORTED;
 			return 0;
 		}
 		if (j->f[JF_S_RELEASE].found && !pt__jvm_word(j, j->f[JF_S_RELEASE].v, &rel) && rel &&
 		    pt__jvm_cstr(j, rel, release, sizeof(release)) < 0)
 			release[0] = 0;
-		cache_ready(j);
 		snprintf(note, len, "jvm: %s is HotSpot %s (VMStructs read in %.1f ms): its compiled, "
 			 "interpreted and stub frames show the Java methods they run", m->path,
 			 release[0] ? release : "(release unknown)", (double)j->st.tables_ns / 1e6);
-		j->state = PT__JVM_ACTIVE;
 		return 1;
 	}
 	j->state = PT__JVM_NONE;
@@ -213,6 +231,10 @@ static int jvm_rt_merge(struct pt_rt *rt, const void *slot, struct pt_capture *c
 		if (pt__jvm_walk(j, &w, &at, frames, &k, max) != PT__JVM_NATIVE ||
 		    !native_part(j, cap, &at, frames, &k, max, &used, &short_copy))
 			break;
+	/* Not even the first frame in the code cache could be read: the
+	 * native unwind's frames stand, its last the JIT code's address. */
+	if (k == cap->jit_at)
+		k = n;
 	/* What the walk read of the stack sizes the thread's next copy. */
 	if (w.used > used)
 		used = w.used;
@@ -229,6 +251,11 @@ static int jvm_rt_lines(struct pt_rt *rt, uint64_t token, struct pt_rt_line *out
 	return pt__jvm_line(jvm_of(rt), token & PT_RT_TOKEN_ID_MASK, out);
 }
 
+static int jvm_rt_thread_name(struct pt_rt *rt, pid_t nstid, char *buf, size_t len)
+{
+	return pt__jvm_thread_name(jvm_of(rt), nstid, buf, len);
+}
+
 /* Nothing is read in a stop: the Java frames are walked over the stack
  * copy, and what they point to (code blobs, methods) outlives the sample
  * but for code the JVM frees meanwhile (checked, then left out). So the
@@ -242,4 +269,5 @@ const struct pt_runtime_ops pt_runtime_jvm = {
 	.detect = jvm_rt_detect,
 	.merge = jvm_rt_merge,
 	.lines = jvm_rt_lines,
+	.thread_name = jvm_rt_thread_name,
 };

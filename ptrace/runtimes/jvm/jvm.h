@@ -55,4 +55,13 @@ struct pt_jvm_stats {
 	uint64_t methods;         /* methods resolved */
 };
 
+/* Reads the VMStructs whose symbols are at sym[0..16) (vmstructs.h's
+ * order: runtime addresses) into rt, the JVM runtime's state for its
+ * process, and makes it active: what detection does once it found
+ * libjvm.so (tests give tables of their own). Returns 0 or a negative
+ * errno with why[0..len) saying why (see pt__jvm_tables_read). */
+int pt_jvm_load(struct pt_rt *rt, const uint64_t *sym, char *why, size_t len);
+/* rt's counters. */
+void pt_jvm_stats(struct pt_rt *rt, struct pt_jvm_stats *out);
+
 #endif

@@ -256,6 +256,16 @@ static int pool_symbol(struct pt_jvm *j, uint64_t cp, int64_t n, int64_t idx, ch
 	return symbol(j, sym & ~1ull, buf, cap);
 }
 
+int pt__jvm_pool_symbol(struct pt_jvm *j, uint64_t cp, int64_t idx, char *buf, size_t cap)
+{
+	uint8_t cpb[256];
+	size_t cpl = j->tsize[JT_CONSTANTPOOL];
+
+	if (cpl > sizeof(cpb) || pt__jvm_read(j, cp, cpb, cpl))
+		return -EFAULT;
+	return pool_symbol(j, cp, pt__jvm_get(j, JF_CP_LENGTH, cpb, cpl, 1), idx, buf, cap);
+}
+
 /* The compressed line number table after the bytecodes at at: copied up
  * to its end, into *out (*len bytes). Returns 0, -EFAULT, -EBADMSG or
  * -ENOMEM. */

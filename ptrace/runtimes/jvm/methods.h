@@ -30,6 +30,9 @@ long pt__jvm_stub(struct pt_jvm *j, uint64_t name);
 /* What token id names: 1 with *out set (strings owned by j until its
  * reset), 0 if there is no such id. */
 int pt__jvm_line(const struct pt_jvm *j, uint64_t id, struct pt_rt_line *out);
+/* Symbol idx of the constant pool at cp into buf (NUL-terminated, cut to
+ * cap - 1). Returns its length or -EFAULT. */
+int pt__jvm_pool_symbol(struct pt_jvm *j, uint64_t cp, int64_t idx, char *buf, size_t cap);
 /* Forgets every method, token and string. */
 void pt__jvm_names_reset(struct pt_jvm *j);
 

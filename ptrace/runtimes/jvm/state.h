@@ -31,7 +31,8 @@ enum pt__jvm_f {
 	JF_S_MAJOR,              /* Abstract_VM_Version::_vm_major_version: int */
 	JF_S_RELEASE,            /* Abstract_VM_Version::_s_vm_release: const char* */
 	JF_S_THREADS,            /* ThreadsSMRSupport::_java_thread_list: ThreadsList* */
-	JF_S_THREAD_KLASS,       /* vmClasses' Thread klass: InstanceKlass* */
+	JF_S_THREAD_KLASS,       /* vmClasses' Thread and String klasses: InstanceKlass* */
+	JF_S_STRING_KLASS,
 	JF_S_OOP_BASE,           /* CompressedOops' base and shift */
 	JF_S_OOP_SHIFT,
 	JF_S_FLAGS,              /* JVMFlag::flags, numFlags */
@@ -94,6 +95,7 @@ struct pt__jvm_heap {
 struct pt__jvm_method;   /* a resolved Method (methods.c) */
 struct pt__jvm_frame;    /* what a token names (methods.c) */
 struct pt__jvm_chain;    /* a compiled pc's frames (scopes.c) */
+struct pt__jvm_names;    /* Java threads' names (threads.c) */
 
 enum pt__jvm_state { PT__JVM_NONE, PT__JVM_UNSUPPORTED, PT__JVM_ACTIVE };
 
@@ -134,6 +136,8 @@ struct pt_jvm {
 	size_t nchain_ids, chain_ids_cap;
 	uint8_t *scratch;                /* a blob's PcDescs as read */
 	size_t scratch_cap;
+	/* Java threads' names (threads.c) */
+	struct pt__jvm_names *names;
 	struct pt_jvm_stats st;
 };
 

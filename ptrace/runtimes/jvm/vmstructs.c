@@ -67,6 +67,7 @@ static const struct {
 	[JF_S_RELEASE] = { { { "Abstract_VM_Version", "_s_vm_release" } }, 1 },
 	[JF_S_THREADS] = { { { "ThreadsSMRSupport", "_java_thread_list" } }, 1 },
 	[JF_S_THREAD_KLASS] = { { { "vmClasses", "_klasses[static_cast<int>(vmClassID::Thread_klass_knum)]" } }, 1 },
+	[JF_S_STRING_KLASS] = { { { "vmClasses", "_klasses[static_cast<int>(vmClassID::String_klass_knum)]" } }, 1 },
 	[JF_S_OOP_BASE] = { { { "CompressedOops", "_narrow_oop._base" }, { "CompressedOops", "_base" } }, 1 },
 	[JF_S_OOP_SHIFT] = { { { "CompressedOops", "_narrow_oop._shift" }, { "CompressedOops", "_shift" } }, 1 },
 	[JF_S_FLAGS] = { { { "JVMFlag", "flags" } }, 1 },

@@ -216,13 +216,14 @@ int64_t enc_pprof_mapping(struct enc_pprof *p, uint64_t start, uint64_t limit, u
 /* What func_index's equality callback compares with: string ids. */
 struct func_key {
 	const struct enc_pprof *p;
-	int64_t name, file, start;
+	int64_t name, sys, file, start;
 };
 
 static uint64_t func_hash(const struct func_key *k)
 {
 	uint64_t h = base_hash_word(BASE_HASH_SEED, (uint64_t)k->name);
 
+	h = base_hash_word(h, (uint64_t)k->sys);
 	h = base_hash_word(h, (uint64_t)k->file);
 	return base_hash_word(h, (uint64_t)k->start);
 }
@@ -232,19 +233,18 @@ static int func_eq(const void *arg, uint64_t idx)
 	const struct func_key *k = arg;
 	const Perftools__Profiles__Function *fn = &k->p->funcs.v[idx];
 
-	return fn->name == k->name && fn->filename == k->file && fn->start_line == k->start;
+	return fn->name == k->name && fn->system_name == k->sys && fn->filename == k->file &&
+	       fn->start_line == k->start;
 }
 
-int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
-			       int64_t start_line, int compiled)
+/* The function of name, system name sys (string ids), file and first
+ * line, found again or added. */
+static int64_t function_of(struct enc_pprof *p, int64_t s, int64_t sys, int64_t f, int64_t start_line)
 {
-	int64_t s = intern(p, name), f = file ? intern(p, file) : 0;
-	struct func_key k = { p, s, f, start_line };
+	struct func_key k = { p, s, sys, f, start_line };
 	Perftools__Profiles__Function *fn;
 	uint64_t h, *idx;
 
-	if (s < 0 || f < 0)
-		return -ENOMEM;
 	h = func_hash(&k);
 	/* A function without a name (string 0) is never merged with another:
 	 * each nameless one stays apart. */
@@ -259,14 +259,34 @@ int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char
 	perftools__profiles__function__init(fn);
 	fn->id = p->funcs.n;
 	fn->name = s;
+	fn->system_name = sys;
+	fn->filename = f;
+	fn->start_line = start_line;
+	return (int64_t)fn->id;
+}
+
+int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
+			       int64_t start_line, int compiled)
+{
+	int64_t s = intern(p, name), f = file ? intern(p, file) : 0;
+
+	if (s < 0 || f < 0)
+		return -ENOMEM;
 	/* Interpreted code has no system name: pprof demangles a function
 	 * whose name equals its system name, and the C++ rule that drops
 	 * template arguments would blank out Python's "<module>" (go tool
 	 * pprof showed "<unknown>"). */
-	fn->system_name = f && !compiled ? 0 : s;
-	fn->filename = f;
-	fn->start_line = start_line;
-	return (int64_t)fn->id;
+	return function_of(p, s, f && !compiled ? 0 : s, f, start_line);
+}
+
+int64_t enc_pprof_function_sys(struct enc_pprof *p, const char *name, const char *system,
+			       const char *file, int64_t start_line)
+{
+	int64_t s = intern(p, name), sys = intern(p, system), f = file ? intern(p, file) : 0;
+
+	if (s < 0 || sys < 0 || f < 0)
+		return -ENOMEM;
+	return function_of(p, s, sys, f, start_line);
 }
 
 int64_t enc_pprof_function(struct enc_pprof *p, const char *name)

@@ -36,6 +36,11 @@ int64_t enc_pprof_function(struct enc_pprof *p, const char *name);
  * -ENOMEM. */
 int64_t enc_pprof_function_src(struct enc_pprof *p, const char *name, const char *file,
 			       int64_t start_line, int compiled);
+/* A function whose system name (the name with its signature, as its
+ * runtime's tools spell it: "Hot.work(I)J") differs from its name:
+ * deduplicated by both, file and first line. Returns its ID or -ENOMEM. */
+int64_t enc_pprof_function_sys(struct enc_pprof *p, const char *name, const char *system,
+			       const char *file, int64_t start_line);
 int64_t enc_pprof_location(struct enc_pprof *p, uint64_t mapping_id, uint64_t address,
 			   uint64_t function_id);
 /* A location whose code several functions share, inlined one into the

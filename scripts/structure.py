@@ -42,8 +42,9 @@ STANDS_ON = {
     "ptrace/space": ["ptrace/proc"],  # a process's address space: files, symbols, memory, unwinding
     "ptrace/runtimes/go": ["ptrace/space"],
     "ptrace/runtimes/python": ["ptrace/space"],
+    "ptrace/runtimes/jvm": ["ptrace/space"],
     "ptrace/perf": ["ptrace/proc"],  # one thread's perf_event ring
-    "ptrace/runtimes": ["ptrace/runtimes/go", "ptrace/runtimes/python"],  # the runtimes' table
+    "ptrace/runtimes": ["ptrace/runtimes/go", "ptrace/runtimes/jvm", "ptrace/runtimes/python"],  # the runtimes' table
     "ptrace/mechanism": ["ptrace/runtimes"],  # ptrace: stops, events, captures
     "ptrace/rule": ["ptrace/mechanism", "ptrace/perf"],  # which threads a tick samples, both backends
     "ptrace/profile": ["ptrace/mechanism"],  # the neutral profile, merging

@@ -37,6 +37,9 @@ struct pt_rt_line {
 	const char *file;   /* its source file, NULL if unknown */
 	int line;           /* 0: unknown */
 	int start_line;     /* the function's first line, 0: unknown */
+	/* The function with its signature, as the runtime's own tools spell
+	 * it ("Hot.hotAlpha(I)J": pprof's system name); NULL: none. */
+	const char *system;
 };
 
 /* Tokens: values among a stack's frames that stand for a runtime's frames.
@@ -97,8 +100,11 @@ struct pt_runtime_ops {
 	 * (leaf first) of the capture cap with the runtime's frames in place
 	 * of its native ones, and (a runtime whose code carries labels: Go's
 	 * pprof labels) a last frame, a token of its labels; at most max.
-	 * Returns the new count. slot is NULL for a runtime of no slot_size. */
-	int (*merge)(struct pt_rt *rt, const void *slot, const struct pt_capture *cap, uint64_t *frames,
+	 * Returns the new count. slot is NULL for a runtime of no slot_size.
+	 * A runtime that walks the stack copy itself (the JVM's frames) adds
+	 * what it read to cap's stack_used and stack_short, which size the
+	 * thread's next copy. */
+	int (*merge)(struct pt_rt *rt, const void *slot, struct pt_capture *cap, uint64_t *frames,
 		     int n, int max);
 	/* The runtime's frames a token of its own stands for, innermost first,
 	 * at most max. Returns how many (0: not one of its tokens). */
@@ -111,6 +117,10 @@ struct pt_runtime_ops {
 	 * with *kv its keys and values alternately, *n pairs (owned by the
 	 * runtime until its reset); else 0. */
 	int (*labels)(struct pt_rt *rt, uint64_t token, const char *const **kv, size_t *n);
+	/* Optional: the name the runtime gave the thread the target knows as
+	 * nstid (a JVM's Java threads, past the kernel's 15 characters), into
+	 * buf[0..len). Returns 1 if it named it, else 0. */
+	int (*thread_name)(struct pt_rt *rt, pid_t nstid, char *buf, size_t len);
 };
 
 #endif

@@ -46,6 +46,8 @@ int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uin
 		cap->stack_limit -= 8;
 	n = 1 + pt_unwind(pt_space_unwinder(t->as), cap, f + 1, max - 1, &complete);
 	f[1] = ret - 1;   /* a return address: the call is the instruction before */
+	if (cap->jit_at >= 0)
+		cap->jit_at++;   /* JIT code reached: its frame's index in f */
 	cap->stack -= 8;
 	cap->stack_used += 8;
 	cap->regs = regs;
@@ -153,7 +155,7 @@ void pt__batch_report(struct pt_tracee *t, int ncap, const struct pt_stop_ops *o
 {
 	for (int k = 0; k < ncap; k++) {
 		struct pt_thread *th = t->slot_th[k];
-		const struct pt_capture *cap = &t->caps[k];
+		struct pt_capture *cap = &t->caps[k];
 		uint64_t dt = t->unwind_ns[k];
 		struct pt_sample smp;
 

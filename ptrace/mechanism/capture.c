@@ -115,6 +115,13 @@ static pid_t thread_nstid(struct pt_tracee *t, const struct pt_thread *th)
 	return ns;
 }
 
+pid_t pt__capture_nstid(struct pt_tracee *t, struct pt_thread *th)
+{
+	if (!th->rt.nstid)
+		th->rt.nstid = thread_nstid(t, th);
+	return th->rt.nstid;
+}
+
 void pt__capture_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel)
 {
 	struct pt_rt_thread *rt[64];
@@ -127,8 +134,7 @@ void pt__capture_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int 
 
 		if (!th)
 			continue;
-		if (!th->rt.nstid)
-			th->rt.nstid = thread_nstid(t, th);
+		pt__capture_nstid(t, th);
 		rt[k++] = &th->rt;
 	}
 	pt_runtimes_prepare(t->rts, rt, k);

@@ -6,6 +6,7 @@
 #define PT_CAPTURE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct pt_capture;
 struct pt_thread;
@@ -25,5 +26,7 @@ int pt__slot_ready(struct pt_tracee *t, int slot, size_t len);
  * look up once for the threads in sel (NULL entries skipped), each
  * thread's tid as the target sees it read first. */
 void pt__capture_prepare(struct pt_tracee *t, struct pt_thread *const *sel, int nsel);
+/* th's tid as the target sees it (its rt.nstid), read once. */
+pid_t pt__capture_nstid(struct pt_tracee *t, struct pt_thread *th);
 
 #endif

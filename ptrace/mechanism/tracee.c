@@ -69,7 +69,8 @@ int pt_tracee_new(struct pt_tracee **out, struct pt_tracer *tr, pid_t pid,
 	if ((err = pt_space_new(&t->as, pid, tr->pages, tr->objects, opts->debug_dir)))
 		goto out;
 	/* a runtime slot per capture slot, and one for clone events */
-	if ((err = pt_runtimes_new(&t->rts, t->as, (opts->python ? PT_RUNTIME_PYTHON : 0) | PT_RUNTIME_GO,
+	if ((err = pt_runtimes_new(&t->rts, t->as,
+				   (opts->python ? PT_RUNTIME_PYTHON : 0) | PT_RUNTIME_GO | PT_RUNTIME_JVM,
 				   opts->max_per_tick + 1)))
 		goto out;
 	t->tr = tr;
@@ -160,6 +161,15 @@ void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 int pt_tracee_rt_lines(struct pt_tracee *t, uint64_t token, struct pt_rt_line *out, int max)
 {
 	return pt_runtimes_lines(t->rts, token, out, max);
+}
+
+int pt_tracee_thread_name(struct pt_tracee *t, pid_t tid, char *buf, size_t len)
+{
+	struct pt_thread *th;
+
+	if (!pt_runtimes_active(t->rts) || !(th = pt_threads_find(t, tid)))
+		return 0;
+	return pt_runtimes_thread_name(t->rts, pt__capture_nstid(t, th), buf, len);
 }
 
 const char *pt_tracee_rt_note(struct pt_tracee *t)

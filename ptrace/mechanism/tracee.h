@@ -67,6 +67,10 @@ struct pt_runtimes *pt_tracee_runtimes(struct pt_tracee *t);
  * files and lines, strings owned by t (valid until the next exec). Returns
  * how many, 0 for any other address. */
 int pt_tracee_rt_lines(struct pt_tracee *t, uint64_t token, struct pt_rt_line *out, int max);
+/* The name the process's runtime gave its thread tid (ours: a Java
+ * thread's, longer than its comm), into buf[0..len). Returns 1 if it has
+ * one, else 0 (buf untouched). */
+int pt_tracee_thread_name(struct pt_tracee *t, pid_t tid, char *buf, size_t len);
 /* What looking for the process's language runtimes found, worth one log
  * line: the first call after a detection that found one (supported or
  * not) returns it, every other call NULL. */

@@ -128,6 +128,13 @@ static int add_runtime_location(struct pt_tracee *t, struct pt_profile *p,
 			fr[i] = (struct pt_goline){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line, 0 };
 		if (set_lines(l, fr, n))
 			return -ENOMEM;
+		for (int i = 0; i < n; i++) {
+			if (!ln[i].system)
+				continue;
+			if ((!l->system && !(l->system = base_calloc((size_t)n, sizeof(*l->system)))) ||
+			    !(l->system[i] = base_strdup(ln[i].system)))
+				return -ENOMEM;
+		}
 	}
 	p->symbolize_ns += pt__now_ns() - t0;
 	return 0;
@@ -259,7 +266,9 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 						  .tid = en.tid, .state = en.state,
 						  .syscall = en.syscall, .flags = en.flags };
 		memcpy(sm->value, v, sizeof(sm->value));
-		snprintf(sm->thread, sizeof(sm->thread), "%s", en.comm);
+		/* A Java thread's name is longer than the kernel keeps. */
+		if (!pt_tracee_thread_name(t, en.tid, sm->thread, sizeof(sm->thread)))
+			snprintf(sm->thread, sizeof(sm->thread), "%s", en.comm);
 		/* A last frame that stands for labels is the sample's labels. */
 		if (en.n > 0 && (err = sample_labels(t, p, &sets, en.frames[en.n - 1], sm)) != 0) {
 			if (err < 0)
@@ -359,6 +368,10 @@ void pt_profile_free(struct pt_profile *p)
 			for (uint32_t k = 0; k <= p->locs[i].nouter; k++)
 				base_free(p->locs[i].file[k]);
 		base_free(p->locs[i].file);
+		if (p->locs[i].system)
+			for (uint32_t k = 0; k <= p->locs[i].nouter; k++)
+				base_free(p->locs[i].system[k]);
+		base_free(p->locs[i].system);
 		base_free(p->locs[i].line);
 		base_free(p->locs[i].start);
 	}

@@ -91,6 +91,10 @@ struct pt_profile_loc {
 	 * function's first line start[k] (0: unknown). NULL elsewhere. */
 	char **file;
 	uint32_t *line, *start;
+	/* A runtime's frames that have a system name (the JVM's: the method
+	 * with its signature): Line k's in system[k], NULL where it has none.
+	 * NULL elsewhere. */
+	char **system;
 	uint64_t entry;      /* Go: the entry of the function holding the code (0: unknown) */
 };
 /* A goroutine of a Go program's goroutine dump (struct pt_profile's
@@ -108,7 +112,7 @@ struct pt_profile_sample {
 	uint32_t first, n;   /* loc_ids[first .. first+n), leaf first */
 	int64_t value[PT_MAX_VALUES];   /* per the session kind (see its declaration) */
 	pid_t tid;           /* the thread (in our PID namespace) */
-	char thread[16];     /* its name (comm) */
+	char thread[64];     /* its name: its runtime's (a Java thread's), else its comm */
 	char state;          /* R S D T ... when sampled */
 	int syscall;         /* system call it was in, or -1 */
 	unsigned int flags;  /* PT_SAMPLE_F_* */

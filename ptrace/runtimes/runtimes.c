@@ -9,6 +9,7 @@
 
 #include "base/mem.h"
 #include "ptrace/runtimes/go/go.h"
+#include "ptrace/runtimes/jvm/jvm.h"
 #include "ptrace/runtimes/python/python.h"
 
 /* The table: a runtime's row numbers its tokens (ptrace/core/runtime.h),
@@ -16,6 +17,7 @@
 static const struct pt_runtime_ops *const table[] = {
 	&pt_runtime_python,   /* PT_RUNTIME_PYTHON */
 	&pt_runtime_go,       /* PT_RUNTIME_GO */
+	&pt_runtime_jvm,      /* PT_RUNTIME_JVM */
 };
 #define NRT (sizeof(table) / sizeof(table[0]))
 _Static_assert(NRT <= PT_RUNTIMES_MAX, "PT_RUNTIMES_MAX counts a row each");
@@ -191,7 +193,7 @@ void pt_runtimes_clear(struct pt_runtimes *rts, int slot)
 			memset(slot_of(rts, i, slot), 0, table[i]->slot_size);
 }
 
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, struct pt_capture *cap, uint64_t *frames,
 		      int n, int max)
 {
 	for (size_t i = 0; i < NRT; i++)
@@ -208,6 +210,14 @@ int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *cons
 	if (!pt_rt_is_token(token) || row >= NRT || !rts->r[row].rt || !table[row]->labels)
 		return 0;
 	return table[row]->labels(rts->r[row].rt, token, kv, n);
+}
+
+int pt_runtimes_thread_name(struct pt_runtimes *rts, pid_t nstid, char *buf, size_t len)
+{
+	for (size_t i = 0; i < NRT; i++)
+		if (rts->r[i].active && table[i]->thread_name && table[i]->thread_name(rts->r[i].rt, nstid, buf, len))
+			return 1;
+	return 0;
 }
 
 const char *pt_runtimes_note_of(const struct pt_runtimes *rts, const char *name)

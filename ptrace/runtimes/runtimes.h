@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ptrace/core/runtime.h"
 
@@ -19,6 +20,7 @@ struct pt_space;
 /* Which runtimes may be read (bits: PT_RUNTIME_<NAME>). */
 #define PT_RUNTIME_PYTHON 0x1u
 #define PT_RUNTIME_GO     0x2u
+#define PT_RUNTIME_JVM    0x4u
 
 /* The runtimes of the process of `as`, those in `enabled` (none detected
  * yet), with nslots capture slots. Returns 0 or -ENOMEM. */
@@ -73,8 +75,9 @@ int pt_runtimes_capture(struct pt_runtimes *rts, int slot, struct pt_rt_thread *
 void pt_runtimes_clear(struct pt_runtimes *rts, int slot);
 /* After the stop: frames[0..n) of capture cap with the runtimes' frames of
  * slot merged in, and a last frame for the labels of the code it ran (Go's
- * pprof labels), at most max. Returns the new count. */
-int pt_runtimes_merge(struct pt_runtimes *rts, int slot, const struct pt_capture *cap, uint64_t *frames,
+ * pprof labels), at most max. Returns the new count. cap's stack_used and
+ * stack_short grow by what the runtimes read of its stack. */
+int pt_runtimes_merge(struct pt_runtimes *rts, int slot, struct pt_capture *cap, uint64_t *frames,
 		      int n, int max);
 /* If token stands for labels (a merge's last frame), 1 with *kv their keys
  * and values alternately and *n pairs (owned by the runtime, valid until
@@ -84,6 +87,10 @@ int pt_runtimes_labels(struct pt_runtimes *rts, uint64_t token, const char *cons
  * most max; strings owned by the runtime (valid until its reset). Returns
  * how many, 0 for an address that is no active runtime's token. */
 int pt_runtimes_lines(struct pt_runtimes *rts, uint64_t token, struct pt_rt_line *out, int max);
+
+/* The name an active runtime gave the thread the target knows as nstid
+ * (a Java thread's), into buf[0..len). Returns 1 if one did, else 0. */
+int pt_runtimes_thread_name(struct pt_runtimes *rts, pid_t nstid, char *buf, size_t len);
 
 /* The state of the runtime named `name` ("go") if the process runs it
  * (detected and active), else NULL: for the sessions that read a

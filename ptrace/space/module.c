@@ -290,6 +290,21 @@ static int open_checked(const char *path, uint64_t inode)
 	return fd;
 }
 
+/* The mapped file by its path in the maps, checked to be it (its inode):
+ * through the target's root (/proc/<pid>/root: a container's files), else
+ * as podprof sees that path (the maps name files from the reader's root:
+ * a target chrooted below podprof's, whose root holds them further down).
+ * Returns an fd or a negative errno. */
+static int open_as_mapped(const struct pt_modules *mods, const struct pt_module *mod)
+{
+	char path[PT_PROC_MAX_PATH + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)mods->pid, mod->path);
+	fd = open_checked(path, mod->inode);
+	return fd >= 0 ? fd : open_checked(mod->path, mod->inode);
+}
+
 static int symbols_from_memory(struct pt_modules *mods, struct pt_module *mod)
 {
 	size_t len = mod->hi - mod->base;
@@ -363,8 +378,7 @@ static void load_symbols_timed(struct pt_modules *mods, struct pt_module *mod)
 	}
 	/* 1. The file as the target sees it, if it is still the mapped file. */
 	if (!mod->deleted && mod->path[0] == '/') {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)mods->pid, mod->path);
-		fd = open_checked(path, mod->inode);
+		fd = open_as_mapped(mods, mod);
 		if (fd >= 0) {
 			rc = symbols_from_fd(mod, fd, 1);
 			close(fd);
@@ -420,18 +434,16 @@ out:
 
 /* ---- Go: .gopclntab -------------------------------------------------- */
 
-/* Opens the module's file as the target sees it, checked to be the mapped
- * one (its inode), else the main executable through /proc/<pid>/exe.
+/* Opens the module's file (open_as_mapped), else the main executable
+ * through /proc/<pid>/exe.
  * Returns an fd or a negative errno. */
 static int open_module_file(struct pt_modules *mods, struct pt_module *mod)
 {
 	char path[PT_PROC_MAX_PATH + 64];
 	int fd = -ENOENT;
 
-	if (!mod->deleted && mod->path[0] == '/') {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)mods->pid, mod->path);
-		fd = open_checked(path, mod->inode);
-	}
+	if (!mod->deleted && mod->path[0] == '/')
+		fd = open_as_mapped(mods, mod);
 	if (fd < 0) {
 		snprintf(path, sizeof(path), "/proc/%d/exe", (int)mods->pid);
 		fd = open_checked(path, mod->inode);

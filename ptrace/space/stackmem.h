@@ -44,6 +44,13 @@ struct pt_capture {
 	 * A thread's signal stack does not move: its next stop there can copy
 	 * the interrupted stack too. */
 	uint64_t sig_uc, sig_lo, sig_hi;
+	/* The walk reached code it does not step (a JIT's: see
+	 * pt_unwinder_set_jit) and stopped there: frames[jit_at] is the first
+	 * frame in it, whose pc, SP and BP the walk recovered as jit_pc,
+	 * jit_sp, jit_bp (jit_exact: a pc where the thread stopped or a signal
+	 * interrupted it, else a return address). -1: it did not. */
+	int jit_at, jit_exact;
+	uint64_t jit_pc, jit_sp, jit_bp;
 };
 
 /* One walk over a capture: where its reads go and what they record. */
@@ -53,6 +60,7 @@ struct pt__walk {
 	const struct pt_maps *maps;  /* NULL: none known yet */
 	uint64_t *miss;          /* the first address found outside every mapping (0: none) */
 	unsigned int *m_curg;    /* Go: the offset of m.curg once found (0: not yet) */
+	uint64_t jit_lo, jit_hi; /* code the walk stops at (none: equal) */
 	struct pt_capture *cap;
 	/* The registers libunwind starts from: the capture's, or those of the
 	 * frame where a walk crossed from Go code into C code. */

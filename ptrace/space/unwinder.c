@@ -37,6 +37,7 @@ struct pt_unwinder {
 	const struct pt_maps *maps;
 	uint64_t miss;           /* an address outside every mapping, 0 if none */
 	unsigned int m_curg;     /* Go: offset of m.curg, once found (0: not yet) */
+	uint64_t jit_lo, jit_hi; /* JIT code the walks stop at (none: equal) */
 };
 
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
@@ -195,6 +196,28 @@ void pt_unwinder_set_maps(struct pt_unwinder *u, const struct pt_maps *maps)
 	u->maps = maps;
 }
 
+void pt_unwinder_set_jit(struct pt_unwinder *u, uint64_t lo, uint64_t hi)
+{
+	u->jit_lo = lo;
+	u->jit_hi = hi > lo ? hi : lo;
+}
+
+/* The walk is at JIT code: frames[at] is that frame, at st. Returns 1 if
+ * it is (the walk ends there), else 0. */
+static int at_jit(struct pt__walk *c, int at, const struct pt__walk_state *st)
+{
+	struct pt_capture *cap = c->cap;
+
+	if (st->pc < c->jit_lo || st->pc >= c->jit_hi)
+		return 0;
+	cap->jit_at = at;
+	cap->jit_exact = st->exact;
+	cap->jit_pc = st->pc;
+	cap->jit_sp = st->sp;
+	cap->jit_bp = st->bp;
+	return 1;
+}
+
 void pt_unwinder_flush(struct pt_unwinder *u)
 {
 	unw_flush_cache(u->as, 0, 0);
@@ -260,6 +283,14 @@ static enum pt__hand walk_c(struct pt_unwinder *u, struct pt__walk *c, uint64_t 
 			frames[n - 1] += 1;
 		frames[n++] = from_signal ? ip : ip - 1;
 		prev_adjusted = !from_signal;
+		/* JIT code: its runtime goes on from here (the fallback to
+		 * frame pointers would read its frames wrong). */
+		if (c->jit_lo < c->jit_hi && ip >= c->jit_lo && ip < c->jit_hi) {
+			if (unw_get_reg(&cur, UNW_X86_64_RBP, &bp) < 0)
+				bp = 0;
+			at_jit(c, n - 1, &(struct pt__walk_state){ ip, next_sp, bp, from_signal });
+			break;
+		}
 		/* Go code has no CFI (Go 1.19 writes none): its own tables
 		 * step it, from here on. */
 		if (pt__gowalk_func(c, from_signal ? ip : ip - 1, 0, &f)) {
@@ -284,7 +315,11 @@ static int walk(struct pt_unwinder *u, struct pt__walk *c, uint64_t *frames, int
 	struct pt__walk_state st = { c->regs.rip, c->regs.rsp, c->regs.rbp, 1 };
 	struct pt_gofunc f;
 	int crossings = 0;
-	enum pt__hand h = pt__gowalk_func(c, st.pc, 1, &f) ? PT__HAND_GO : PT__HAND_C;
+	enum pt__hand h;
+
+	if (at_jit(c, n - 1, &st))
+		return n;
+	h = pt__gowalk_func(c, st.pc, 1, &f) ? PT__HAND_GO : PT__HAND_C;
 
 	while (h != PT__HAND_DONE && n < max) {
 		if (h == PT__HAND_GO) {
@@ -332,9 +367,11 @@ static int leaf_returns(struct pt__walk *c, uint64_t *ra)
 	    (code[0] == 0xf3 && pt_mem_read(c->mem, c->regs.rip, code, 2)))
 		return 0;
 	if (!(code[0] == 0xc3 || (code[0] == 0xf3 && code[1] == 0xc3)) ||
+	    (c->regs.rip >= c->jit_lo && c->regs.rip < c->jit_hi) ||   /* a JIT's: its runtime walks it */
 	    pt__gowalk_func(c, c->regs.rip, 1, &f) ||   /* Go's own tables step Go code */
 	    pt__stackmem_word(c, c->regs.rsp, ra) || !*ra || !pt__stackmem_is_code(c, *ra - 1) ||
-	    pt__gowalk_func(c, *ra - 1, 0, &f))   /* a return into Go: Go's tables, from the leaf */
+	    pt__gowalk_func(c, *ra - 1, 0, &f) ||   /* a return into Go: Go's tables, from the leaf */
+	    (*ra >= c->jit_lo && *ra < c->jit_hi))   /* into a JIT's code: its runtime walks from the leaf */
 		return 0;
 	c->regs.rip = *ra;
 	c->regs.rsp += 8;
@@ -345,7 +382,8 @@ int pt_unwind(struct pt_unwinder *u, struct pt_capture *cap, uint64_t *frames, i
 	      int *complete)
 {
 	struct pt__walk c = { .mem = u->mem, .mods = u->mods, .maps = u->maps, .miss = &u->miss,
-			      .m_curg = &u->m_curg, .cap = cap, .regs = cap->regs };
+			      .m_curg = &u->m_curg, .jit_lo = u->jit_lo, .jit_hi = u->jit_hi,
+			      .cap = cap, .regs = cap->regs };
 	int n;
 
 	uint64_t ra;
@@ -353,6 +391,7 @@ int pt_unwind(struct pt_unwinder *u, struct pt_capture *cap, uint64_t *frames, i
 	*complete = 0;
 	frames[0] = cap->regs.rip;
 	cap->sig_uc = cap->sig_lo = cap->sig_hi = 0;
+	cap->jit_at = -1;
 	n = 1;
 	if (max > 1 && c.maps && leaf_returns(&c, &ra))
 		frames[n++] = ra - 1;   /* in its call instruction, as every caller */

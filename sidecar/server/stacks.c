@@ -101,12 +101,16 @@ static int add_locations(struct enc_pprof *e, const struct pt_profile *pr, uint6
 
 		/* One Line per function where code was inlined (Go's own
 		 * profiles do so), or per Python frame of an eval call, the
-		 * innermost first; Python's with their files and lines. */
+		 * innermost first; Python's with their files and lines; a
+		 * Java method's with its signature as its system name. */
 		for (uint32_t k = 0; k <= l->nouter && k <= MAX_LINES && !err; k++) {
 			const char *name = k ? l->outer[k - 1] : l->name;
 			/* Code in a mapped file (Go's) is compiled; Python's
 			 * frames have no mapping. */
-			int64_t fn = l->file ? enc_pprof_function_src(e, name, l->file[k], l->start[k],
+			int64_t fn = l->system && l->system[k] ?
+					     enc_pprof_function_sys(e, name, l->system[k], l->file[k],
+								    l->start[k]) :
+				     l->file ? enc_pprof_function_src(e, name, l->file[k], l->start[k],
 								      l->map >= 0) :
 					       enc_pprof_function(e, name);
 

@@ -22,7 +22,9 @@ long profile; HTTP latency under load (wrk); CPython frames: per
 interpreter (3.11 and 3.12 by podprof's layouts, 3.13 to 3.15 by their own
 table of offsets, Debian unstable's in the sid chroot), the Python frame read
 per capture and the pause per sample with --python 1 and 0 side by side on
-the same pyhot.py process;
+the same pyhot.py process; a JVM (bench_jvm.py: Hot.java under OpenJDK 17,
+its slowdown under podprof and perf record at 100 Hz and 1 kHz, the first
+answer's extra time, the tables' read and the Java walk);
 the allocation agent (bench_allocs.py: a malloc-bound microbenchmark, nginx
 under wrk, accuracy on the allocs fixture, the agent's memory and podprof's
 cost to read its records); thread per request (tpr: the tpr fixture, a
@@ -53,8 +55,8 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,tpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,allocs-accuracy,"
-                "allocs-memory)")
+                "python,jvm,tpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,"
+                "allocs-accuracy,allocs-memory)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
@@ -914,8 +916,8 @@ def section_tpr():
 
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python", "tpr", "allocs", "processes",
-                                                        "flame", "go"}
+                                                        "continuous", "python", "jvm", "tpr", "allocs",
+                                                        "processes", "flame", "go"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -932,6 +934,13 @@ def main():
         section_views()
     if "python" in only:
         section_python()
+    if "jvm" in only:
+        import types
+        import bench_jvm
+        run_it.TMP = TMP
+        bench_jvm.run(types.SimpleNamespace(build=BUILD, root=ROOT, tmp=TMP, reps=args.reps, seconds=args.seconds,
+                                            start_podprof=start_podprof, stop_podprof=stop_podprof,
+                                            traces=run_it.traces))
     if "tpr" in only:
         section_tpr()
     if "processes" in only:

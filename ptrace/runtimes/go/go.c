@@ -140,7 +140,7 @@ static long intern(struct go_rt *r, const struct pt_go_label *lab, int n)
 /* A sample of a goroutine that runs under pprof labels: a last frame, the
  * token of its label set. (Two sets of one hash would share the first's
  * labels: FNV-1a over a few short strings, kept per process.) */
-static int go_rt_merge(struct pt_rt *rt, const void *slot, const struct pt_capture *cap,
+static int go_rt_merge(struct pt_rt *rt, const void *slot, struct pt_capture *cap,
 		       uint64_t *frames, int n, int max)
 {
 	struct go_rt *r = (struct go_rt *)rt;

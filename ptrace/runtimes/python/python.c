@@ -117,7 +117,7 @@ static void py_rt_capture(struct pt_rt *rt, struct pt_rt_thread *th, const struc
 		th->w[0] = th->w[1] = 0;   /* not its thread state any more */
 }
 
-static int py_rt_merge(struct pt_rt *rt, const void *slot, const struct pt_capture *cap,
+static int py_rt_merge(struct pt_rt *rt, const void *slot, struct pt_capture *cap,
 		       uint64_t *frames, int n, int max)
 {
 	const struct pt_py_cap *pc = slot;
@@ -142,7 +142,7 @@ static int py_rt_lines(struct pt_rt *rt, uint64_t token, struct pt_rt_line *out,
 	int n = pt_py_lines(py_of(rt), token, ln, max < PT_PY_MAX_FRAMES ? max : PT_PY_MAX_FRAMES);
 
 	for (int i = 0; i < n; i++)
-		out[i] = (struct pt_rt_line){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line };
+		out[i] = (struct pt_rt_line){ ln[i].func, ln[i].file, ln[i].line, ln[i].start_line, NULL };
 	return n;
 }
 

@@ -232,21 +232,25 @@ def traces_lines(path):
 
 
 @test
+@figures
 def jvm17_java_frames_in_the_cpu_profile():
     check_cpu_profile(17)
 
 
 @test
+@figures
 def jvm17_java_frames_under_ptrace():
     check_cpu_profile(17, "ptrace")
 
 
 @test
+@figures
 def jvm21_java_frames_in_the_cpu_profile():
     check_cpu_profile(21)
 
 
 @test
+@figures
 def jvm25_java_frames_in_the_cpu_profile():
     check_cpu_profile(25)
 

@@ -215,3 +215,63 @@ TEST(space_of_a_gone_process_says_so)
 	ASSERT_EQ(pt_space_refresh_maps(s), -ESRCH);
 	pt_space_free(s);
 }
+
+/* Many regions read in few calls (pt_space_read_regions): 600 regions of
+ * a buffer of ours, one in three unreadable (an address in a page we
+ * unmapped), more than one batch of the kernel's: every readable region
+ * holds its bytes, every unreadable one says -EFAULT and leaves the next
+ * ones unharmed; a gone process's regions all say -ESRCH. */
+TEST(space_reads_many_regions_whatever_some_of_them_hold)
+{
+	enum { N = 600, LEN = 24 };
+	struct pt_space *s = own_space();
+	struct pt_mem_region *r = base_calloc(N, sizeof(*r));
+	uint8_t *src, *dst = base_calloc(N, LEN), *hole;
+	long page = sysconf(_SC_PAGESIZE);
+	pid_t pid;
+
+	ASSERT(r && dst);
+	src = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT(src != MAP_FAILED);
+	hole = src + page;
+	ASSERT(munmap(hole, (size_t)page) == 0);
+	for (int i = 0; i < page; i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	for (int i = 0; i < N; i++) {
+		uint64_t at = i % 3 == 1 ? (uint64_t)(uintptr_t)hole + (uint64_t)i :
+			      (uint64_t)(uintptr_t)src + (uint64_t)(i % (page - LEN));
+
+		r[i] = (struct pt_mem_region){ at, dst + (size_t)i * LEN, LEN, 12345 };
+	}
+	ASSERT_OK(pt_space_read_regions(s, r, N));
+	for (int i = 0; i < N; i++) {
+		if (i % 3 == 1) {
+			ASSERT_EQ(r[i].err, -EFAULT);
+			continue;
+		}
+		ASSERT_EQ(r[i].err, 0);
+		ASSERT(!memcmp(dst + (size_t)i * LEN, src + i % (page - LEN), LEN));
+	}
+	/* A region that runs into the hole is not read in part. */
+	r[0] = (struct pt_mem_region){ (uint64_t)(uintptr_t)hole - 8, dst, 16, 0 };
+	r[1] = (struct pt_mem_region){ (uint64_t)(uintptr_t)src, dst + 16, 8, 0 };
+	ASSERT_OK(pt_space_read_regions(s, r, 2));
+	ASSERT_EQ(r[0].err, -EFAULT);
+	ASSERT_EQ(r[1].err, 0);
+	ASSERT(!memcmp(dst + 16, src, 8));
+	pt_space_free(s);
+	/* A gone process. */
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	ASSERT(waitpid(pid, NULL, 0) == pid);
+	ASSERT_OK(pt_space_new(&s, pid, NULL, NULL, NULL));
+	ASSERT_EQ(pt_space_read_regions(s, r, 2), -ESRCH);
+	ASSERT_EQ(r[0].err, -ESRCH);
+	ASSERT_EQ(r[1].err, -ESRCH);
+	pt_space_free(s);
+	munmap(src, (size_t)page);
+	base_free(r);
+	base_free(dst);
+}

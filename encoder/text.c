@@ -201,6 +201,7 @@ int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **o
 {
 	struct base_buf o;
 	struct group *g;
+	int64_t total;
 	size_t ng;
 	int err;
 
@@ -208,7 +209,12 @@ int enc_text_count_encode(const struct enc_text_profile *p, size_t max, char **o
 	base_buf_init(&o, max);
 	if ((err = group_stacks(p, &g, &ng)))
 		return err;
-	base_buf_printf(&o, "%s profile: total %zu\n", p->name, p->nstacks);
+	/* Go's total is its records' count: each stack's count summed (a
+	 * thread dump's stacks count one each, threadcreate's their threads). */
+	total = 0;
+	for (size_t i = 0; i < ng; i++)
+		total += g[i].count;
+	base_buf_printf(&o, "%s profile: total %" PRId64 "\n", p->name, total);
 	put_note(&o, p->note);
 	for (size_t i = 0; i < ng && !o.err; i++) {
 		base_buf_printf(&o, "%" PRId64, g[i].count);

@@ -214,3 +214,21 @@ TEST(text_says_what_it_lacks)
 			   "\n");
 	free(out);
 }
+
+/* threadcreate: a stack's count is the threads it created; Go's total is
+ * every record's, so the sum of the counts, not the number of stacks. */
+TEST(text_count_total_is_the_records_not_the_stacks)
+{
+	static const struct enc_text_stack st[] = {
+		{ reader, 2, 5, 0, "w", NULL, NULL, 0, { 0 }, 0, NULL },
+		{ reader + 1, 1, 2, 0, "w", NULL, NULL, 0, { 0 }, 0, NULL },
+	};
+	static const struct enc_text_profile p = { "threadcreate", locs, 3, st, 2, NULL };
+	char *out;
+	size_t len;
+
+	ASSERT_OK(enc_text_count_encode(&p, 1 << 20, &out, &len));
+	ASSERT(!strncmp(out, "threadcreate profile: total 7\n5 @ 0x401010 0x402020\n",
+			strlen("threadcreate profile: total 7\n5 @ 0x401010 0x402020\n")));
+	free(out);
+}

@@ -340,11 +340,15 @@ static void on_thread_sample(void *arg, const struct pt_sample *smp)
 
 static int on_snap(struct gr_session *gs, int sign)
 {
+	uint64_t t0 = pt__now_ns();
 	int stopped = 0, n;
 
 	gs->sign = sign;
 	n = pt_snapshot_take(gs->base.rule, PT_SNAPSHOT_WAIT_NS, on_thread_sample, gs, &stopped);
 	gs->stopped += (uint64_t)stopped;
+	/* The line threads.c writes: the same dump, and its time. */
+	pt__log(gs->base.s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
+		(int)gs->base.req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);
 	return n < 0 ? n : 0;
 }
 

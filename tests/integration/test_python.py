@@ -268,9 +268,12 @@ def check_cpu_profile(interp, query="seconds=10&hz=1000"):
     # clears it: _PyEvalFrameClearAndPop, its time in the caller's eval
     # call). Real time, 1-3 % quiet, 3-4 % with every core loaded (its
     # decrefs miss the cache); a podprof that lost eval calls' frames
-    # shows far more. Counted in samples (the CPU weights add their own
-    # noise), held to 5 % plus three standard deviations of a count of
-    # the samples taken (5.8 % of ~600 samples once, under load).
+    # shows far more. 3.13 and 3.14 spend more there (a fresh clone's CI
+    # rehearsal, ~9,250 samples each, perf_event / ptrace: 3.11 1.5 / 1.2 %,
+    # 3.12 3.3 / 3.1, 3.13 3.8 / 2.3, sid's 3.13 5.0 / 3.2, 3.14 4.5 / 6.3,
+    # 3.15 3.0 / 2.8; its leaf mostly _PyEval_FrameClearAndPop). Counted
+    # in samples (the CPU weights add their own noise), held to 7.5 % plus
+    # three standard deviations of a count of the samples taken.
     cnt = [(v, fr) for v, fr in py_traces(path, "samples") if "<module>" in fr]
     leaf = collections.Counter()
     for v, fr in cnt:
@@ -279,7 +282,7 @@ def check_cpu_profile(interp, query="seconds=10&hz=1000"):
         if ev:
             leaf[tuple(fr[:ev[0] + 1])] += v
     n = sum(v for v, _ in cnt) or 1
-    got, bound = sum(leaf.values()) / n, 0.05 + 3 * math.sqrt(0.05 * 0.95 / n)
+    got, bound = sum(leaf.values()) / n, 0.075 + 3 * math.sqrt(0.075 * 0.925 / n)
     print("  info: %.1f%% of %d samples in an eval call with no frame of its own" % (100 * got, n))
     check(got < bound, "%.1f%% of %d samples in a native eval frame (%.1f%% allowed), leafward: %s" %
           (100 * got, n, 100 * bound, leaf.most_common(4)))

@@ -11,8 +11,8 @@ ones named) N times, each in its own run.py. Prints one PASS/FAIL line per
 test (FAIL if any run failed, with that run's message), then per test the
 spread of every figure its runs printed ("info:" lines with the numbers
 taken out: the same line of every run side by side, its worst and best
-values), and a tally. Exit status 1 if any run failed. scripts/check.sh
-runs it once per test (--runs 1); make stress ten times.
+values), and a tally. Exit status 1 if any run failed. make stress runs
+each test ten times (scripts/check.sh does not run it yet).
 """
 import argparse
 import os

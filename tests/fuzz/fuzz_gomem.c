@@ -52,7 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&off, data + 4 * i, 4);
 		addrs[i] = off == UINT32_MAX ? 0 : BASE + (uint64_t)off;
 	}
-	syms = (struct pt_gomem_syms){ addrs[0], addrs[1], addrs[2], addrs[3], addrs[4] };
+	/* Both record layouts: counts only (1.27 on) when the input's size is odd. */
+	syms = (struct pt_gomem_syms){ .mbuckets = addrs[0], .mprofcycle = addrs[1], .mprof = addrs[2],
+				       .memprofilerate = addrs[3], .disable = addrs[4],
+				       .counts_only = (int)(size & 1) };
 	err = pt_gomem_read(img_read, &im, &syms, &out, &why);
 	/* Buckets (8-aligned, perhaps overlapping) are at most len/8 + 1
 	 * distinct addresses, each read at most twice a visit, and a loop is

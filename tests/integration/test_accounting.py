@@ -280,8 +280,13 @@ def threads_that_end_at_once_are_not_kept():
     created = metric(pp, "threads_created_total")
     print("  info: %d threads created; (followed, the process's) %s" % (created, looks))
     check(created > 3000, "only %d threads created" % created)
-    # Up to 30 ended threads were seen waiting for the sampler's next poll.
-    check(min(t - l for t, l in looks) <= 8, "threads followed past the process's in every look: %s" % looks)
+    # Ended threads wait for the sampler's next poll: under ptrace, a tick's
+    # worth (2000 a second at 100 Hz: 20; 14-21 in every look of one CI
+    # rehearsal), under perf_event a few. A thread kept for good stays: 1 in
+    # 200 of the ~8000 ended would keep every look above 40.
+    bound = 2000 // 100 * 3 // 2
+    check(min(t - l for t, l in looks) <= bound,
+          "threads followed past the process's by over %d in every look: %s" % (bound, looks))
     pp.stop()
     f.stop()
 

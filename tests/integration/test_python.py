@@ -293,10 +293,12 @@ def check_cpu_profile(interp, query="seconds=10&hz=1000"):
     check(abs(got - truth) <= within, "alpha share %.1f%%, the fixture measured %.1f%% (%.0f points allowed)" %
           (got, truth, within))
     # The fixture sizes its calls for 70% at start; its own measure decides
-    # (above, within 2 or 4 points). This only holds the split away from even,
-    # where a swap of the two would pass: a busy machine during the
-    # fixture's sizing gave 61.5 % (the profile 62.0 %), so not 70 +- 8.
-    check(abs(got - 70.0) <= 15.0, "alpha share %.1f%%, not ~70%%" % got)
+    # (above, within 2 or 4 points). This only holds the split away from even
+    # by more than that tolerance, where a swap of the two would pass: a busy
+    # machine during the fixture's sizing gave 61.5 % once, 45.9 % another
+    # time (two busy processes and a build on 2 cores; the profile 44.7 %),
+    # so not 70 +- 15.
+    check(abs(truth - 50.0) > within, "the fixture's split %.1f%% is too near even to tell a swap" % truth)
     # square runs in a second eval call, under map's C code, under crunch_beta.
     sq = [fr for _, fr in tr if "square" in fr]
     check(sq, "no sample in square")

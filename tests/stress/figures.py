@@ -52,7 +52,7 @@ def one(name):
     r = subprocess.run([sys.executable, RUN, args.build, name], capture_output=True, text=True, timeout=600)
     out = r.stdout.splitlines()
     status = next((ln.split()[0] for ln in out if ln.split()[:1] in (["PASS"], ["FAIL"], ["SKIP"])
-                   and ln.split()[1:2] == ["it/" + name]), "FAIL")
+                   and ln.split()[1:2] and ln.split()[1].split("/", 1)[1:] == [name]), "FAIL")
     msg = "\n".join(ln for ln in out if ln.startswith(("FAIL", "SKIP", "  ")) and "info:" not in ln)
     if status == "FAIL" and not msg:
         msg = (r.stdout + r.stderr)[-2000:]

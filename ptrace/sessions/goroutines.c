@@ -28,6 +28,7 @@
 #include "ptrace/sampler/log.h"
 #include "ptrace/sampler/request.h"
 #include "ptrace/sampler/session.h"
+#include "ptrace/sessions/threads.h"
 #include "ptrace/space/mem.h"
 #include "ptrace/space/space.h"
 #include "ptrace/space/stackmem.h"
@@ -328,27 +329,14 @@ static int take(struct gr_session *gs, int sign)
 	return err;
 }
 
-/* Not a Go program podprof reads: the thread dump, as threads.c takes it. */
-static void on_thread_sample(void *arg, const struct pt_sample *smp)
-{
-	struct gr_session *gs = arg;
-	int64_t v[PT_MAX_VALUES] = { gs->sign };
-
-	gs->samples++;
-	pt_stacks_add(gs->stacks, smp, v);
-}
-
+/* Not a Go program podprof reads: the thread dump (threads.c's). */
 static int on_snap(struct gr_session *gs, int sign)
 {
-	uint64_t t0 = pt__now_ns();
-	int stopped = 0, n;
+	int stopped, n;
 
 	gs->sign = sign;
-	n = pt_snapshot_take(gs->base.rule, PT_SNAPSHOT_WAIT_NS, on_thread_sample, gs, &stopped);
+	n = pt_threads_take(&gs->base, gs->stacks, sign, &stopped, &gs->samples);
 	gs->stopped += (uint64_t)stopped;
-	/* The line threads.c writes: the same dump, and its time. */
-	pt__log(gs->base.s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
-		(int)gs->base.req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);
 	return n < 0 ? n : 0;
 }
 

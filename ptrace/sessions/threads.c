@@ -19,30 +19,45 @@ struct threads_session {
 	struct pt_stacks *stacks;
 	uint64_t thread_samples;
 	int stopped;
-	int sign;      /* each thread counts this: -1 at a delta's start, else 1 */
+};
+
+/* pt_threads_take's callback state. */
+struct take {
+	struct pt_stacks *stacks;
+	uint64_t *samples;
+	int sign;
 };
 
 static void on_snap_sample(void *arg, const struct pt_sample *smp)
 {
-	struct threads_session *ts = arg;
-	int64_t v[PT_MAX_VALUES] = { ts->sign };
+	struct take *tk = arg;
+	int64_t v[PT_MAX_VALUES] = { tk->sign };
 
-	ts->thread_samples++;
-	pt_stacks_add(ts->stacks, smp, v);
+	(*tk->samples)++;
+	pt_stacks_add(tk->stacks, smp, v);
+}
+
+int pt_threads_take(struct pt_session *ss, struct pt_stacks *stacks, int sign, int *stopped,
+		    uint64_t *samples)
+{
+	struct take tk = { stacks, samples, sign };
+	uint64_t t0 = pt__now_ns();
+	int n;
+
+	*stopped = 0;
+	n = pt_snapshot_take(ss->rule, PT_SNAPSHOT_WAIT_NS, on_snap_sample, &tk, stopped);
+	pt__log(ss->s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
+			(int)ss->req->pid, n, *stopped, (double)(pt__now_ns() - t0) / 1e6);
+	return n;
 }
 
 /* Every thread's stack now, counted with sign. Returns 0 or a negative errno. */
 static int snapshot(struct pt_session *ss, int sign)
 {
 	struct threads_session *ts = PT_SESSION_OF(ss, struct threads_session);
-	uint64_t t0 = pt__now_ns();
-	int n, stopped = 0;
+	int stopped, n = pt_threads_take(ss, ts->stacks, sign, &stopped, &ts->thread_samples);
 
-	ts->sign = sign;
-	n = pt_snapshot_take(ss->rule, PT_SNAPSHOT_WAIT_NS, on_snap_sample, ts, &stopped);
 	ts->stopped += stopped;
-	pt__log(ss->s, 0, "snapshot: pid=%d threads=%d stopped=%d in %.2f ms",
-			(int)ss->req->pid, n, stopped, (double)(pt__now_ns() - t0) / 1e6);
 	return n < 0 ? n : 0;
 }
 

@@ -324,10 +324,11 @@ class ProfileInBackground:
         return self.body
 
 
-def traces(path, index="cpu"):
+def traces(path, index="cpu", extra=()):
     """Parses `go tool pprof -traces`: list of (value_ns, [leaf..root])
-    (a count for an index without unit, "samples")."""
-    out = pprof("-traces", "-sample_index=" + index, path)
+    (a count for an index without unit, "samples"); extra: more options
+    (-tagfocus=...)."""
+    out = pprof("-traces", "-sample_index=" + index, *extra, path)
     result = []
     for block in out.split("-----------+-------------------------------------------------------"):
         frames, value = [], None

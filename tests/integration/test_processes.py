@@ -79,9 +79,10 @@ class Prefork:
         return out
 
 
-def tags_of(path, key):
-    """pprof -tags for one key: {value: share %}."""
-    out = pprof("-tags", path)
+def tags_of(path, key, extra=()):
+    """pprof -tags for one key: {value: share %} (extra: more options, as
+    -tagfocus=pid=N)."""
+    out = pprof("-tags", *extra, path)
     got, on = {}, False
     for line in out.splitlines():
         m = re.match(r"^\s*(\S+):\s+Total", line)

@@ -69,13 +69,14 @@ class PyFixture:
                 raise Skip("%s not installed" % (python or "that release"))
             self.script = PYHOT
             self.proc = subprocess.Popen([python, PYHOT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True)
+                                         text=True, env=dict(os.environ, **(env or {})))
             PROCS.append(self.proc)
         ready, _, _ = select.select([self.proc.stdout], [], [], 30)
         line = self.proc.stdout.readline() if ready else ""
         m = re.match(r"ready (\d+)", line)
         check(m, "pyhot did not get ready: %r %s" % (line, self.proc.stderr.read() if not ready else ""))
         self.pid = int(m.group(1))
+        self.workers = [int(w) for w in re.findall(r"\d+", line.split("workers", 1)[1])] if "workers" in line else []
 
     def spent(self):
         """SIGUSR1; the seconds (alpha, beta) the fixture has measured so far."""
@@ -109,10 +110,10 @@ def count_traces(path, index):
     return result
 
 
-def py_traces(path, index="cpu"):
+def py_traces(path, index="cpu", extra=()):
     """traces(), each frame's name without pprof's " (inline)" (every Python
     frame of an eval call but the outermost is a Line of one location)."""
-    return [(v, [re.sub(r" \(inline\)$", "", fr) for fr in frames]) for v, frames in traces(path, index)]
+    return [(v, [re.sub(r" \(inline\)$", "", fr) for fr in frames]) for v, frames in traces(path, index, extra)]
 
 
 # The fixture's functions (the main thread's).
@@ -163,8 +164,8 @@ class Interp:
     def python(self):
         return self._python() if callable(self._python) else self._python
 
-    def fixture(self):
-        return PyFixture(self.python(), sid=self.sid)
+    def fixture(self, env=None):
+        return PyFixture(self.python(), sid=self.sid, env=env)
 
     def binary(self):
         """The file that holds the eval loop, as this machine sees it."""
@@ -407,6 +408,47 @@ def check_block_and_trace(py):
           "crunch_alpha without its file or line: %s" % alpha[:3])
 
 
+def check_prefork(interp):
+    """pyhot.py as a pre-fork server (PYHOT_WORKERS=2: a master waiting, two
+    forked workers in its loop), profile?tree=1 of the master: one profile
+    of the two workers (the master idle), each labelled with its pid, in
+    about equal shares, each one's samples with crunch_alpha, crunch_beta
+    and <module> named (the workers' Python state found in each forked
+    process), and the comments saying no Python frame is missing."""
+    f = interp.fixture(env={"PYHOT_WORKERS": "2"})
+    check(len(f.workers) == 2, "pyhot's workers: %s" % f.workers)
+    pp = Podprof("--pid", str(f.pid))
+    path = save(get_profile(pp, "seconds=3&hz=250&tree=1"), "py%s-prefork.pb.gz" % interp.release)
+    pp.stop()
+    f.proc.send_signal(signal.SIGTERM)
+    f.proc.communicate(timeout=30)
+    from test_processes import tags_of
+    pids = {int(p): v for p, v in tags_of(path, "pid").items()}
+    print("  info: CPython %s, pid shares %s (master %d)" % (interp.release, pids, f.pid))
+    for w in f.workers:
+        check(20.0 <= pids.get(w, 0.0) <= 80.0, "worker %d's share: %s" % (w, pids))
+        tr = py_traces(path, extra=("-tagfocus=pid=%d" % w,))
+        total = sum(v for v, _ in tr)
+        under = 100.0 * sum(v for v, fr in tr if "<module>" in fr) / total if total else 0.0
+        have = {n for _, fr in tr for n in fr}
+        check({"crunch_alpha", "crunch_beta", "<module>"} <= have and under >= 90.0,
+              "worker %d: %.1f%% of its samples under <module>, names %s" % (w, under, sorted(have)[:20]))
+    notes = [l for l in pprof("-raw", path).splitlines() if l.startswith("Comment: podprof: python")]
+    for note in notes:
+        m = re.search(r"python: (\d+) of (\d+) samples \(([\d.]+) %\) lack some of their frames", note)
+        check(m and float(m.group(3)) < 1.0, "the comments say Python frames are missing: %s" % notes)
+
+
+@test
+def python_prefork_workers_in_one_profile():
+    check_prefork(PY311)
+
+
+@test
+def python312_prefork_workers_in_one_profile():
+    check_prefork(PY312)
+
+
 def _newer(name, py):
     """The checks of 3.11 and 3.12, for a release read through its own table
     of offsets."""
@@ -418,13 +460,16 @@ def _newer(name, py):
 
     def block_trace():
         check_block_and_trace(py)
+    def prefork():
+        check_prefork(py)
     for fn, what in ((cpu, "frames_in_the_cpu_profile"), (dump, "frames_in_the_thread_dump"),
-                     (block_trace, "frames_in_block_profile_and_trace")):
+                     (block_trace, "frames_in_block_profile_and_trace"),
+                     (prefork, "prefork_workers_in_one_profile")):
         fn.__name__ = "%s_%s" % (name, what)
         fn.__doc__ = "CPython %s (%s): %s" % (py.release, py.python() if not callable(py._python) else "pyenv",
                                               what.replace("_", " "))
         test(fn)
-        if fn is not dump:   # the split, the block profile's and the trace's times
+        if fn not in (dump, prefork):   # the split, the block profile's and the trace's times
             figures(fn)
 
 

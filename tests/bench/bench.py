@@ -22,7 +22,8 @@ long profile; HTTP latency under load (wrk); CPython frames: per
 interpreter (3.11 and 3.12 by podprof's layouts, 3.13 to 3.15 by their own
 table of offsets, Debian unstable's in the sid chroot), the Python frame read
 per capture and the pause per sample with --python 1 and 0 side by side on
-the same pyhot.py process; a JVM (bench_jvm.py: Hot.java under OpenJDK 17,
+the same pyhot.py process, and its slowdown under a 100 Hz profile as a
+user asks for one, beside a window alone; a JVM (bench_jvm.py: Hot.java under OpenJDK 17,
 its slowdown under podprof and perf record at 100 Hz and 1 kHz, the first
 answer's extra time, the tables' read and the Java walk);
 the allocation agent (bench_allocs.py: a malloc-bound microbenchmark, nginx
@@ -40,6 +41,7 @@ import argparse
 import os
 import re
 import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -576,6 +578,45 @@ def start_pyhot(argv, root):
     return p, int(m.group(1))
 
 
+def py_rounds(p, pid):
+    """pyhot's rounds of work() so far (it prints them on SIGUSR1), the
+    monotonic time and the process's CPU seconds."""
+    import time
+    os.kill(pid, signal.SIGUSR1)
+    ready, _, _ = select.select([p.stdout], [], [], 30)
+    m = re.search(r"rounds=(\d+)", p.stdout.readline() if ready else "")
+    if not m:
+        raise SystemExit("pyhot did not say its rounds")
+    return int(m.group(1)), time.monotonic(), proc_cpu_s(pid)
+
+
+def py_window(p, pid, fn):
+    """(rounds, seconds, CPU seconds) while fn runs."""
+    r0, t0, c0 = py_rounds(p, pid)
+    fn()
+    r1, t1, c1 = py_rounds(p, pid)
+    return r1 - r0, t1 - t0, c1 - c0
+
+
+def py_slowdown(p, pid, seconds, order):
+    """pyhot alone, and under a 100 Hz CPU profile of podprof as a user
+    starts it (no flags: the backend podprof picks, Python frames read),
+    from just before podprof starts until the profile is answered, in turns
+    (the order alternating by the caller). Returns {kind: (rounds, seconds,
+    CPU seconds)}; `order` is the kinds' order."""
+    import time
+    out = {}
+
+    def profiled():
+        pp, port = start_podprof(pid)
+        subprocess.run(["curl", "-sf", "-o", os.path.join(TMP, "py100.pb.gz"),
+                        "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=100" % (port, seconds)], check=True)
+        stop_podprof(pp)
+    for kind in order:
+        out[kind] = py_window(p, pid, profiled if kind == "podprof" else lambda: time.sleep(seconds))
+    return out
+
+
 def section_python():
     """CPython frames: for each interpreter, the same pyhot.py process
     profiled by --python 1 and --python 0 in turn (the order alternating per
@@ -591,28 +632,37 @@ def section_python():
         if not os.path.exists(argv[-1]) and not root:
             print("(%s: %s not installed)" % (label, argv[-1]))
             continue
-        res = {0: [], 1: []}
+        res = {0: [], 1: [], "slow": [], "dearer": []}
         for rep in range(args.reps):
             p, pid = start_pyhot(argv, root)
             for flag in ((1, 0) if rep % 2 == 0 else (0, 1)):
                 res[flag].append(profile_python(pid, flag, hz, args.seconds))
+            w = py_slowdown(p, pid, args.seconds, ("alone", "podprof") if rep % 2 == 0 else ("podprof", "alone"))
             p.kill()
             p.wait()
+            (ra, ta, ca), (rp, tp, cp) = w["alone"], w["podprof"]
+            rate = ra / ta
+            res["slow"].append(100.0 * (rate * tp - rp) / (rate * args.seconds))
+            res["dearer"].append(100.0 * ((cp / max(rp, 1)) / (ca / max(ra, 1)) - 1))
         rows.append((label, res))
         if root:
             shutil.rmtree(root + TMP, ignore_errors=True)
     print("## Python frames (pyhot.py, 1 busy thread, %d Hz, %d s, %d reps, --backend ptrace; medians)\n" %
           (hz, args.seconds, args.reps))
     print("| CPython | thread-samples | Python frame read per capture, us (mean) | pause us p50 | pause us p99 | "
-          "pause us p50 / p99 with --python 0 | unwind (+ Python names) us p50 | p99 | samples under <module> % |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "pause us p50 / p99 with --python 0 | unwind (+ Python names) us p50 | p99 | samples under <module> % | "
+          "slowdown % at 100 Hz, no flags (min..max) | CPU a round, +% |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for label, res in rows:
         def med(flag, k):
             return statistics.median(r[k] for r in res[flag])
-        print("| %s | %d | %.2f | %.1f | %.1f | %.1f / %.1f | %.1f | %.1f | %.1f |" % (
+        print("| %s | %d | %.2f | %.1f | %.1f | %.1f / %.1f | %.1f | %.1f | %.1f | %.1f (%.1f..%.1f) | %.1f |" % (
             label, med(1, "samples"), med(1, "pycap"), med(1, "p50"), med(1, "p99"), med(0, "p50"), med(0, "p99"),
-            med(1, "u50"), med(1, "u99"), med(1, "py")))
-    print()
+            med(1, "u50"), med(1, "u99"), med(1, "py"), statistics.median(res["slow"]), min(res["slow"]),
+            max(res["slow"]), statistics.median(res["dearer"])))
+    print("(slowdown: pyhot's rounds of work lost from just before podprof starts until the 100 Hz profile "
+          "is answered, against its rate alone in a window beside it, over the profile's seconds; CPU a round: "
+          "the process's CPU over its rounds, against alone's)\n")
 
 
 TPR = os.path.join(BUILD, "fixtures", "tpr")

@@ -9,7 +9,9 @@ provisioned it, Go 1.26:
   worst of the dumps) and its size;
 - the hot goroutine's progress (its main.hotLoop rounds a second, the
   fixture's /rounds) in windows with one dump a second against windows
-  alone, alternated: the ratio of the medians (1.000: unharmed);
+  alone, alternated: the ratio of the medians (1.000: unharmed), and a
+  second set of windows alone in the same turns against the first (the
+  machine's own noise, which a goal of 1 % has to clear);
 - the share of the labelled goroutine's CPU samples that carry its labels
   (perf_event and ptrace backends; goal 100 %).
 
@@ -88,10 +90,10 @@ def dump_row(b, release):
     total = body.count(b"\ngoroutine ") + body.startswith(b"goroutine ")
     _, own_body = get(f.port, path)
     own_total = own_body.count(b"\ngoroutine ") + own_body.startswith(b"goroutine ")
-    rates = {"alone": [], "podprof": [], "own": []}
+    rates = {"alone": [], "podprof": [], "own": [], "alone again": []}
     times = {"podprof": [], "own": []}
     for _ in range(max(b.reps, 3)):
-        for who, dport in (("alone", None), ("podprof", port), ("own", f.port)):
+        for who, dport in (("alone", None), ("podprof", port), ("alone again", None), ("own", f.port)):
             rate, ts = window(f, dport, path)
             rates[who].append(rate)
             if who in times:
@@ -99,12 +101,13 @@ def dump_row(b, release):
     b.stop_podprof(pp)
     f.stop()
     alone = statistics.median(rates["alone"])
-    print("| %s | %d / %d | %.0f | %.1f / %.1f (%d) | %.1f / %.1f | %.0f / %.0f KiB | %.4f | %.4f |" % (
+    print("| %s | %d / %d | %.0f | %.1f / %.1f (%d) | %.1f / %.1f | %.0f / %.0f KiB | %.4f | %.4f | %.4f |" % (
         release, total, own_total, first * 1e3,
         1e3 * statistics.median(times["podprof"]), 1e3 * max(times["podprof"]), len(times["podprof"]),
         1e3 * statistics.median(times["own"]), 1e3 * max(times["own"]),
         len(body) / 1024, len(own_body) / 1024,
-        statistics.median(rates["podprof"]) / alone, statistics.median(rates["own"]) / alone))
+        statistics.median(rates["podprof"]) / alone, statistics.median(rates["own"]) / alone,
+        statistics.median(rates["alone again"]) / alone))
 
 
 def labels_row(b, release, backend):
@@ -138,11 +141,13 @@ def run(b):
     rel = releases(b)
     print("## Go: a goroutine dump of %d parked goroutines and one hot one\n" % GOROUTINES)
     print("One dump a second in %.0f s windows, alternated with windows alone (%d of each); "
-          "progress: the hot goroutine's rounds a second, as a ratio of the medians to alone.\n" %
+          "progress: the hot goroutine's rounds a second, as a ratio of the medians to alone; "
+          "a second set of windows alone, in the same turns, gives the machine's own noise.\n" %
           (WINDOW_S, max(b.reps, 3)))
     print("| Go | goroutines podprof / own | first answer ms | podprof ms median / worst (dumps) | "
-          "own ms median / worst | size podprof / own | progress under podprof | under own |")
-    print("|---|---|---|---|---|---|---|---|")
+          "own ms median / worst | size podprof / own | progress under podprof | under own | "
+          "alone again (noise) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rel:
         dump_row(b, r)
     print("\n## Go: pprof labels on the labelled goroutine's CPU samples (3 s at 200 Hz)\n")

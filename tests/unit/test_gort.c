@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +131,14 @@ static void check_fixture(const char *name)
 			ASSERT_STR_EQ(func_of(as, gs[i].gopc - 1), "main.spawn");
 			ASSERT(pt_go_recheck(go, &gs[i]));
 		}
+		/* A sample on a goroutine's own stack (g in R14) carries that
+		 * goroutine's labels, whichever m runs it now (none, for the
+		 * hot one, unlabelled ones); a register that is no g, none. */
+		struct user_regs_struct regs = { .r14 = gs[i].g, .rsp = gs[i].stack_hi - 64 };
+
+		ASSERT_EQ(pt_go_current_labels(go, &regs), gs[i].labels);
+		regs.r14 = gs[i].g + 4;
+		ASSERT_EQ(pt_go_current_labels(go, &regs), 0);
 		if (!strcmp(func_of(as, gs[i].startpc), "main.hotWorker")) {
 			int k = pt_go_labels(go, gs[i].labels, lab, 8, buf, sizeof(buf));
 

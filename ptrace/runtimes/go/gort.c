@@ -514,7 +514,7 @@ int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc)
 uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs)
 {
 	const struct go_rt_layout *L = go->L;
-	uint64_t cand[2] = { regs->r14, 0 }, bounds[2], m, curg, labels;
+	uint64_t cand[2] = { regs->r14, 0 }, bounds[2], m, curg, labels, goid;
 
 	if (go->state != 1)
 		return 0;
@@ -527,16 +527,32 @@ uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *r
 		    regs->rsp < bounds[0] || regs->rsp >= bounds[1] || bounds[1] - bounds[0] > (1ull << 30))
 			continue;
 		/* A goroutine's own stack held the sample: its labels, whether it
-		 * still runs (its m's curg) or has left its m since (g.m nil:
-		 * only g0 and gsignal keep theirs). Else a system stack (g0,
-		 * gsignal): its m's current goroutine's, as Go's profiler. */
-		if (rd(go, g + (uint64_t)L->g_m, &m, 8))
+		 * still runs on that m or not (by the time a kernel's sample is
+		 * read, its m may run another). A system goroutine (g0, gsignal:
+		 * goid 0): its m's current goroutine's, as Go's profiler. */
+		if (rd(go, g + (uint64_t)L->g_goid, &goid, 8))
 			return 0;
 		curg = g;
-		if (m && (rd(go, m + (uint64_t)L->m_curg, &curg, 8) || !curg))
+		if (!goid && (rd(go, g + (uint64_t)L->g_m, &m, 8) || !m ||
+			      rd(go, m + (uint64_t)L->m_curg, &curg, 8) || !curg))
 			return 0;
 		if (rd(go, curg + (uint64_t)L->g_labels, &labels, 8))
 			return 0;
+		return labels;
+	}
+	/* No candidate's stack holds the sample: the thread is between stacks,
+	 * in the kernel's signal delivery or Go's signal handler before it
+	 * switches g to gsignal (the stack pointer on the signal stack, g still
+	 * the goroutine interrupted). A candidate that is its m's current
+	 * goroutine is the one the thread runs for: its labels, as Go's
+	 * profiler (m.curg). A stale or foreign R14 does not pass that test. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t g = cand[i];
+
+		if (!g || (g & 7) || rd(go, g + (uint64_t)L->g_m, &m, 8) || !m || (m & 7) ||
+		    rd(go, m + (uint64_t)L->m_curg, &curg, 8) || curg != g ||
+		    rd(go, g + (uint64_t)L->g_labels, &labels, 8))
+			continue;
 		return labels;
 	}
 	return 0;

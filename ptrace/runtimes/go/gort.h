@@ -100,7 +100,8 @@ int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc);
  * regs (a stop's, or the kernel's sample's): the thread's g (R14 in Go
  * code, else its TLS word at fs_base - 8), checked by its stack bounds,
  * then its m's current goroutine (the same one, or the one a system stack
- * runs for). Read now: the thread may have moved on (a goroutine's labels
+ * runs for); on no stack of its own (a signal being delivered), a g that
+ * is its m's current goroutine. Read now: the thread may have moved on (a goroutine's labels
  * change only when it sets them). 0: none, or not found. */
 uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs);
 /* The labels of the label set at `labels` (a goroutine's), sorted by key,

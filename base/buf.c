@@ -66,6 +66,33 @@ int base_buf_str(struct base_buf *b, const char *s)
 	return base_buf_put(b, s, strlen(s));
 }
 
+int base_buf_i64(struct base_buf *b, int64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	return base_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+int base_buf_hex(struct base_buf *b, uint64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+
+	if (!v)
+		return base_buf_byte(b, '0');
+	do
+		*--p = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	*--p = 'x';
+	*--p = '0';
+	return base_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
 int base_buf_vprintf(struct base_buf *b, const char *fmt, va_list ap)
 {
 	va_list again;

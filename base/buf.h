@@ -26,6 +26,11 @@ int base_buf_reserve(struct base_buf *b, size_t n);
 int base_buf_put(struct base_buf *b, const void *p, size_t n);
 int base_buf_byte(struct base_buf *b, uint8_t c);
 int base_buf_str(struct base_buf *b, const char *s);
+/* v in decimal (signed: a leading '-'), and in hexadecimal with "0x" as
+ * printf's %#x writes it ("0" for 0): a text format's numbers without the
+ * cost of parsing a format, where a dump writes millions of them. */
+int base_buf_i64(struct base_buf *b, int64_t v);
+int base_buf_hex(struct base_buf *b, uint64_t v);
 int base_buf_printf(struct base_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int base_buf_vprintf(struct base_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));

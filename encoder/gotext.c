@@ -20,11 +20,11 @@ static void put_func(struct base_buf *o, const char *name)
 	const char *open = strchr(name, '['), *close = strrchr(name, ']');
 
 	if (!strcmp(name, "runtime.gopanic"))
-		base_buf_printf(o, "panic");
+		base_buf_str(o, "panic");
 	else if (open && close && close > open)
 		base_buf_printf(o, "%.*s[...]%s", (int)(open - name), name, close + 1);
 	else
-		base_buf_printf(o, "%s", name);
+		base_buf_str(o, name);
 }
 
 static int has_prefix(const char *s, const char *p)
@@ -213,6 +213,22 @@ static int shown(const char *f)
 
 /* The frames of a traceback: Go prints at most 100 (1.19, 1.20) or the
  * first 50 and the last 50 of those it shows (1.21 on). */
+/* A frame's second line, "\tfile:line +0x...", offset: with the offset
+ * from its function's entry (an inlined frame has none). No printf: its
+ * cost per call was most of a dump of thousands of goroutines. */
+static void put_where(struct base_buf *o, const struct enc_go_frame *f, int offset)
+{
+	base_buf_str(o, "\n\t");
+	base_buf_str(o, f->file ? f->file : "?");
+	base_buf_byte(o, ':');
+	base_buf_i64(o, f->line);
+	if (offset && f->entry && f->pc > f->entry) {
+		base_buf_str(o, " +");
+		base_buf_hex(o, f->pc - f->entry);
+	}
+	base_buf_byte(o, '\n');
+}
+
 static void put_frames(struct base_buf *o, const struct enc_go_dump *d, const struct enc_go_goroutine *g,
 		       int all)
 {
@@ -235,10 +251,8 @@ static void put_frames(struct base_buf *o, const struct enc_go_dump *d, const st
 		if (!split && i > 100)
 			break;
 		put_func(o, f->func);
-		base_buf_printf(o, "(...)\n\t%s:%" PRId64, f->file ? f->file : "?", f->line);
-		if (!f->inlined && f->entry && f->pc > f->entry)
-			base_buf_printf(o, " +%#" PRIx64, f->pc - f->entry);
-		base_buf_printf(o, "\n");
+		base_buf_str(o, "(...)");
+		put_where(o, f, !f->inlined);
 	}
 }
 
@@ -266,30 +280,28 @@ int enc_gotext_dump_encode(const struct enc_go_dump *d, size_t max, char **out, 
 		const struct enc_go_goroutine *g = order[i];
 		int any = 0;
 
-		if (i)
-			base_buf_printf(&o, "\n");
-		base_buf_printf(&o, "goroutine %" PRIu64 " [%s", g->id, g->state);
+		base_buf_str(&o, i ? "\ngoroutine " : "goroutine ");
+		base_buf_i64(&o, (int64_t)g->id);
+		base_buf_str(&o, " [");
+		base_buf_str(&o, g->state);
 		if (g->scan)
-			base_buf_printf(&o, " (scan)");
+			base_buf_str(&o, " (scan)");
 		if (g->wait_minutes >= 1)
 			base_buf_printf(&o, ", %" PRId64 " minutes", g->wait_minutes);
 		if (g->locked)
-			base_buf_printf(&o, ", locked to thread");
-		base_buf_printf(&o, "]:\n");
+			base_buf_str(&o, ", locked to thread");
+		base_buf_str(&o, "]:\n");
 		for (uint32_t k = 0; k < g->n; k++)
 			any |= shown(d->frames[g->frames[k]].func);
 		put_frames(&o, d, g, !any);
 		if (g->created_by >= 0 && g->created_by_func && shown(g->created_by_func)) {
 			const struct enc_go_frame *f = &d->frames[g->created_by];
 
-			base_buf_printf(&o, "created by ");
+			base_buf_str(&o, "created by ");
 			put_func(&o, g->created_by_func);
 			if (d->go_minor >= 21 && g->parent)
 				base_buf_printf(&o, " in goroutine %" PRIu64, g->parent);
-			base_buf_printf(&o, "\n\t%s:%" PRId64, f->file ? f->file : "?", f->line);
-			if (f->entry && f->pc > f->entry)
-				base_buf_printf(&o, " +%#" PRIx64, f->pc - f->entry);
-			base_buf_printf(&o, "\n");
+			put_where(&o, f, 1);
 		}
 	}
 	base_free(order);

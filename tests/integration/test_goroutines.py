@@ -48,6 +48,15 @@ def states(dump):
     return out
 
 
+def where_lines(dump, fn):
+    """The lines "\tfile:line +0x..." of the first goroutine of a debug=2
+    dump with fn in its stack."""
+    for block in dump.split("\n\n"):
+        if "\n%s(" % fn in block:
+            return [l for l in block.split("\n") if l.startswith("\t")]
+    return None
+
+
 def by_group(dump):
     """{(started in, state): count} of a debug=2 dump, by the outermost
     main.* frame (the function the goroutine started in)."""
@@ -100,6 +109,13 @@ def check_release(release, stripped):
     own_spawned = [c for _, (s, fns, c) in states(own2).items() if "main.receiver" in fns]
     check(own_spawned and own_spawned[0] == spawned[0], "%s: podprof %r, Go %r" %
           (tag, spawned[0], own_spawned[:1]))
+    # A receiver's frames where Go prints them ("\tfile:line +0x..."), its
+    # creator's too: the same lines as the program's own (both unwind the
+    # same parked stack; Go prints the arguments' values, podprof "...").
+    check(where_lines(own2, "main.receiver") and
+          where_lines(ours2, "main.receiver") == where_lines(own2, "main.receiver"),
+          "%s: a receiver's frame lines: podprof %s, Go %s" %
+          (tag, where_lines(ours2, "main.receiver"), where_lines(own2, "main.receiver")))
     # debug=1: the groups' frames as Go prints them, the hot one's labels
     check('# labels: {"tier":"gold", "worker":"hot"}' in ours1, "%s: no labels line:\n%s" % (tag, ours1[-2000:]))
     check(re.search(r"^100 @ .*\n(#\t0x[0-9a-f]+\t(main|runtime)\.\S+\t+\S+:\d+\n)+", ours1, re.M),

@@ -267,6 +267,40 @@ TEST(base_buf_caps_and_sticks)
 	base_free(out);
 }
 
+/* The number appenders write what printf's %lld and %#llx write. */
+TEST(base_buf_numbers_as_printf_writes_them)
+{
+	static const int64_t dec[] = { 0, 7, -7, 10, 123456789, INT64_MAX, INT64_MIN, -1 };
+	static const uint64_t hex[] = { 0, 1, 0xf, 0x10, 0x4bdf5f, 0xdeadbeefcafe, UINT64_MAX };
+	struct base_buf b, want;
+	char *got, *exp;
+	size_t len, elen;
+
+	base_buf_init(&b, 1 << 12);
+	base_buf_init(&want, 1 << 12);
+	for (size_t i = 0; i < sizeof(dec) / sizeof(dec[0]); i++) {
+		ASSERT_OK(base_buf_i64(&b, dec[i]));
+		ASSERT_OK(base_buf_byte(&b, ' '));
+		ASSERT_OK(base_buf_printf(&want, "%lld ", (long long)dec[i]));
+	}
+	for (size_t i = 0; i < sizeof(hex) / sizeof(hex[0]); i++) {
+		ASSERT_OK(base_buf_hex(&b, hex[i]));
+		ASSERT_OK(base_buf_byte(&b, ' '));
+		ASSERT_OK(base_buf_printf(&want, "%#llx ", (unsigned long long)hex[i]));
+	}
+	ASSERT_OK(base_buf_take(&b, &got, &len));
+	ASSERT_OK(base_buf_take(&want, &exp, &elen));
+	ASSERT_STR_EQ(got, exp);
+	ASSERT_EQ(len, elen);
+	base_free(got);
+	base_free(exp);
+	/* Past the cap: the error, as every append. */
+	base_buf_init(&b, 3);
+	ASSERT_EQ(base_buf_hex(&b, 0x1234), -E2BIG);
+	ASSERT_EQ(base_buf_i64(&b, 1), -E2BIG);
+	base_buf_free(&b);
+}
+
 TEST(base_buf_fails_cleanly_without_memory)
 {
 	struct base_buf b;

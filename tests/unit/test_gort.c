@@ -130,6 +130,19 @@ static void check_fixture(const char *name)
 			ASSERT(gs[i].pc && gs[i].sp && gs[i].pc_is_ret && !gs[i].nstid);
 			ASSERT_STR_EQ(func_of(as, gs[i].gopc - 1), "main.spawn");
 			ASSERT(pt_go_recheck(go, &gs[i]));
+			/* one that moved (another SP, PC, id or state) does not pass */
+			struct pt_go_g moved[4] = { gs[i], gs[i], gs[i], gs[i] };
+			const struct pt_go_g *pm[5] = { &moved[0], &moved[1], &moved[2], &moved[3], &gs[i] };
+			uint8_t ok[5];
+
+			moved[0].sp += 8;
+			moved[1].pc += 1;
+			moved[2].goid += 1;
+			moved[3].status ^= 1;
+			for (int j = 0; j < 4; j++)
+				ASSERT(!pt_go_recheck(go, &moved[j]));
+			ASSERT_OK(pt_go_recheck_many(go, pm, 5, ok));
+			ASSERT(!ok[0] && !ok[1] && !ok[2] && !ok[3] && ok[4]);
 		}
 		/* A sample on a goroutine's own stack (g in R14) carries that
 		 * goroutine's labels, whichever m runs it now (none, for the

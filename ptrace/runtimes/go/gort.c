@@ -448,49 +448,72 @@ out:
 	return err ? err : (int)n;
 }
 
-/* 1 if rec (gr's g read anew) is still gr in the same place. */
-static int same_g(const struct go_rt_layout *L, const uint8_t *rec, const struct pt_go_g *gr)
+/* The part of a g that tells whether it moved (status, id, saved and
+ * system call SP and PC): from byte *lo, *len bytes, a quarter of the
+ * whole record a dump would read twice otherwise. */
+static void recheck_span(const struct go_rt_layout *L, int *lo, size_t *len)
 {
-	uint64_t raw = field(rec, L->g_atomicstatus, L->g_atomicstatus_size) & ~(uint64_t)L->gscan;
+	const int off[] = { L->g_atomicstatus, L->g_goid, L->g_syscallsp, L->g_syscallpc,
+			    L->g_sched + L->gobuf_sp, L->g_sched + L->gobuf_pc };
+	int a = L->g_size, b = 0;
 
-	if ((uint32_t)raw != gr->status || field(rec, L->g_goid, L->g_goid_size) != gr->goid)
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		a = off[i] < a ? off[i] : a;
+		b = off[i] + 8 > b ? off[i] + 8 : b;
+	}
+	*lo = a;
+	*len = (size_t)(b - a);
+}
+
+/* 1 if rec (the span of gr's g from byte lo, read anew) is still gr in the
+ * same place. */
+static int same_g(const struct go_rt_layout *L, const uint8_t *rec, int lo, const struct pt_go_g *gr)
+{
+	uint64_t raw = field(rec, L->g_atomicstatus - lo, L->g_atomicstatus_size) & ~(uint64_t)L->gscan;
+
+	if ((uint32_t)raw != gr->status || field(rec, L->g_goid - lo, L->g_goid_size) != gr->goid)
 		return 0;
 	if (gr->nstid)
 		return 1;   /* running: its thread's stack was taken, not its saved one */
-	if (field(rec, L->g_syscallsp, 8))
-		return field(rec, L->g_syscallsp, 8) == gr->sp && field(rec, L->g_syscallpc, 8) == gr->pc;
-	return field(rec, L->g_sched + L->gobuf_sp, 8) == gr->sp &&
-	       field(rec, L->g_sched + L->gobuf_pc, 8) == gr->pc;
+	if (field(rec, L->g_syscallsp - lo, 8))
+		return field(rec, L->g_syscallsp - lo, 8) == gr->sp && field(rec, L->g_syscallpc - lo, 8) == gr->pc;
+	return field(rec, L->g_sched + L->gobuf_sp - lo, 8) == gr->sp &&
+	       field(rec, L->g_sched + L->gobuf_pc - lo, 8) == gr->pc;
 }
 
 int pt_go_recheck(struct pt_go *go, const struct pt_go_g *gr)
 {
 	uint8_t rec[512];
+	size_t len;
+	int lo;
 
-	if ((size_t)go->L->g_size > sizeof(rec) || rd(go, gr->g, rec, (size_t)go->L->g_size))
+	recheck_span(go->L, &lo, &len);
+	if (len > sizeof(rec) || rd(go, gr->g + (uint64_t)lo, rec, len))
 		return 0;
-	return same_g(go->L, rec, gr);
+	return same_g(go->L, rec, lo, gr);
 }
 
 int pt_go_recheck_many(struct pt_go *go, const struct pt_go_g *const *gs, size_t n, uint8_t *ok)
 {
-	const size_t gsz = (size_t)go->L->g_size;
-	uint8_t *recs = base_malloc(READ_BATCH * gsz);
+	uint8_t *recs;
+	size_t len;
+	int lo;
 
-	if (!recs)
+	recheck_span(go->L, &lo, &len);
+	if (!(recs = base_malloc(READ_BATCH * len)))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i += READ_BATCH) {
 		struct pt_mem_region r[READ_BATCH];
 		size_t k = n - i < READ_BATCH ? n - i : READ_BATCH;
 
 		for (size_t j = 0; j < k; j++)
-			r[j] = (struct pt_mem_region){ gs[i + j]->g, recs + j * gsz, gsz, 0 };
+			r[j] = (struct pt_mem_region){ gs[i + j]->g + (uint64_t)lo, recs + j * len, len, 0 };
 		if (pt_space_read_regions(go->as, r, k) == -ESRCH) {
 			base_free(recs);
 			return -ESRCH;
 		}
 		for (size_t j = 0; j < k; j++)
-			ok[i + j] = !r[j].err && same_g(go->L, r[j].buf, gs[i + j]);
+			ok[i + j] = !r[j].err && same_g(go->L, r[j].buf, lo, gs[i + j]);
 	}
 	base_free(recs);
 	return 0;

@@ -415,11 +415,12 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
 		err = -EFAULT;
 		goto out;
 	}
-	for (size_t i = 0; i < len && n < max; i += READ_BATCH) {
+	for (size_t j = 0; j < len && n < max;) {
 		struct pt_mem_region r[READ_BATCH];
 		size_t k = 0;
 
-		for (size_t j = i; j < len && k < READ_BATCH; j++)
+		/* the next READ_BATCH pointers that can be g's (each taken once) */
+		for (; j < len && k < READ_BATCH; j++)
 			if (ptrs[j] && !(ptrs[j] & 7)) {
 				r[k] = (struct pt_mem_region){ ptrs[j], recs + k * gsz, gsz, 0 };
 				k++;
@@ -428,14 +429,14 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
 			err = -ESRCH;
 			goto out;
 		}
-		for (size_t j = 0; j < k && n < max; j++) {
+		for (size_t q = 0; q < k && n < max; q++) {
 			int rc;
 
-			if (r[j].err) {
+			if (r[q].err) {
 				(*torn)++;
 				continue;
 			}
-			rc = parse_g(go, r[j].addr, r[j].buf, now, &out[n]);
+			rc = parse_g(go, r[q].addr, r[q].buf, now, &out[n]);
 			if (rc < 0)
 				(*torn)++;
 			else if (rc == 0)

@@ -54,10 +54,12 @@ static char *group_key(const struct enc_go_dump *d, const struct enc_go_goroutin
 	size_t len;
 
 	base_buf_init(&b, 1u << 20);
-	base_buf_printf(&b, "@");
+	base_buf_byte(&b, '@');
 	for (uint32_t k = 0; k < g->n; k++)
-		if (!d->frames[g->frames[k]].inlined)
-			base_buf_printf(&b, " %#" PRIx64, d->frames[g->frames[k]].pc);
+		if (!d->frames[g->frames[k]].inlined) {
+			base_buf_byte(&b, ' ');
+			base_buf_hex(&b, d->frames[g->frames[k]].pc);
+		}
 	if (g->labels)
 		base_buf_printf(&b, "\n# labels: %s", g->labels);
 	return base_buf_take(&b, &s, &len) ? NULL : s;

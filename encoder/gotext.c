@@ -213,8 +213,6 @@ static int shown(const char *f)
 	return f[8] >= 'A' && f[8] <= 'Z';
 }
 
-/* The frames of a traceback: Go prints at most 100 (1.19, 1.20) or the
- * first 50 and the last 50 of those it shows (1.21 on). */
 /* A frame's second line, "\tfile:line +0x...", offset: with the offset
  * from its function's entry (an inlined frame has none). No printf: its
  * cost per call was most of a dump of thousands of goroutines. */
@@ -231,6 +229,8 @@ static void put_where(struct base_buf *o, const struct enc_go_frame *f, int offs
 	base_buf_byte(o, '\n');
 }
 
+/* The frames of a traceback: Go prints at most 100 (1.19, 1.20) or the
+ * first 50 and the last 50 of those it shows (1.21 on). */
 static void put_frames(struct base_buf *o, const struct enc_go_dump *d, const struct enc_go_goroutine *g,
 		       int all)
 {

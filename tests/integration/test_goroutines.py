@@ -112,10 +112,9 @@ def check_release(release, stripped):
     # A receiver's frames where Go prints them ("\tfile:line +0x..."), its
     # creator's too: the same lines as the program's own (both unwind the
     # same parked stack; Go prints the arguments' values, podprof "...").
-    check(where_lines(own2, "main.receiver") and
-          where_lines(ours2, "main.receiver") == where_lines(own2, "main.receiver"),
-          "%s: a receiver's frame lines: podprof %s, Go %s" %
-          (tag, where_lines(ours2, "main.receiver"), where_lines(own2, "main.receiver")))
+    ours_where, own_where = where_lines(ours2, "main.receiver"), where_lines(own2, "main.receiver")
+    check(own_where and ours_where == own_where,
+          "%s: a receiver's frame lines: podprof %s, Go %s" % (tag, ours_where, own_where))
     # debug=1: the groups' frames as Go prints them, the hot one's labels
     check('# labels: {"tier":"gold", "worker":"hot"}' in ours1, "%s: no labels line:\n%s" % (tag, ours1[-2000:]))
     check(re.search(r"^100 @ .*\n(#\t0x[0-9a-f]+\t(main|runtime)\.\S+\t+\S+:\d+\n)+", ours1, re.M),

@@ -145,8 +145,8 @@ static void check_fixture(const char *name)
 			ASSERT(!ok[0] && !ok[1] && !ok[2] && !ok[3] && ok[4]);
 		}
 		/* A sample on a goroutine's own stack (g in R14) carries that
-		 * goroutine's labels, whichever m runs it now (none, for the
-		 * hot one, unlabelled ones); a register that is no g, none. */
+		 * goroutine's labels, whichever m runs it now (the hot one's
+		 * set, none for the others); a register that is no g, none. */
 		struct user_regs_struct regs = { .r14 = gs[i].g, .rsp = gs[i].stack_hi - 64 };
 
 		ASSERT_EQ(pt_go_current_labels(go, &regs), gs[i].labels);

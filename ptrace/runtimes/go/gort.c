@@ -554,7 +554,8 @@ uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *r
 		 * still runs on that m or not (by the time a kernel's sample is
 		 * read, its m may run another). A system goroutine (g0, gsignal:
 		 * goid 0): its m's current goroutine's, as Go's profiler. */
-		if (rd(go, g + (uint64_t)L->g_goid, &goid, 8))
+		goid = 0;
+		if (rd(go, g + (uint64_t)L->g_goid, &goid, (size_t)L->g_goid_size))
 			return 0;
 		curg = g;
 		if (!goid && (rd(go, g + (uint64_t)L->g_m, &m, 8) || !m ||

@@ -24,22 +24,17 @@
 #include "ptrace/rule/snapshot.h"
 #include "ptrace/runtimes/go/go.h"
 #include "ptrace/runtimes/go/gort.h"
+#include "ptrace/runtimes/go/parked.h"
 #include "ptrace/runtimes/runtimes.h"
 #include "ptrace/sampler/log.h"
 #include "ptrace/sampler/request.h"
 #include "ptrace/sampler/session.h"
 #include "ptrace/sessions/threads.h"
-#include "ptrace/space/mem.h"
 #include "ptrace/space/space.h"
-#include "ptrace/space/stackmem.h"
-#include "ptrace/space/unwinder.h"
 
-#define MAX_FRAMES 128                 /* a goroutine's stack, as Go's profile keeps at most */
+#define MAX_FRAMES PT_GO_MAX_FRAMES
 #define MAX_THREADS 4096               /* threads whose stacks a running goroutine may need */
 #define LABEL_BYTES 8192               /* one goroutine's labels' strings */
-#define BATCH 64                       /* goroutines whose stacks are read in one call */
-#define STACK_COPY 8192                /* bytes of a parked goroutine's stack copied at once */
-#define MAX_GO_STACK (1ull << 30)      /* Go's largest stack (runtime.maxstacksize, 1 GB) */
 
 /* A thread's stack from the dump's stops, for the goroutine running on it. */
 struct thread_stack {
@@ -106,41 +101,6 @@ static void free_threads(struct gr_session *gs)
 	for (size_t i = 0; i < gs->nthreads; i++)
 		base_free(gs->threads[i].frames);
 	gs->nthreads = 0;
-}
-
-/* The stack of a goroutine that is not running, from where it saved its
- * registers: the walk reads its stack from copy (copy_len bytes from its
- * SP, read just before), past it from memory (it stays parked while read;
- * pt_go_recheck_many tells if it did not). Returns the frames. */
-static int unwind_parked(struct pt_space *as, const struct pt_go_g *g, uint8_t *copy, size_t copy_len,
-			 uint64_t *frames)
-{
-	struct pt_capture cap;
-	int complete, n;
-
-	memset(&cap, 0, sizeof(cap));
-	cap.regs.rip = g->pc;
-	cap.regs.rsp = g->sp;
-	cap.regs.rbp = g->bp;
-	cap.regs.r14 = g->g;   /* Go code's g register */
-	cap.stack = copy_len ? copy : NULL;
-	cap.stack_len = copy_len;
-	n = pt_unwind(pt_space_unwinder(as), &cap, frames, MAX_FRAMES, &complete);
-	/* A return address names the call before it, as every caller's. */
-	if (n > 0 && g->pc_is_ret)
-		frames[0] -= 1;
-	return n;
-}
-
-/* How much of a parked goroutine's stack to copy in one read: from its SP
- * up to the top of its stack (g.stack.hi), at most STACK_COPY; none when
- * the bounds read do not hold the SP (the walk then reads word by word). */
-static size_t stack_copy_len(const struct pt_go_g *g)
-{
-	if (g->stack_lo >= g->stack_hi || g->stack_hi - g->stack_lo > MAX_GO_STACK ||
-	    g->sp < g->stack_lo || g->sp >= g->stack_hi)
-		return 0;
-	return g->stack_hi - g->sp < STACK_COPY ? (size_t)(g->stack_hi - g->sp) : STACK_COPY;
 }
 
 /* Copies the labels of g into the session's list. */
@@ -213,32 +173,18 @@ static int running_frames(const struct gr_session *gs, const struct pt_go_g *g, 
 	return 0;
 }
 
-/* The parked goroutines batch[0..n): their stacks copied in one read,
- * unwound, re-checked in one more read (left out and counted if one moved
- * meanwhile), added. */
+/* The parked goroutines batch[0..n): unwound (parked.h), added, or left
+ * out and counted if one moved while its stack was read. */
 static int add_parked(struct gr_session *gs, struct pt_go *go, const struct pt_go_g *const *batch,
-		      size_t n, uint8_t *copies, int sign)
+		      size_t n, struct pt_go_parked *pk, int sign)
 {
-	struct pt_space *as = pt_tracee_space(gs->base.t);
-	struct pt_mem_region r[BATCH];
-	uint64_t frames[BATCH][MAX_FRAMES];
-	int nf[BATCH];
-	uint8_t ok[BATCH];
-	int err;
+	int err = pt_go_unwind_parked(go, pt_tracee_space(gs->base.t), batch, n, pk);
 
-	for (size_t i = 0; i < n; i++)
-		r[i] = (struct pt_mem_region){ batch[i]->sp, copies + i * STACK_COPY, stack_copy_len(batch[i]), 0 };
-	if ((err = pt_space_read_regions(as, r, n)))
-		return err;
-	for (size_t i = 0; i < n; i++)
-		nf[i] = unwind_parked(as, batch[i], r[i].buf, r[i].err ? 0 : r[i].len, frames[i]);
-	if ((err = pt_go_recheck_many(go, batch, n, ok)))
-		return err;
 	for (size_t i = 0; i < n && !err; i++) {
-		if (!ok[i])
-			gs->torn++;   /* it moved while its stack was read */
+		if (!pk->ok[i])
+			gs->torn++;
 		else
-			err = add_goroutine(gs, go, batch[i], frames[i], nf[i], sign);
+			err = add_goroutine(gs, go, batch[i], pk->frames[i], pk->n[i], sign);
 	}
 	return err;
 }
@@ -246,9 +192,9 @@ static int add_parked(struct gr_session *gs, struct pt_go *go, const struct pt_g
 /* Every goroutine but the runtime's own into the stack table. */
 static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 {
-	const struct pt_go_g *batch[BATCH];
+	const struct pt_go_g *batch[PT_GO_BATCH];
 	struct pt_go_g *list = NULL;
-	uint8_t *copies = NULL;
+	struct pt_go_parked *pk = NULL;
 	uint64_t frames[MAX_FRAMES];
 	size_t torn = 0, max = pt_go_count(go), nb = 0;
 	int n, err = 0;
@@ -256,7 +202,7 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 	/* allgs holds the dead too: room for every one it lists now, and a
 	 * few more made meanwhile (those past it are counted as left out). */
 	max = max + 64 < PT_GO_MAX_GOROUTINES ? max + 64 : PT_GO_MAX_GOROUTINES;
-	if (!(list = base_calloc(max, sizeof(*list))) || !(copies = base_malloc(BATCH * STACK_COPY))) {
+	if (!(list = base_calloc(max, sizeof(*list))) || !(pk = base_malloc(sizeof(*pk)))) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -279,16 +225,16 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 			continue;
 		}
 		batch[nb++] = g;
-		if (nb == BATCH) {
-			err = add_parked(gs, go, batch, nb, copies, sign);
+		if (nb == PT_GO_BATCH) {
+			err = add_parked(gs, go, batch, nb, pk, sign);
 			nb = 0;
 		}
 	}
 	if (!err && nb)
-		err = add_parked(gs, go, batch, nb, copies, sign);
+		err = add_parked(gs, go, batch, nb, pk, sign);
 out:
 	base_free(list);
-	base_free(copies);
+	base_free(pk);
 	return err;
 }
 

@@ -95,6 +95,7 @@ var columns = []column{
 	{"g_waitreason_size", "its size", size("runtime.g", "waitreason")},
 	{"g_lockedm", "g.lockedm: the m it is locked to (LockOSThread)", off("runtime.g", "lockedm")},
 	{"g_tracking", "g.tracking (bool): scheduling latency tracking", off("runtime.g", "tracking")},
+	{"g_tracking_seq", "g.trackingSeq (uint8): counts its every leaving of _Grunning (a new wait at the same place tells)", off("runtime.g", "trackingSeq")},
 	{"g_parent_goid", "g.parentGoid", off("runtime.g", "parentGoid")},
 	{"g_gopc", "g.gopc: pc of the go statement that created it", off("runtime.g", "gopc")},
 	{"g_ancestors", "g.ancestors (*[]ancestorInfo; GODEBUG=tracebackancestors)", off("runtime.g", "ancestors")},

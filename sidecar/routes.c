@@ -36,8 +36,9 @@ static const struct sc_route routes[] = {
 	  sc_count_mappings, "view=mappings" },
 	{ "/debug/pprof/block", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces where threads waited (blocked in a system call or D state), with the "
-	  "time they waited, over ?seconds=N (default --wait-seconds)",
-	  sc_profile_block, SC_P_DELTA_SECONDS | SC_P_HZ | SC_P_TARGETS,
+	  "time they waited, over ?seconds=N (default --wait-seconds); a Go program's "
+	  "goroutines, by wait reason (its threads with ?view=threads)",
+	  sc_profile_block, SC_P_DELTA_SECONDS | SC_P_HZ | SC_P_THREADS_VIEW | SC_P_TARGETS,
 	  sc_count_blocked, NULL },
 	{ "/debug/pprof/cmdline", SC_ROUTE_GET | SC_ROUTE_LISTED,
 	  "The command line invocation of the current program",
@@ -60,8 +61,9 @@ static const struct sc_route routes[] = {
 	  sc_count_mappings, "view=mappings" },
 	{ "/debug/pprof/mutex", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "Stack traces of threads waiting on locks and conditions (futex), with the time they "
-	  "waited, over ?seconds=N (default --wait-seconds)",
-	  sc_profile_mutex, SC_P_DELTA_SECONDS | SC_P_HZ | SC_P_TARGETS,
+	  "waited, over ?seconds=N (default --wait-seconds); a Go program's goroutines waiting "
+	  "for a sync.Mutex or RWMutex (its threads with ?view=threads)",
+	  sc_profile_mutex, SC_P_DELTA_SECONDS | SC_P_HZ | SC_P_THREADS_VIEW | SC_P_TARGETS,
 	  sc_count_futex, NULL },
 	{ "/debug/pprof/profile", SC_ROUTE_GET | SC_ROUTE_LISTED | SC_ROUTE_FORMATS,
 	  "CPU profile. You can specify the duration in the seconds GET parameter. "

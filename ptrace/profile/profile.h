@@ -182,7 +182,8 @@ struct pt_profile {
 	size_t nlabel_kv;
 	/* A Go program's goroutine dump: one per sample; the runtime's release
 	 * ("go1.26.10") and what was left out (goroutines that changed under
-	 * the read). NULL, 0 elsewhere. */
+	 * the read), which its block and mutex profiles (its goroutines'
+	 * waits) set too. NULL, 0 elsewhere. */
 	struct pt_profile_goroutine *goroutines;
 	char go_version[40];
 	uint64_t goroutines_torn;

@@ -46,6 +46,9 @@ struct pt_session {
 	int take;                    /* the current tick is this session's */
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
+	/* Set by start: its thread states need no blocked thread's stack (a Go
+	 * program's waits come from its goroutines): none is stopped for it. */
+	int states_no_stacks;
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
 	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
 	struct pt_runtimes_counts rt0;   /* its runtimes' samples merged, before it (attached kinds) */

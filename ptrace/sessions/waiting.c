@@ -15,12 +15,17 @@
  *          the ended threads were seen waiting in, in proportion to their
  *          time (as the CPU profile settles its unsampled CPU).
  *   mutex: the part of it spent in futex (lock and condition waiters).
+ * A Go program podprof reads is looked at through its goroutines instead
+ * (gowaits.c): its threads park in futex whatever its goroutines wait for.
+ * Its threads' waits are the threads view's (pt_kind_block_threads,
+ * pt_kind_mutex_threads), as every other program's.
  * With a window (seconds=) a session gathers its own; without one it
  * answers with what the continuous watch gathered since it started
  * (watch.c), or -EAGAIN if there is none. */
 #include "ptrace/sessions/waiting.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 
 #include "base/array.h"
@@ -34,6 +39,7 @@
 #include "ptrace/sampler/sampler.h"
 #include "ptrace/sampler/session.h"
 #include "ptrace/core/stacks.h"
+#include "ptrace/sessions/gowaits.h"
 
 /* What the waits remember of a thread between ticks. */
 struct seen {
@@ -59,6 +65,8 @@ struct waits {
 	uint64_t unseen_ns;       /* waits of ended threads that no tick saw */
 	struct base_map ended;    /* entry id + 1 -> 1: an ended thread's last wait
 				   * (bounded as the entries are, by max_stacks) */
+	struct pt__gowaits *go;   /* a Go program's goroutines fill stacks instead
+				   * (the owner's, shared by block and mutex) */
 };
 
 /* Less than this of a thread's life neither on a core nor waiting for one,
@@ -239,6 +247,7 @@ static uint64_t settle_unseen(struct pt_stacks *st, const struct base_map *ended
  * requests without a window find them there. */
 struct pt__watched {
 	struct waits *block, *mutex;
+	struct pt__gowaits *go;    /* a Go program: its goroutines' waits */
 };
 
 static const char watched_key;
@@ -251,6 +260,7 @@ static void watched_free(void *p)
 		return;
 	waits_free(w->block);
 	waits_free(w->mutex);
+	pt__gowaits_free(w->go);
 	base_free(w);
 }
 
@@ -269,20 +279,29 @@ int pt__watched_start(struct pt_session *ss, struct pt__watched **out)
 	if (!(*slot = w = base_calloc(1, sizeof(*w))))
 		return -ENOMEM;
 	if ((err = waits_new(&w->block, 0, ss->start_ns, max)) ||
-	    (err = waits_new(&w->mutex, 1, ss->start_ns, max)))
+	    (err = waits_new(&w->mutex, 1, ss->start_ns, max)) ||
+	    (err = pt__gowaits_new(ss, w->block->stacks, w->mutex->stacks, &w->go)))
 		return err;
+	w->block->go = w->mutex->go = w->go;
+	ss->states_no_stacks = w->go != NULL;   /* the goroutines', not the threads' */
 	*out = w;
 	return 0;
 }
 
 void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st)
 {
+	if (w->go) {
+		pt__gowaits_look(w->go, st->at_ns, 0);
+		return;
+	}
 	waits_on_state(w->block, st);
 	waits_on_state(w->mutex, st);
 }
 
 void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x)
 {
+	if (w->go)
+		return;
 	waits_on_exit(w->block, x);
 	waits_on_exit(w->mutex, x);
 }
@@ -291,6 +310,8 @@ void pt__watched_on_clone(struct pt__watched *w, pid_t child)
 {
 	uint64_t now = pt__now_ns();
 
+	if (w->go)
+		return;
 	waits_on_clone(w->block, child, now);
 	waits_on_clone(w->mutex, child, now);
 }
@@ -311,18 +332,49 @@ struct waiting_session {
 	struct waits *w;           /* a window's own */
 	struct pt_stacks *copy;    /* without a window: the watch's, copied */
 	uint64_t samples, since_ns, unseen_ns;
+	struct pt__gowaits_stats go;   /* a Go program's looks (go_version set) */
+	char go_version[32];
 };
+
+static int is_mutex(const struct pt_session *ss)
+{
+	return ss->kind == &pt_kind_mutex || ss->kind == &pt_kind_mutex_threads;
+}
+
+static int threads_view(const struct pt_session *ss)
+{
+	return ss->kind == &pt_kind_block_threads || ss->kind == &pt_kind_mutex_threads;
+}
+
+/* What the goroutines' looks found, for the profile. */
+static void keep_go(struct waiting_session *ws, const struct pt__gowaits *go)
+{
+	pt__gowaits_stats(go, &ws->go);
+	snprintf(ws->go_version, sizeof(ws->go_version), "%s", pt__gowaits_version(go));
+}
 
 static int waiting_start(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
-	int futex_only = ss->kind == &pt_kind_mutex, err;
+	int futex_only = is_mutex(ss), err;
 	const struct waits *watch;
 
-	if (ss->req->duration_ns)
-		return waits_new(&ws->w, futex_only, ss->start_ns, (size_t)ss->o->max_stacks);
+	if (ss->req->duration_ns) {
+		if ((err = waits_new(&ws->w, futex_only, ss->start_ns, (size_t)ss->o->max_stacks)))
+			return err;
+		if (threads_view(ss))
+			return 0;
+		err = pt__gowaits_new(ss, futex_only ? NULL : ws->w->stacks,
+				      futex_only ? ws->w->stacks : NULL, &ws->w->go);
+		ss->states_no_stacks = ws->w->go != NULL;   /* the goroutines', not the threads' */
+		return err;
+	}
 	if (!(watch = watched_waits(ss, futex_only)))
 		return -EAGAIN;   /* no continuous watch of this target */
+	if (watch->go && threads_view(ss))
+		return -ENOTSUP;   /* the watch of a Go program keeps its goroutines' waits */
+	if (watch->go)
+		keep_go(ws, watch->go);
 	if ((err = pt_stacks_new(&ws->copy, (size_t)ss->o->max_stacks)))
 		return err;
 	ws->samples = watch->samples;
@@ -338,7 +390,9 @@ static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
-	if (ws->w)
+	if (ws->w && ws->w->go)
+		pt__gowaits_look(ws->w->go, st->at_ns, 0);
+	else if (ws->w)
 		waits_on_state(ws->w, st);
 }
 
@@ -346,7 +400,7 @@ static void waiting_on_exit(struct pt_session *ss, const struct pt_exit *x)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
-	if (ws->w)
+	if (ws->w && !ws->w->go)
 		waits_on_exit(ws->w, x);
 }
 
@@ -355,7 +409,7 @@ static void waiting_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
 	(void)parent;
-	if (ws->w)
+	if (ws->w && !ws->w->go)
 		waits_on_clone(ws->w, child, pt__now_ns());
 }
 
@@ -367,8 +421,12 @@ static int waiting_finish(struct pt_session *ss)
 	struct pt_profile *p;
 	int err;
 
-	if (ws->w)
+	if (ws->w && ws->w->go) {
+		pt__gowaits_look(ws->w->go, pt__now_ns(), 1);   /* the window's end */
+		keep_go(ws, ws->w->go);
+	} else if (ws->w) {
 		ws->unseen_ns = settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns);
+	}
 	err = pt_profile_build(st, ss->t, &ss->req->profile);
 
 	if ((p = ss->req->profile)) {
@@ -377,7 +435,20 @@ static int waiting_finish(struct pt_session *ss)
 		p->hz = ss->req->hz;
 		p->thread_samples = ws->w ? ws->w->samples : ws->samples;
 		p->unsampled_ns = ws->unseen_ns;   /* what was settled */
+		if (ws->go_version[0]) {
+			/* A Go program's goroutines: waits seen, goroutines
+			 * that moved while read (the looks in the note). */
+			snprintf(p->go_version, sizeof(p->go_version), "%s", ws->go_version);
+			p->thread_samples = ws->go.waits;
+			p->goroutines_torn = ws->go.torn;
+		}
 	}
+	if (ws->go_version[0])
+		pt__log(ss->s, 1, "%s: pid=%d %s: %llu looks at the goroutines, the last %.2f ms, "
+				"every %.0f ms; %llu parked", ss->kind->name, (int)ss->req->pid,
+				ws->go_version, (unsigned long long)ws->go.looks,
+				(double)ws->go.look_ns / 1e6, (double)ws->go.period_ns / 1e6,
+				(unsigned long long)ws->go.parked);
 	pt__log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,
 			(int)ss->req->pid, (unsigned long long)(p ? p->thread_samples : 0),
 			pt_stacks_count(st), ws->w ? "" : " (since the watch began)",
@@ -389,30 +460,23 @@ static void waiting_free(struct pt_session *ss)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
+	if (ws->w)
+		pt__gowaits_free(ws->w->go);
 	waits_free(ws->w);
 	pt_stacks_free(ws->copy);
 }
 
-const struct pt_session_kind pt_kind_block = {
-	.name = "block",
-	.size = sizeof(struct waiting_session),
-	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
-	.start = waiting_start,
-	.on_thread_state = waiting_on_state,
-	.on_clone = waiting_on_clone,
-	.on_exit = waiting_on_exit,
-	.finish = waiting_finish,
-	.free = waiting_free,
-};
+/* The four kinds differ only in what they keep (is_mutex, threads_view). */
+#define WAITING_KIND(label)                                                              \
+	{                                                                                \
+		.name = label, .size = sizeof(struct waiting_session),                   \
+		.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES, \
+		.start = waiting_start, .on_thread_state = waiting_on_state,             \
+		.on_clone = waiting_on_clone, .on_exit = waiting_on_exit,                \
+		.finish = waiting_finish, .free = waiting_free,                          \
+	}
 
-const struct pt_session_kind pt_kind_mutex = {
-	.name = "mutex",
-	.size = sizeof(struct waiting_session),
-	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
-	.start = waiting_start,
-	.on_thread_state = waiting_on_state,
-	.on_clone = waiting_on_clone,
-	.on_exit = waiting_on_exit,
-	.finish = waiting_finish,
-	.free = waiting_free,
-};
+const struct pt_session_kind pt_kind_block = WAITING_KIND("block");
+const struct pt_session_kind pt_kind_mutex = WAITING_KIND("mutex");
+const struct pt_session_kind pt_kind_block_threads = WAITING_KIND("block");
+const struct pt_session_kind pt_kind_mutex_threads = WAITING_KIND("mutex");

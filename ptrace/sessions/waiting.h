@@ -9,9 +9,15 @@
  * weighted by the time since the tick before; mutex only those in futex.
  * Stacks are those cached since each thread blocked (one stop at its first
  * sight blocked, none after). Result: profile, values (contentions: new
- * waits, delay ns). */
+ * waits, delay ns). A Go program podprof reads: its goroutines' waits
+ * instead (gowaits.h), with the profile's go_version set and its note
+ * telling the looks. */
 extern const struct pt_session_kind pt_kind_block;
 extern const struct pt_session_kind pt_kind_mutex;
+/* The same of a Go program's threads, not its goroutines (for any other
+ * program, the same as block and mutex). */
+extern const struct pt_session_kind pt_kind_block_threads;
+extern const struct pt_session_kind pt_kind_mutex_threads;
 
 /* The continuous watch's waits (block and mutex) of ss's target, kept by
  * waiting.c in a target slot of its own, where block and mutex

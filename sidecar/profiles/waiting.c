@@ -3,6 +3,8 @@
  * thread that stays blocked. Go's block and mutex are cumulative since the
  * program started; here they are measured over a window: ?seconds=N, or
  * --wait-seconds when none is given (said in the profile's comment).
+ * A Go program podprof reads answers with its goroutines' waits instead
+ * (ptrace/sessions/gowaits.c), its threads' with ?view=threads.
  * Requests and the index's counts run on the loop thread, the encoding on
  * a work thread. */
 #include "sidecar/profiles/waiting.h"
@@ -43,6 +45,33 @@ static const struct sc_stack_value waiting_values[] = {
 static const struct sc_stack_spec waiting_spec = {
 	waiting_values, 2, SC_LABEL_THREAD | SC_LABEL_TID | SC_LABEL_SYSCALL | SC_LEAF_SYSCALL,
 };
+/* A Go program's goroutines: their wait reason (wait=...), no thread. */
+static const struct sc_stack_spec go_spec = { waiting_values, 2, SC_LABEL_GO };
+
+/* A Go program's goroutines' waits. */
+static int build_go(struct enc_pprof *e, const struct waiting_job *w, const struct sc_stacks_info *in)
+{
+	const struct pt_profile *pr = w->job.req.profile;
+	char comment[768], whose[32];
+	int err;
+
+	snprintf(comment, sizeof(comment),
+		 "podprof: %s: goroutines of %s (%s) seen parked over %.1f s%s%s, looked at every "
+		 "20 ms or more (at most 5%% of a core), each credited the time since the look "
+		 "before; a contention is a new wait (another place, wait reason or park since); "
+		 "label wait: Go's wait reason; no SetBlockProfileRate needed. waits=%" PRIu64
+		 " left_out=%" PRIu64 " (moved while read); the threads: ?view=threads",
+		 w->name, sc_stacks_whose(pr, w->job.req.pid, whose, sizeof(whose)), pr->go_version,
+		 (double)in->duration_ns / 1e9,
+		 w->asked ? "" : w->cumulative ? " (since the continuous watch began)" :
+		 " (no seconds= given: the default window, --wait-seconds)",
+		 !strcmp(w->name, "mutex") ? ", waiting for a sync.Mutex or RWMutex (the waiters' "
+		 "stacks, where Go's mutex profile has the holders')" : "",
+		 in->thread_samples, pr->goroutines_torn);
+	if ((err = enc_pprof_comment(e, comment)) || (err = sc_stacks_note_cut(e, pr)))
+		return err;
+	return sc_stacks_pprof(e, pr, &go_spec);
+}
 
 static int build(struct enc_pprof *e, const struct waiting_job *w)
 {
@@ -56,6 +85,8 @@ static int build(struct enc_pprof *e, const struct waiting_job *w)
 	    (err = enc_pprof_period(e, "contentions", "count", 1)))
 		return err;
 	enc_pprof_time(e, (int64_t)in.time_ns, (int64_t)in.duration_ns);
+	if (pr->go_version[0])
+		return build_go(e, w, &in);
 	snprintf(comment, sizeof(comment),
 		 "podprof: %s: threads of %s seen blocked (%s) at %d Hz over %.1f s%s, each "
 		 "weighted by the time since the tick before (or its birth) less what it ran or "
@@ -88,6 +119,9 @@ static enum sc_job_next waiting_done(struct sc_job *j)
 {
 	if (j->req.err == -EAGAIN)   /* the watch ended (its target exited) */
 		return sc_job_error(j, 503, "the continuous watch of this process is not running");
+	if (j->req.err == -ENOTSUP)
+		return sc_job_error(j, 400, "the continuous watch of a Go program keeps its "
+				    "goroutines' waits: ask for its threads' with seconds=N");
 	return sc_job_check(j, NULL);
 }
 
@@ -119,7 +153,8 @@ static void waiting_encode(struct sc_job *j, struct sc_reply *r)
 static const struct sc_job_ops waiting_ops = { waiting_done, waiting_encode, NULL };
 
 static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
-		    struct sc_params *p, const struct pt_session_kind *kind, const char *name)
+		    struct sc_params *p, const struct pt_session_kind *kind,
+		    const struct pt_session_kind *threads, const char *name)
 {
 	const struct sc_cfg *cfg = sc_server_cfg(srv);
 	int seconds = p->seconds;
@@ -141,7 +176,9 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 		log_info("%s: no seconds= given: measuring over the default window of %d s "
 			 "(--wait-seconds)", name, seconds);
 	}
-	j->req.kind = kind;
+	/* Several processes: each one's threads (a Go program's goroutines
+	 * are one process's: pid=N). */
+	j->req.kind = p->threads || p->target.procs.n ? threads : kind;
 	sc_job_target(j, &p->target);
 	j->req.duration_ns = (uint64_t)seconds * 1000000000ull;
 	j->req.hz = w->cumulative ? cfg->continuous_hz : p->hz;
@@ -151,13 +188,13 @@ static void waiting(struct sc_server *srv, struct sc_conn *c, const struct sc_re
 void sc_profile_block(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
 			struct sc_params *p)
 {
-	waiting(srv, c, req, p, &pt_kind_block, "block");
+	waiting(srv, c, req, p, &pt_kind_block, &pt_kind_block_threads, "block");
 }
 
 void sc_profile_mutex(struct sc_server *srv, struct sc_conn *c, const struct sc_request *req,
 			struct sc_params *p)
 {
-	waiting(srv, c, req, p, &pt_kind_mutex, "mutex");
+	waiting(srv, c, req, p, &pt_kind_mutex, &pt_kind_mutex_threads, "mutex");
 }
 
 /* The index's counts: the target's threads waiting now (state S or D), for

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if len(sys.argv) > 1:
     os.environ["PODPROF_BUILD"] = sys.argv[1]
 import lib  # noqa: E402
-import test_cli, test_http, test_cpu, test_safety, test_goroutine, test_loop, test_views, test_trace, test_ops, test_go, test_goroutines, test_python, test_gunicorn, test_allocs, test_accounting, test_processes, test_formats, test_backends, test_jvm  # noqa: E402,F401,E501  (they register tests)
+import test_cli, test_http, test_cpu, test_safety, test_goroutine, test_loop, test_views, test_trace, test_ops, test_go, test_goroutines, test_gowaits, test_python, test_gunicorn, test_allocs, test_accounting, test_processes, test_formats, test_backends, test_jvm  # noqa: E402,F401,E501  (they register tests)
 from lib import PROCS, TESTS, Skip  # noqa: E402
 
 

@@ -15,6 +15,7 @@
 
 #include "base/mem.h"
 #include "ptrace/runtimes/go/gort.h"
+#include "ptrace/runtimes/go/parked.h"
 #include "ptrace/space/gopclntab.h"
 #include "ptrace/space/space.h"
 #include "tests/harness.h"
@@ -24,7 +25,7 @@
 static pid_t start_fixture(const char *name, const char *const *args)
 {
 	char self[4096], path[4200], line[128];
-	const char *argv[8] = { path };
+	const char *argv[12] = { path };
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int p[2], k = 1;
 	pid_t pid;
@@ -36,7 +37,7 @@ static pid_t start_fixture(const char *name, const char *const *args)
 	snprintf(path, sizeof(path), "%s/fixtures/%s", self, name);
 	if (access(path, X_OK))
 		FAIL_AT("%s not built (make fixtures)", path);
-	for (; args && *args && k < 7; args++)
+	for (; args && *args && k < 11; args++)
 		argv[k++] = *args;
 	ASSERT(pipe(p) == 0);
 	if ((pid = fork()) == 0) {
@@ -178,6 +179,95 @@ TEST(go_goroutines_of_a_running_program)
 TEST(go_goroutines_of_a_stripped_program)
 {
 	check_fixture("goroutines-stripped");
+}
+
+/* What the goroutines' waits (ptrace/sessions/gowaits.c) rely on: a
+ * parked goroutine's stack unwound from where it parked (parked.h), a lock
+ * wait told from the others by its wait reason or (Go 1.19's semacquire)
+ * its frames, and a goroutine that parks again at the same place told
+ * apart by its count of leaving the running state (g.trackingSeq). */
+static void check_waits(const char *name)
+{
+	static const char *const args[] = { "-recv", "4", "-sleep", "2", "-lock", "2", "-hot=false",
+					    "-churn", NULL };
+	pid_t pid = start_fixture(name, args);
+	struct pt_go_g *gs = base_calloc(1024, sizeof(*gs)), *pinger = NULL, first;
+	struct pt_go_parked *pk = base_malloc(sizeof(*pk));
+	const struct pt_go_g *batch[PT_GO_BATCH];
+	struct pt_space *as;
+	struct pt_go *go;
+	char note[256];
+	int n, nb = 0, locks = 0, others = 0, changed = 0;
+	size_t torn;
+
+	ASSERT(gs && pk);
+	ASSERT_OK(pt_space_new(&as, pid, NULL, NULL, NULL));
+	ASSERT_OK(pt_space_refresh_maps(as));
+	ASSERT_OK(pt_go_new(&go, as));
+	ASSERT(pt_go_detect(go, note, sizeof(note)));
+	ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn)) > 0);
+	for (int i = 0; i < n && nb < PT_GO_BATCH; i++)
+		if (!gs[i].system && gs[i].waiting)
+			batch[nb++] = &gs[i];
+	ASSERT_OK(pt_go_unwind_parked(go, as, batch, (size_t)nb, pk));
+	for (int i = 0; i < nb; i++) {
+		const char *start = func_of(as, batch[i]->startpc);
+		int lock;
+
+		if (!pk->ok[i])
+			continue;
+		lock = pt_go_is_lock_wait(go, batch[i], pk->frames[i], pk->n[i]);
+		/* its stack reaches the function it started in */
+		ASSERT(pk->n[i] > 1);
+		if (!strcmp(start, "main.locker")) {
+			int at = 0;
+
+			while (at < pk->n[i] && strcmp(func_of(as, pk->frames[i][at]), "main.locker"))
+				at++;
+			ASSERT(at > 2 && at < pk->n[i]);
+			ASSERT(lock);
+			locks++;
+		} else if (!strcmp(start, "main.receiver") || !strcmp(start, "main.sleeper")) {
+			ASSERT(!lock);
+			others++;
+		}
+		/* started through a wrapper (go pinger(ch) has an argument) */
+		for (int k = 0; k < pk->n[i]; k++)
+			if (!strcmp(func_of(as, pk->frames[i][k]), "main.pinger"))
+				pinger = (struct pt_go_g *)batch[i];
+	}
+	ASSERT_EQ(locks, 2);
+	ASSERT_EQ(others, 6);
+	/* main.pinger parks in the same receive every 10 ms: the same SP, PC
+	 * and wait reason, another trackingSeq. */
+	if (!pinger)
+		FAIL_AT("%s: main.pinger not parked at the first read", name);
+	first = *pinger;
+	for (int again = 0; again < 100 && !changed; again++) {
+		usleep(15000);
+		ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn)) > 0);
+		for (int i = 0; i < n; i++)
+			if (gs[i].goid == first.goid && gs[i].waiting && gs[i].sp == first.sp &&
+			    gs[i].pc == first.pc && gs[i].state == first.state)
+				changed = gs[i].seq != first.seq;
+	}
+	if (!changed)
+		FAIL_AT("%s: main.pinger's trackingSeq stays %u", name, first.seq);
+	pt_go_free(go);
+	pt_space_free(as);
+	base_free(gs);
+	base_free(pk);
+	stop_fixture(pid);
+}
+
+TEST(go_waits_of_a_running_program)
+{
+	check_waits("goroutines");
+}
+
+TEST(go_waits_of_a_stripped_program)
+{
+	check_waits("goroutines-stripped");
 }
 
 TEST(go_detection_of_a_program_that_is_not_go)

@@ -1,7 +1,8 @@
 /* Go as a runtime (see go.h): a CPU sample taken while a goroutine ran
  * under pprof labels carries them, as a last frame that is a token of its
  * label set (merge); the sets are kept by content, each once, numbered in
- * order of first sight (labels). Sampler thread only. */
+ * order of first sight (labels); so are the one-label sets that say where
+ * a goroutine waits (pt_go_label_token). Sampler thread only. */
 #include "ptrace/runtimes/go/go.h"
 
 #include <errno.h>
@@ -163,6 +164,15 @@ static int go_rt_merge(struct pt_rt *rt, const void *slot, struct pt_capture *ca
 		return n;
 	frames[n] = pt_rt_token(r->row, (uint64_t)id);
 	return n + 1;
+}
+
+uint64_t pt_go_label_token(struct pt_rt *rt, const char *key, const char *value)
+{
+	struct go_rt *r = (struct go_rt *)rt;
+	struct pt_go_label lab = { key, value };
+	long id = intern(r, &lab, 1);
+
+	return id < 0 ? 0 : pt_rt_token(r->row, (uint64_t)id);
 }
 
 static int go_rt_labels(struct pt_rt *rt, uint64_t token, const char *const **kv, size_t *n)

@@ -342,6 +342,7 @@ static int parse_g(struct pt_go *go, uint64_t addr, const uint8_t *rec, uint64_t
 	gr->g = addr;
 	gr->status = status;
 	gr->scan = (raw & (uint64_t)L->gscan) != 0;
+	gr->waiting = status == (uint32_t)L->gstatus_waiting;
 	gr->goid = field(rec, L->g_goid, L->g_goid_size);
 	gr->stack_lo = field(rec, L->g_stack_lo, 8);
 	gr->stack_hi = field(rec, L->g_stack_hi, 8);
@@ -352,6 +353,7 @@ static int parse_g(struct pt_go *go, uint64_t addr, const uint8_t *rec, uint64_t
 	if ((status == (uint32_t)L->gstatus_waiting || status == (uint32_t)L->gstatus_syscall) && since &&
 	    since < now)
 		gr->wait_ns = now - since;
+	gr->seq = (uint8_t)field(rec, L->g_tracking_seq, 1);
 	gr->locked = field(rec, L->g_lockedm, 8) != 0;
 	gr->gopc = field(rec, L->g_gopc, 8);
 	gr->startpc = field(rec, L->g_startpc, 8);
@@ -533,6 +535,31 @@ int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc)
 		return 0;
 	return !strncmp(gl[n - 1].name, "runtime.mstart", 14) || !strcmp(gl[n - 1].name, "runtime.rt0_go") ||
 	       !strcmp(gl[n - 1].name, "runtime.mcall");
+}
+
+int pt_go_is_lock_wait(struct pt_go *go, const struct pt_go_g *gr, const uint64_t *frames, int n)
+{
+	struct pt_goline gl[PT_GOTAB_MAX_INLINE + 1];
+
+	if (go->state != 1 || !gr->waiting)
+		return 0;
+	if (!strcmp(gr->state, "sync.Mutex.Lock") || !strcmp(gr->state, "sync.RWMutex.Lock") ||
+	    !strcmp(gr->state, "sync.RWMutex.RLock"))
+		return 1;
+	if (strcmp(gr->state, "semacquire"))
+		return 0;
+	/* Before 1.20 the semaphore's callers tell: runtime.semacquire1,
+	 * sync.runtime_SemacquireMutex, then sync.(*Mutex).lockSlow or
+	 * sync.(*RWMutex).RLock/Lock, within the first few frames. */
+	for (int i = 0; i < n && i < 8; i++) {
+		int k = pt_space_go_lines(go->as, frames[i], gl, PT_GOTAB_MAX_INLINE + 1);
+
+		for (int j = 0; j < k; j++)
+			if (!strncmp(gl[j].name, "sync.(*Mutex).", 14) ||
+			    !strncmp(gl[j].name, "sync.(*RWMutex).", 16))
+				return 1;
+	}
+	return 0;
 }
 
 uint64_t pt_go_current_labels(struct pt_go *go, const struct user_regs_struct *regs)

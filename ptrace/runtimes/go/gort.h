@@ -31,8 +31,11 @@ struct pt_go_g {
 	uint64_t stack_lo, stack_hi; /* its stack (g.stack), as read: untrusted */
 	uint32_t status;            /* Go's _G* status, without the scan bit */
 	int scan;                   /* the GC was scanning its stack */
+	int waiting;                /* parked (_Gwaiting): its state is its wait reason */
 	const char *state;          /* as Go prints it: "chan receive", "runnable", ... (static) */
 	uint64_t wait_ns;           /* how long it has waited, as Go counts it (0: unknown) */
+	uint8_t seq;                /* g.trackingSeq: one more each time it stops running (a
+				     * wait that ended and began again at the same place tells) */
 	int locked;                 /* locked to its thread (LockOSThread) */
 	int system;                 /* a runtime goroutine Go leaves out of its profiles */
 	uint64_t gopc, startpc;     /* the go statement's return address, its function */
@@ -96,6 +99,10 @@ int pt_go_heap_syms(struct pt_go *go, struct pt_gomem_syms *out, const char **wh
  * (runtime.mstart and its helpers, runtime.rt0_go), or runtime.mcall, which
  * switches to it to schedule (a walk through it ends there). */
 int pt_go_is_scheduler_root(struct pt_go *go, uint64_t pc);
+/* 1 if gr, parked, waits for a lock: sync.Mutex or sync.RWMutex (Go's
+ * wait reasons since 1.20; before, "semacquire" with a frame of theirs
+ * among frames[0..n), its stack, innermost first). */
+int pt_go_is_lock_wait(struct pt_go *go, const struct pt_go_g *gr, const uint64_t *frames, int n);
 /* The label set of the goroutine a thread ran when its registers were
  * regs (a stop's, or the kernel's sample's): the thread's g (R14 in Go
  * code, else its TLS word at fs_base - 8), checked by its stack bounds,

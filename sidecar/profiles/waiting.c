@@ -52,13 +52,14 @@ static const struct sc_stack_spec go_spec = { waiting_values, 2, SC_LABEL_GO };
 static int build_go(struct enc_pprof *e, const struct waiting_job *w, const struct sc_stacks_info *in)
 {
 	const struct pt_profile *pr = w->job.req.profile;
-	char comment[768], whose[32];
+	char comment[1024], whose[32];
 	int err;
 
 	snprintf(comment, sizeof(comment),
 		 "podprof: %s: goroutines of %s (%s) seen parked over %.1f s%s%s, looked at every "
 		 "20 ms or more (at most 5%% of a core), each credited the time since the look "
-		 "before; a contention is a new wait (another place, wait reason or park since); "
+		 "before; a contention is a wait seen anew (another place or reason, or parked again "
+		 "since; waits that begin and end between two looks are not seen); "
 		 "label wait: Go's wait reason; no SetBlockProfileRate needed. waits=%" PRIu64
 		 " left_out=%" PRIu64 " (moved while read); the threads: ?view=threads",
 		 w->name, sc_stacks_whose(pr, w->job.req.pid, whose, sizeof(whose)), pr->go_version,

@@ -19,10 +19,7 @@ struct pt_module *pt__gowalk_func(struct pt__walk *c, uint64_t addr, int force, 
 	if (!force && !pt_modules_go_count(c->mods))
 		return NULL;
 	mod = pt_modules_find(c->mods, c->maps, addr);
-	if (!mod || !mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
-	    pt_gotab_lookup(mod->go, addr - mod->bias, f))
-		return NULL;
-	return mod;
+	return mod && !pt_module_go_func(mod, addr, f) ? mod : NULL;
 }
 
 /* Go 1.18 and 1.19's funcID values (cmd/internal/objabi/funcid.go). */

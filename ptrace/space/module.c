@@ -75,6 +75,7 @@ static void module_free(struct pt_modules *mods, struct pt_module *mod)
 	if (!mod)
 		return;
 	base_free(mod->path);
+	base_free(mod->go_memo);
 	pt_object_put(mods->objs, mod->obj);
 	base_free(mod);
 }
@@ -670,14 +671,45 @@ int pt_modules_go_count(const struct pt_modules *mods)
 	return mods->ngo;
 }
 
+/* A direct-mapped memo of lookups by address: a hit is the same address
+ * looked up before, in the same table, so the same answer. */
+#define GO_MEMO_SLOTS 256
+
+struct pt_gofunc_memo {
+	struct {
+		uint64_t addr;          /* + 1: 0 is an empty slot */
+		struct pt_gofunc f;
+	} slot[GO_MEMO_SLOTS];
+};
+
+int pt_module_go_func(struct pt_module *mod, uint64_t addr, struct pt_gofunc *f)
+{
+	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 56) % GO_MEMO_SLOTS;
+	int err;
+
+	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi)
+		return -ENOENT;
+	if (mod->go_memo && mod->go_memo->slot[i].addr == addr + 1) {
+		*f = mod->go_memo->slot[i].f;
+		return 0;
+	}
+	if ((err = pt_gotab_lookup(mod->go, addr - mod->bias, f)))
+		return err;
+	if (!mod->go_memo)
+		mod->go_memo = base_calloc(1, sizeof(*mod->go_memo));   /* none: no memo */
+	if (mod->go_memo) {
+		mod->go_memo->slot[i].addr = addr + 1;
+		mod->go_memo->slot[i].f = *f;
+	}
+	return 0;
+}
+
 int pt_module_go_frames(struct pt_module *mod, uint64_t addr, struct pt_goline *out, int max)
 {
 	struct pt_gofunc f;
-
 	int n;
 
-	if (!mod->go || addr < mod->go_lo || addr >= mod->go_hi ||
-	    pt_gotab_lookup(mod->go, addr - mod->bias, &f))
+	if (pt_module_go_func(mod, addr, &f))
 		return 0;
 	n = pt_gotab_frames(mod->go, &f, addr - mod->bias, out, max);
 	for (int k = 0; k < n; k++)
@@ -689,8 +721,7 @@ const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uin
 {
 	struct pt_gofunc f;
 
-	if (mod->go && addr >= mod->go_lo && addr < mod->go_hi &&
-	    !pt_gotab_lookup(mod->go, addr - mod->bias, &f) && f.name)
+	if (!pt_module_go_func(mod, addr, &f) && f.name)
 		return f.name;
 	if (!mod->sym_state)
 		load_symbols(mods, mod);

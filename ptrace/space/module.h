@@ -41,6 +41,10 @@ struct pt_module {
 	 * [go_lo, go_hi): the runtime addresses of the code it describes. */
 	struct pt_gotab *go;
 	uint64_t go_lo, go_hi;
+	/* The last functions its Go code was looked up in, by address (a
+	 * goroutine dump walks the same few stacks thousands of times);
+	 * allocated at the first lookup. */
+	struct pt_gofunc_memo *go_memo;
 };
 
 struct pt_modules;
@@ -64,6 +68,10 @@ struct pt_module *pt_modules_find(struct pt_modules *mods, const struct pt_maps 
  * symbol covers it: a Go function's from .gopclntab first, else the ELF
  * symbols'. Loads the module's symbols on first call. */
 const char *pt_module_symbol(struct pt_modules *mods, struct pt_module *mod, uint64_t addr);
+/* The Go function at runtime address addr of mod, through the module's
+ * memo. Returns as pt_gotab_lookup, -ENOENT outside its Go code. */
+struct pt_gofunc;
+int pt_module_go_func(struct pt_module *mod, uint64_t addr, struct pt_gofunc *f);
 /* Go's traceback frames at runtime address addr of a Go module: the
  * functions inlined there and the one holding the code, innermost first,
  * with files and lines (pt_gotab_frames). Returns how many, 0 if the code is

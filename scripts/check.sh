@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite: installs what is missing, then builds and runs every
-# test twice, plain and under ASan+UBSan, the structure's rules, a short
+# test twice, plain and under ASan+UBSan, the structure's rules, the tests
+# that judge figures once more under load (a short make stress), a short
 # torture (allocations failing), the fuzz smoke, the pod end-to-end test,
 # and last the check that build/podprof is still the release build.
 #
@@ -40,6 +41,13 @@ for flavour in release asan; do
 	fi
 	stage "$flavour"
 done
+# make stress, short: every test that compares shares, rates or times
+# (marked @figures) once more, with both cores taken by busy processes (make
+# stress runs each ten times and prints each figure's spread). About 8
+# minutes on 2 cores.
+python3 tests/stress/figures.py build/release --runs "${STRESS_RUNS_SHORT:-1}" | record |
+	grep -E '^(FAIL|SKIP|[0-9]+ passed)'
+stage stress
 # make torture, short: every unit test with each allocation failing in turn
 # (at most 100 runs a test: every allocation of a test that makes 100 or
 # fewer, else the first 50 and 50 drawn), and the HTTP scenarios with at most

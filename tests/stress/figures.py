@@ -12,7 +12,7 @@ test (FAIL if any run failed, with that run's message), then per test the
 spread of every figure its runs printed ("info:" lines with the numbers
 taken out: the same line of every run side by side, its worst and best
 values), and a tally. Exit status 1 if any run failed. make stress runs
-each test ten times (scripts/check.sh does not run it yet).
+each test ten times; scripts/check.sh runs it once (its short form).
 """
 import argparse
 import os

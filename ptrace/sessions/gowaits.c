@@ -3,7 +3,9 @@
  * of a Go program (its threads park in futex whatever its goroutines wait
  * for), so for a Go program podprof reads (gort.h) the waiting profiles
  * look at its goroutines instead, every period (at least MIN_PERIOD_NS,
- * longer when a look costs more than 1/COST_SHARE of it), without a stop:
+ * longer when reading them costs more than 1/COST_SHARE of it: 2 % of a
+ * core, and the unwinding of each new wait's stack once), without a stop;
+ * the session's ticks come no faster than the looks:
  *   - every goroutine parked (_Gwaiting) at a look is credited the time
  *     since the look before: the time parked, sampled;
  *   - a wait is the goroutine's id, its saved SP and PC, its wait reason
@@ -45,7 +47,7 @@
 
 #define MIN_PERIOD_NS 20000000ull      /* looks at most 50 times a second */
 #define MAX_PERIOD_NS 5000000000ull
-#define COST_SHARE 20                  /* a look takes at most 1/20 of the period */
+#define COST_SHARE 50                  /* a look takes at most 1/50 of the period */
 #define MAX_GOROUTINES 100000          /* read per look (more: the rest left out, counted) */
 
 #define ID_UNKNOWN (-1)                /* its stack not yet unwound */
@@ -69,6 +71,7 @@ struct pt__gowaits {
 	size_t list_cap;
 	struct pt_go_parked *pk;
 	uint64_t at_ns;              /* the last look, 0 before the first */
+	uint64_t unwind_ns;          /* of the last look, spent unwinding new waits */
 	struct pt__gowaits_stats st;
 	char version[32];
 };
@@ -110,6 +113,7 @@ static int first_credit(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *
 			const struct pt_go_g *const *batch, const size_t *idx, size_t n, uint64_t dt)
 {
 	struct pt_space *as = pt_tracee_space(gw->ss->t);
+	uint64_t t0 = pt__now_ns();
 	int err = pt_go_unwind_parked(go, as, batch, n, gw->pk);
 
 	for (size_t i = 0; i < n && !err; i++) {
@@ -130,6 +134,7 @@ static int first_credit(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *
 		credit(gw, gw->block, &w->block, frames, k, v);
 		credit(gw, gw->mutex, &w->mutex, frames, k, v);
 	}
+	gw->unwind_ns += pt__now_ns() - t0;
 	return err;
 }
 
@@ -221,12 +226,14 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 	    !(go = go_of(gw, &rt)))
 		return;
 	t0 = pt__now_ns();
+	gw->unwind_ns = 0;
 	err = look(gw, go, rt, gw->at_ns ? now - gw->at_ns : 0);
 	gw->at_ns = now;
 	gw->st.looks++;
 	gw->st.look_ns = pt__now_ns() - t0;
-	/* At most 1/COST_SHARE of a core, however many goroutines. */
-	gw->st.period_ns = gw->st.look_ns * COST_SHARE;
+	/* Reading at most 1/COST_SHARE of a core, however many goroutines
+	 * (a new wait's unwinding is paid once, not each look). */
+	gw->st.period_ns = (gw->st.look_ns - gw->unwind_ns) * COST_SHARE;
 	if (gw->st.period_ns < MIN_PERIOD_NS)
 		gw->st.period_ns = MIN_PERIOD_NS;
 	if (gw->st.period_ns > MAX_PERIOD_NS)
@@ -253,6 +260,9 @@ int pt__gowaits_new(struct pt_session *ss, struct pt_stacks *block, struct pt_st
 	gw->block = block;
 	gw->mutex = mutex;
 	gw->st.period_ns = MIN_PERIOD_NS;
+	/* Its ticks only bring the looks: none faster than they can come. */
+	if (ss->period_ns && ss->period_ns < MIN_PERIOD_NS)
+		ss->period_ns = MIN_PERIOD_NS;
 	snprintf(gw->version, sizeof(gw->version), "%s", pt_go_version(pt_go_of(rt)));
 	pt__gowaits_look(gw, pt__now_ns(), 1);
 	*out = gw;

@@ -57,7 +57,7 @@ static int build_go(struct enc_pprof *e, const struct waiting_job *w, const stru
 
 	snprintf(comment, sizeof(comment),
 		 "podprof: %s: goroutines of %s (%s) seen parked over %.1f s%s%s, looked at every "
-		 "20 ms or more (at most 5%% of a core), each credited the time since the look "
+		 "20 ms or more (at most 2%% of a core), each credited the time since the look "
 		 "before; a contention is a wait seen anew (another place or reason, or parked again "
 		 "since; waits that begin and end between two looks are not seen); "
 		 "label wait: Go's wait reason; no SetBlockProfileRate needed. waits=%" PRIu64

@@ -13,7 +13,11 @@ provisioned it, Go 1.26:
   second set of windows alone in the same turns against the first (the
   machine's own noise, which a goal of 1 % has to clear);
 - the share of the labelled goroutine's CPU samples that carry its labels
-  (perf_event and ptrace backends; goal 100 %).
+  (perf_event and ptrace backends; goal 100 %);
+- where the goroutines wait (block?seconds=3 of a Go program: podprof
+  looks at every goroutine every 20 ms or more): its looks, what one took
+  and how often (podprof's log), podprof's CPU over the window, and the hot
+  goroutine's progress in the window against windows alone, alternated.
 
 Called by bench.py (--only go)."""
 import os
@@ -21,6 +25,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -110,6 +115,47 @@ def dump_row(b, release):
         statistics.median(rates["alone again"]) / alone))
 
 
+def cpu_ms(pid):
+    """A process's CPU (user + system) in ms."""
+    with open("/proc/%d/stat" % pid) as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def waits_row(b, release):
+    f = Fixture(fixture_exe(b, release), ["-recv", str(GOROUTINES), "-sleep", "0", "-lock", "0"])
+    rates = {"alone": [], "block": []}
+    looks = []
+    cpu = []
+    for _ in range(max(b.reps, 3)):
+        rates["alone"].append(window(f, None, None)[0])
+        pp, port = b.start_podprof(f.pid)
+        result = {}
+
+        def fetch():
+            result["body"] = get(port, "/debug/pprof/block?seconds=%d" % WINDOW_S, timeout=WINDOW_S + 60)[1]
+        t = threading.Thread(target=fetch)
+        c0, r0, t0 = cpu_ms(pp.pid), f.rounds(), time.monotonic()
+        t.start()
+        t.join()
+        rates["block"].append((f.rounds() - r0) / (time.monotonic() - t0))
+        cpu.append(cpu_ms(pp.pid) - c0)
+        log = b.stop_podprof(pp)
+        m = re.search(r"block: pid=\d+ \S+: (\d+) looks at the goroutines, the last ([\d.]+) ms, every (\d+) ms; "
+                      r"(\d+) parked", log)
+        if m:
+            looks.append(tuple(float(x) for x in m.groups()))
+    f.stop()
+    if not looks:
+        print("| %s | (no look logged) | | | | |" % release)
+        return
+    alone = statistics.median(rates["alone"])
+    print("| %s | %d | %.0f | %.2f | %.0f | %.0f | %.4f |" % (
+        release, statistics.median(x[3] for x in looks), statistics.median(x[0] for x in looks),
+        statistics.median(x[1] for x in looks), statistics.median(x[2] for x in looks),
+        statistics.median(cpu), statistics.median(rates["block"]) / alone))
+
+
 def labels_row(b, release, backend):
     f = Fixture(fixture_exe(b, release), ["-recv", "5", "-sleep", "5", "-lock", "2"])
     pp, port = b.start_podprof(f.pid, "--backend", backend)
@@ -156,4 +202,11 @@ def run(b):
     for r in rel:
         for backend in ("perf_event", "ptrace"):
             labels_row(b, r, backend)
+    print("\n## Go: where the goroutines wait, a %.0f s block window over %d parked goroutines\n" %
+          (WINDOW_S, GOROUTINES))
+    print("| Go | goroutines parked | looks | a look, ms | every, ms | podprof CPU in the window, ms | "
+          "progress in the window (against alone) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rel:
+        waits_row(b, r)
     print()

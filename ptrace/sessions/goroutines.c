@@ -32,7 +32,6 @@
 #include "ptrace/sessions/threads.h"
 #include "ptrace/space/space.h"
 
-#define MAX_FRAMES PT_GO_MAX_FRAMES
 #define MAX_THREADS 4096               /* threads whose stacks a running goroutine may need */
 #define LABEL_BYTES 8192               /* one goroutine's labels' strings */
 
@@ -165,7 +164,7 @@ static int running_frames(const struct gr_session *gs, const struct pt_go_g *g, 
 {
 	for (size_t t = 0; t < gs->nthreads; t++)
 		if (gs->threads[t].nstid == g->nstid) {
-			int k = gs->threads[t].n < MAX_FRAMES ? gs->threads[t].n : MAX_FRAMES;
+			int k = gs->threads[t].n < PT_GO_MAX_FRAMES ? gs->threads[t].n : PT_GO_MAX_FRAMES;
 
 			memcpy(frames, gs->threads[t].frames, (size_t)k * sizeof(*frames));
 			return k;
@@ -195,7 +194,7 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 	const struct pt_go_g *batch[PT_GO_BATCH];
 	struct pt_go_g *list = NULL;
 	struct pt_go_parked *pk = NULL;
-	uint64_t frames[MAX_FRAMES];
+	uint64_t frames[PT_GO_MAX_FRAMES];
 	size_t torn = 0, max = pt_go_count(go), nb = 0;
 	int n, err = 0;
 

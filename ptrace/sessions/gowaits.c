@@ -173,6 +173,9 @@ static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint
 		return n;
 	gw->st.torn += torn;
 	gw->ncur = 0;
+	/* About as many parked as at the last look: one sizing, not a growth
+	 * per doubling (no room: the puts below grow it, or fail). */
+	(void)base_map_reserve(&next, gw->nprev);
 	for (int i = 0; i < n && !err; i++) {
 		const struct pt_go_g *g = &gw->list[i];
 		struct wait *w;

@@ -41,6 +41,7 @@ struct pt_tracer {
 	 * stop (late_from, 0 until then). */
 	uint64_t poll_ns, late_from, rq_base, woke_ns;
 	int mid_wake;                /* polled before a tick: the poll after it comes next */
+	uint64_t breathed_ns;        /* the last pt_tracer_breathe that polled */
 	uint64_t late_ns;            /* time spent taking late stops (pt_tracer_take_late_ns) */
 	int self_sched_fd;           /* /proc/thread-self/schedstat, opened at first use */
 	int loadavg_fd;              /* /proc/loadavg, opened at first use */

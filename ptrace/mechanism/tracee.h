@@ -59,6 +59,10 @@ void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
 /* t's address space (ptrace/space/space.h): its maps, memory, modules,
  * the naming of its addresses; owned by t. */
 struct pt_space *pt_tracee_space(struct pt_tracee *t);
+/* Between the pieces of long work for t on the tracer thread: every
+ * tracee's waiting stops answered, at most every PT_TRACER_BREATHE_NS
+ * (pt_tracer_breathe, tracer.h). */
+void pt_tracee_breathe(struct pt_tracee *t);
 /* t's language runtimes (ptrace/runtimes/runtimes.h), detected at attach
  * and exec; owned by t. */
 struct pt_runtimes *pt_tracee_runtimes(struct pt_tracee *t);

@@ -211,3 +211,13 @@ int pt_tracer_poll_before_tick(struct pt_tracer *tr)
 {
 	return poll_once(tr, 1);
 }
+
+void pt_tracer_breathe(struct pt_tracer *tr)
+{
+	uint64_t now = pt__now_ns();
+
+	if (now - tr->breathed_ns < PT_TRACER_BREATHE_NS)
+		return;
+	tr->breathed_ns = now;
+	(void)poll_once(tr, 1);
+}

@@ -29,6 +29,17 @@ int pt_tracer_poll(struct pt_tracer *tr);
 /* The same, before a tick: the wake-up mark stays for the tick's looks and
  * for the pt_tracer_poll after it. */
 int pt_tracer_poll_before_tick(struct pt_tracer *tr);
+/* Long work on the tracer thread (a dump reading thousands of goroutines)
+ * calls this between its pieces: what pt_tracer_poll does (a signal on its
+ * way re-injected, a new thread's first stop answered), at most once every
+ * PT_TRACER_BREATHE_NS, as part of the same wake-up as the poll before the
+ * tick. Without it, a thread that gets a signal while the work runs waits
+ * in its stop until the work ends: a Go program's running goroutine, sent
+ * SIGURG every 10 ms by its runtime, lost 1-2 % of its progress to a dump
+ * a second. Not from inside a walk over a tracee's threads (a poll may add
+ * and compact them). */
+#define PT_TRACER_BREATHE_NS 250000ull
+void pt_tracer_breathe(struct pt_tracer *tr);
 /* Marks the tracer's wake-up from a sleep: the pause of a stop that the next
  * pt_tracer_poll takes counts from then (else from that call). */
 void pt_tracer_woke(struct pt_tracer *tr);

@@ -172,12 +172,21 @@ static int running_frames(const struct gr_session *gs, const struct pt_go_g *g, 
 	return 0;
 }
 
+/* Between the pieces of the reading: a signal on its way to one of the
+ * target's threads waits no longer than a piece (pt_tracee_breathe). */
+static void breathe(void *t)
+{
+	pt_tracee_breathe(t);
+}
+
 /* The parked goroutines batch[0..n): unwound (parked.h), added, or left
  * out and counted if one moved while its stack was read. */
 static int add_parked(struct gr_session *gs, struct pt_go *go, const struct pt_go_g *const *batch,
 		      size_t n, struct pt_go_parked *pk, int sign)
 {
 	int err = pt_go_unwind_parked(go, pt_tracee_space(gs->base.t), batch, n, pk);
+
+	breathe(gs->base.t);
 
 	for (size_t i = 0; i < n && !err; i++) {
 		if (!pk->ok[i])
@@ -205,7 +214,7 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 		err = -ENOMEM;
 		goto out;
 	}
-	if ((n = pt_go_goroutines(go, list, max, &torn)) < 0) {
+	if ((n = pt_go_goroutines(go, list, max, &torn, breathe, gs->base.t)) < 0) {
 		err = n;
 		goto out;
 	}

@@ -169,7 +169,7 @@ static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint
 		max = MAX_GOROUTINES;
 	if (BASE_ARRAY_GROW(gw->list, gw->list_cap, max))
 		return -ENOMEM;
-	if ((n = pt_go_goroutines(go, gw->list, max, &torn)) < 0)
+	if ((n = pt_go_goroutines(go, gw->list, max, &torn, NULL, NULL)) < 0)
 		return n;
 	gw->st.torn += torn;
 	gw->ncur = 0;

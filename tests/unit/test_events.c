@@ -6,7 +6,8 @@
  * traced is known and runs, and its end is told with the CPU it used; an
  * exec is followed and the new program runs; a process's end is told with
  * its CPU, read while it was a zombie; a stop is only looked at until it
- * is resumed, so that a tracer killed meanwhile loses no signal. */
+ * is resumed, so that a tracer killed meanwhile loses no signal; long work
+ * of the tracer that breathes passes signals on while it runs. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -379,5 +380,49 @@ TEST(events_a_stop_is_only_looked_at_so_a_tracer_killed_in_it_loses_no_signal)
 	spins = k.pg->spins;
 	KID_UNTIL(NULL, k.pg->spins > spins + 1000);
 	ASSERT_EQ(k.pg->usr1, 1);
+	kid_end(&k);
+}
+
+/* Signals sent one after another while the tracer works for 200 ms on
+ * something else: how many reached the kid's handler. breathe: the work
+ * calls pt_tracer_breathe between its pieces, as a goroutine dump does. */
+static uint64_t delivered_during_work(struct kid *k, int breathe)
+{
+	uint64_t base = k->pg->usr1, sent = 0, end = kid_now_ns() + 200000000ull;
+	volatile uint64_t spin = 0;
+
+	while (kid_now_ns() < end) {
+		if (k->pg->usr1 - base == sent) {
+			kill(k->pid, SIGUSR1);
+			sent++;
+		}
+		for (int i = 0; i < 1000; i++)   /* a piece of the work */
+			spin++;
+		if (breathe)
+			pt_tracer_breathe(k->tr);
+	}
+	return k->pg->usr1 - base;
+}
+
+/* Long work on the tracer thread that breathes holds no signal for its
+ * whole length: a Go program's running goroutine, sent SIGURG every 10 ms
+ * by its runtime, lost 1-2 % of its progress to a goroutine dump a second
+ * while its signals waited for the dump's end. */
+TEST(events_long_work_that_breathes_passes_signals_on_meanwhile)
+{
+	struct kid k;
+
+	kid_start(&k, KID_SPIN);
+	KID_UNTIL(k.tr, k.pg->spins > 0);
+	/* Without breathing, the first signal's stop waits for the work's
+	 * end: nothing is delivered meanwhile (it is, after). */
+	ASSERT_U64_EQ(delivered_during_work(&k, 0), 0);
+	KID_UNTIL(k.tr, k.pg->usr1 == 1);
+	/* Breathing every PT_TRACER_BREATHE_NS: one signal after another
+	 * (each a round trip through the kid's stop and handler; a busy
+	 * machine makes fewer, but many more than none). */
+	ASSERT(delivered_during_work(&k, 1) >= 5);
+	assert_kid_runs(&k);
+	ASSERT_EQ(stats(&k).signals_reinjected, k.pg->usr1);
 	kid_end(&k);
 }

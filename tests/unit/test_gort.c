@@ -93,7 +93,7 @@ static void check_fixture(const char *name)
 	/* The last ones may be on their way to where they park (the fixture
 	 * says ready once each is about to): look until all are there. */
 	for (again = 0; again < 200; again++) {
-		n = pt_go_goroutines(go, gs, 4096, &torn);
+		n = pt_go_goroutines(go, gs, 4096, &torn, NULL, NULL);
 		ASSERT(n > 0);
 		recv = sleep = lock = hot = user = 0;
 		for (int i = 0; i < n; i++) {
@@ -205,7 +205,7 @@ static void check_waits(const char *name)
 	ASSERT_OK(pt_space_refresh_maps(as));
 	ASSERT_OK(pt_go_new(&go, as));
 	ASSERT(pt_go_detect(go, note, sizeof(note)));
-	ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn)) > 0);
+	ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn, NULL, NULL)) > 0);
 	for (int i = 0; i < n && nb < PT_GO_BATCH; i++)
 		if (!gs[i].system && gs[i].waiting)
 			batch[nb++] = &gs[i];
@@ -245,7 +245,7 @@ static void check_waits(const char *name)
 	first = *pinger;
 	for (int again = 0; again < 100 && !changed; again++) {
 		usleep(15000);
-		ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn)) > 0);
+		ASSERT((n = pt_go_goroutines(go, gs, 1024, &torn, NULL, NULL)) > 0);
 		for (int i = 0; i < n; i++)
 			if (gs[i].goid == first.goid && gs[i].waiting && gs[i].sp == first.sp &&
 			    gs[i].pc == first.pc && gs[i].state == first.state)

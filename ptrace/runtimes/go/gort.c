@@ -390,7 +390,8 @@ size_t pt_go_count(struct pt_go *go)
 	return len < PT_GO_MAX_GOROUTINES ? (size_t)len : PT_GO_MAX_GOROUTINES;
 }
 
-int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn)
+int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn,
+		     void (*between)(void *arg), void *arg)
 {
 	const size_t gsz = (size_t)go->L->g_size;
 	uint64_t len, arr, now = pt__now_ns(), *ptrs = NULL;
@@ -421,6 +422,8 @@ int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *
 		struct pt_mem_region r[READ_BATCH];
 		size_t k = 0;
 
+		if (j && between)
+			between(arg);
 		/* the next READ_BATCH pointers that can be g's (each taken once) */
 		for (; j < len && k < READ_BATCH; j++)
 			if (ptrs[j] && !(ptrs[j] & 7)) {

@@ -79,8 +79,10 @@ size_t pt_go_count(struct pt_go *go);
  * one the runtime lists, system goroutines included (marked). *torn
  * counts those that changed under the read (left out). Returns how many,
  * or a negative errno (-ENOENT: not active, -ESRCH, -EFAULT: the list
- * could not be read). */
-int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn);
+ * could not be read). between (may be NULL) is called between the reads
+ * of a long list, with arg: the caller's pause for other work. */
+int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn,
+		     void (*between)(void *arg), void *arg);
 /* 1 if gr's goroutine is still the same one in the same place (its id,
  * status and saved registers unchanged since pt_go_goroutines): what was
  * unwound from it holds. */

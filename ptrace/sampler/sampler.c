@@ -169,6 +169,15 @@ static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__
 	return any ? cbs : NULL;
 }
 
+/* The sessions of tg that took this tick, their own work after it (a poll
+ * inside may add sessions, never remove one: they end in pt__serve_end). */
+static void after_tick(struct pt_sampler *s, struct pt__target *tg, uint64_t now)
+{
+	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->target == tg && ss->take && ss->kind->on_tick)
+			ss->kind->on_tick(ss, now);
+}
+
 /* The log line for a change of rate (see rate.c). */
 static void log_rate(struct pt_sampler *s, int change, uint64_t period)
 {
@@ -206,8 +215,10 @@ static void tick(struct pt_sampler *s, uint64_t now)
 			continue;
 		/* The last tick's late stops, under that tick's flags. */
 		pt_stop_report_late(tg->t);
-		if (tick_sessions(s, tg, now, period, &cbs))
+		if (tick_sessions(s, tg, now, period, &cbs)) {
 			pt_rule_tick(tg->rule, period, &cbs);
+			after_tick(s, tg, now);
+		}
 	}
 	log_rate(s, pt_rate_account(&s->rate, pt__now_ns(), base,
 				    pt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 +

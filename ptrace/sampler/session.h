@@ -83,6 +83,11 @@ struct pt_session_kind {
 	/* Each thread of the target at each of the session's ticks
 	 * (PT_KIND_F_STATES only). */
 	void (*on_thread_state)(struct pt_session *ss, const struct pt_thread_state *st);
+	/* After each of the session's ticks, its threads all reported: the
+	 * session's own work that may be long (a Go program's look at its
+	 * goroutines), outside every walk over the target's threads, so that
+	 * it may breathe (pt_tracee_breathe). May be NULL. */
+	void (*on_tick)(struct pt_session *ss, uint64_t now);
 	/* A thread of the target was created or ended while the session ran. */
 	void (*on_clone)(struct pt_session *ss, pid_t parent, pid_t child);
 	void (*on_exit)(struct pt_session *ss, const struct pt_exit *x);

@@ -116,6 +116,8 @@ static int first_credit(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *
 	uint64_t t0 = pt__now_ns();
 	int err = pt_go_unwind_parked(go, as, batch, n, gw->pk);
 
+	pt_tracee_breathe(gw->ss->t);
+
 	for (size_t i = 0; i < n && !err; i++) {
 		struct wait *w = &gw->cur[idx[i]];
 		uint64_t *frames = gw->pk->frames[i], token;
@@ -156,6 +158,15 @@ static void keep_look(struct pt__gowaits *gw, struct base_map *next)
 	gw->st.parked = gw->nprev;
 }
 
+/* Between the pieces of a look: a signal on its way to one of the
+ * target's threads waits no longer than a piece (pt_tracee_breathe; every
+ * look runs outside the walks over the target's threads: the tick's end,
+ * start, finish). */
+static void breathe(void *t)
+{
+	pt_tracee_breathe(t);
+}
+
 /* One look: the goroutines parked now, each credited dt since the last
  * look (0 at the first: nothing counted). */
 static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint64_t dt)
@@ -169,7 +180,7 @@ static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint
 		max = MAX_GOROUTINES;
 	if (BASE_ARRAY_GROW(gw->list, gw->list_cap, max))
 		return -ENOMEM;
-	if ((n = pt_go_goroutines(go, gw->list, max, &torn, NULL, NULL)) < 0)
+	if ((n = pt_go_goroutines(go, gw->list, max, &torn, breathe, gw->ss->t)) < 0)
 		return n;
 	gw->st.torn += torn;
 	gw->ncur = 0;

@@ -290,12 +290,16 @@ int pt__watched_start(struct pt_session *ss, struct pt__watched **out)
 
 void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st)
 {
-	if (w->go) {
-		pt__gowaits_look(w->go, st->at_ns, 0);
-		return;
-	}
+	if (w->go)
+		return;   /* the goroutines', at the tick's end */
 	waits_on_state(w->block, st);
 	waits_on_state(w->mutex, st);
+}
+
+void pt__watched_on_tick(struct pt__watched *w, uint64_t now)
+{
+	if (w->go)
+		pt__gowaits_look(w->go, now, 0);
 }
 
 void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x)
@@ -390,10 +394,16 @@ static void waiting_on_state(struct pt_session *ss, const struct pt_thread_state
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
-	if (ws->w && ws->w->go)
-		pt__gowaits_look(ws->w->go, st->at_ns, 0);
-	else if (ws->w)
+	if (ws->w && !ws->w->go)   /* a Go program's: its goroutines, at the tick's end */
 		waits_on_state(ws->w, st);
+}
+
+static void waiting_on_tick(struct pt_session *ss, uint64_t now)
+{
+	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
+
+	if (ws->w && ws->w->go)
+		pt__gowaits_look(ws->w->go, now, 0);
 }
 
 static void waiting_on_exit(struct pt_session *ss, const struct pt_exit *x)
@@ -472,6 +482,7 @@ static void waiting_free(struct pt_session *ss)
 		.name = label, .size = sizeof(struct waiting_session),                   \
 		.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES, \
 		.start = waiting_start, .on_thread_state = waiting_on_state,             \
+		.on_tick = waiting_on_tick,                                              \
 		.on_clone = waiting_on_clone, .on_exit = waiting_on_exit,                \
 		.finish = waiting_finish, .free = waiting_free,                          \
 	}

@@ -22,11 +22,13 @@ extern const struct pt_session_kind pt_kind_mutex_threads;
 /* The continuous watch's waits (block and mutex) of ss's target, kept by
  * waiting.c in a target slot of its own, where block and mutex
  * requests without a window find them: started anew (counts start again)
- * for the watch (watch.c), which feeds it each thread state.
+ * for the watch (watch.c), which feeds it each thread state and tick.
  * Returns 0 or -ENOMEM. */
 struct pt__watched;
 int pt__watched_start(struct pt_session *ss, struct pt__watched **out);
 void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st);
+/* ... and each of its ticks' end (a Go program's look at its goroutines). */
+void pt__watched_on_tick(struct pt__watched *w, uint64_t now);
 /* ... and each thread's birth and end. */
 void pt__watched_on_clone(struct pt__watched *w, pid_t child);
 void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x);

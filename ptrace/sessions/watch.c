@@ -47,6 +47,13 @@ static void watch_on_state(struct pt_session *ss, const struct pt_thread_state *
 	}
 }
 
+static void watch_on_tick(struct pt_session *ss, uint64_t now)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+
+	pt__watched_on_tick(ws->w, now);
+}
+
 static void watch_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
 {
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
@@ -75,6 +82,7 @@ const struct pt_session_kind pt_kind_watch = {
 	.flags = PT_KIND_F_ATTACH | PT_KIND_F_WINDOW | PT_KIND_F_TICKS | PT_KIND_F_STATES,
 	.start = watch_start,
 	.on_thread_state = watch_on_state,
+	.on_tick = watch_on_tick,
 	.on_clone = watch_on_clone,
 	.on_exit = watch_on_exit,
 	.finish = watch_finish,

@@ -8,16 +8,18 @@ provisioned it, Go 1.26:
   net/http/pprof over the same goroutines: the answer's time (median and
   worst of the dumps) and its size;
 - the hot goroutine's progress (its main.hotLoop rounds a second, the
-  fixture's /rounds) in windows with one dump a second against windows
-  alone, alternated: the ratio of the medians (1.000: unharmed), and a
-  second set of windows alone in the same turns against the first (the
-  machine's own noise, which a goal of 1 % has to clear);
+  fixture's /rounds) in windows with one dump a second, each against the
+  windows alone on either side of it (paired: a shared host drifts more
+  between minutes than between neighbouring windows): the median of these
+  ratios (1.000: unharmed) and their quartiles, and windows alone in the
+  same turns measured alike (the machine's own noise, which a goal of 1 %
+  has to clear);
 - the share of the labelled goroutine's CPU samples that carry its labels
   (perf_event and ptrace backends; goal 100 %);
 - where the goroutines wait (block?seconds=3 of a Go program: podprof
   looks at every goroutine every 20 ms or more): its looks, what one took
   and how often (podprof's log), podprof's CPU over the window, and the hot
-  goroutine's progress in the window against windows alone, alternated.
+  goroutine's progress in the window against its neighbours alone.
 
 Called by bench.py (--only go)."""
 import os
@@ -86,6 +88,31 @@ def window(f, dump_port, path):
     return (f.rounds() - r0) / (time.monotonic() - t0), times
 
 
+def paired(f, kinds, reps, run):
+    """The hot goroutine's progress in windows of each kind against the
+    windows alone on either side of it: the sequence is alone, kinds[0],
+    alone, kinds[1], ..., alone (reps times), and each window of a kind is
+    measured against the mean of its two neighbours alone. Pairing
+    neighbours cancels the machine's slow drifts (a shared host's), which
+    medians of separate sets of windows do not. run(kind) is one window's
+    rate; alone is window(f, None, None). Returns {kind: sorted ratios}."""
+    seq = [("alone", window(f, None, None)[0])]
+    for _ in range(reps):
+        for k in kinds:
+            seq.append((k, run(k)))
+            seq.append(("alone", window(f, None, None)[0]))
+    out = {k: [] for k in kinds}
+    for i in range(1, len(seq) - 1, 2):
+        out[seq[i][0]].append(seq[i][1] / ((seq[i - 1][1] + seq[i + 1][1]) / 2))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def spread(ratios):
+    """A paired ratio's median and quartiles, as printed."""
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return "%.4f (%.3f-%.3f)" % (statistics.median(ratios), q[0], q[2])
+
+
 def dump_row(b, release):
     f = Fixture(fixture_exe(b, release), ["-recv", str(GOROUTINES), "-sleep", "0", "-lock", "0"])
     pp, port = b.start_podprof(f.pid)
@@ -95,24 +122,22 @@ def dump_row(b, release):
     total = body.count(b"\ngoroutine ") + body.startswith(b"goroutine ")
     _, own_body = get(f.port, path)
     own_total = own_body.count(b"\ngoroutine ") + own_body.startswith(b"goroutine ")
-    rates = {"alone": [], "podprof": [], "own": [], "alone again": []}
     times = {"podprof": [], "own": []}
-    for _ in range(max(b.reps, 3)):
-        for who, dport in (("alone", None), ("podprof", port), ("alone again", None), ("own", f.port)):
-            rate, ts = window(f, dport, path)
-            rates[who].append(rate)
-            if who in times:
-                times[who].extend(ts)
+
+    def run(kind):
+        rate, ts = window(f, {"podprof": port, "own": f.port}.get(kind), path)
+        times.setdefault(kind, []).extend(ts)
+        return rate
+    # "alone again": a window alone in a kind's turn, the machine's own noise.
+    ratios = paired(f, ("podprof", "alone again", "own"), max(b.reps, 3) * 2, run)
     b.stop_podprof(pp)
     f.stop()
-    alone = statistics.median(rates["alone"])
-    print("| %s | %d / %d | %.0f | %.1f / %.1f (%d) | %.1f / %.1f | %.0f / %.0f KiB | %.4f | %.4f | %.4f |" % (
+    print("| %s | %d / %d | %.0f | %.1f / %.1f (%d) | %.1f / %.1f | %.0f / %.0f KiB | %s | %s | %s |" % (
         release, total, own_total, first * 1e3,
         1e3 * statistics.median(times["podprof"]), 1e3 * max(times["podprof"]), len(times["podprof"]),
         1e3 * statistics.median(times["own"]), 1e3 * max(times["own"]),
         len(body) / 1024, len(own_body) / 1024,
-        statistics.median(rates["podprof"]) / alone, statistics.median(rates["own"]) / alone,
-        statistics.median(rates["alone again"]) / alone))
+        spread(ratios["podprof"]), spread(ratios["own"]), spread(ratios["alone again"])))
 
 
 def cpu_ms(pid):
@@ -124,11 +149,10 @@ def cpu_ms(pid):
 
 def waits_row(b, release):
     f = Fixture(fixture_exe(b, release), ["-recv", str(GOROUTINES), "-sleep", "0", "-lock", "0"])
-    rates = {"alone": [], "block": []}
     looks = []
     cpu = []
-    for _ in range(max(b.reps, 3)):
-        rates["alone"].append(window(f, None, None)[0])
+
+    def run(kind):
         pp, port = b.start_podprof(f.pid)
         result = {}
 
@@ -138,22 +162,23 @@ def waits_row(b, release):
         c0, r0, t0 = cpu_ms(pp.pid), f.rounds(), time.monotonic()
         t.start()
         t.join()
-        rates["block"].append((f.rounds() - r0) / (time.monotonic() - t0))
+        rate = (f.rounds() - r0) / (time.monotonic() - t0)
         cpu.append(cpu_ms(pp.pid) - c0)
         log = b.stop_podprof(pp)
         m = re.search(r"block: pid=\d+ \S+: (\d+) looks at the goroutines, the last ([\d.]+) ms, every (\d+) ms; "
                       r"(\d+) parked", log)
         if m:
             looks.append(tuple(float(x) for x in m.groups()))
+        return rate
+    ratios = paired(f, ("block",), max(b.reps, 3), run)
     f.stop()
     if not looks:
         print("| %s | (no look logged) | | | | |" % release)
         return
-    alone = statistics.median(rates["alone"])
-    print("| %s | %d | %.0f | %.2f | %.0f | %.0f | %.4f |" % (
+    print("| %s | %d | %.0f | %.2f | %.0f | %.0f | %s |" % (
         release, statistics.median(x[3] for x in looks), statistics.median(x[0] for x in looks),
         statistics.median(x[1] for x in looks), statistics.median(x[2] for x in looks),
-        statistics.median(cpu), statistics.median(rates["block"]) / alone))
+        statistics.median(cpu), spread(ratios["block"])))
 
 
 def labels_row(b, release, backend):
@@ -186,10 +211,10 @@ def run(b):
     lib.TMP = b.tmp   # go tool pprof's scratch (labelled_traces)
     rel = releases(b)
     print("## Go: a goroutine dump of %d parked goroutines and one hot one\n" % GOROUTINES)
-    print("One dump a second in %.0f s windows, alternated with windows alone (%d of each); "
-          "progress: the hot goroutine's rounds a second, as a ratio of the medians to alone; "
-          "a second set of windows alone, in the same turns, gives the machine's own noise.\n" %
-          (WINDOW_S, max(b.reps, 3)))
+    print("One dump a second in %.0f s windows, each between two windows alone (%d of each kind); "
+          "progress: the hot goroutine's rounds a second in the window against the mean of its two "
+          "neighbours alone, median (quartiles) of these pairs; \"alone again\", windows alone in "
+          "the same turns, gives the machine's own noise.\n" % (WINDOW_S, max(b.reps, 3) * 2))
     print("| Go | goroutines podprof / own | first answer ms | podprof ms median / worst (dumps) | "
           "own ms median / worst | size podprof / own | progress under podprof | under own | "
           "alone again (noise) |")
@@ -205,7 +230,7 @@ def run(b):
     print("\n## Go: where the goroutines wait, a %.0f s block window over %d parked goroutines\n" %
           (WINDOW_S, GOROUTINES))
     print("| Go | goroutines parked | looks | a look, ms | every, ms | podprof CPU in the window, ms | "
-          "progress in the window (against alone) |")
+          "progress in the window (against its neighbours alone), median (quartiles) |")
     print("|---|---|---|---|---|---|---|")
     for r in rel:
         waits_row(b, r)

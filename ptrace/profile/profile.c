@@ -260,6 +260,10 @@ static int build_samples(const struct pt_stacks *st, struct pt_tracee *t, struct
 		struct pt_sample en;
 		int64_t v[PT_MAX_VALUES];
 
+		/* Naming thousands of stacks (symbol tables read at first
+		 * sight) holds no signal of the target's meanwhile. */
+		if (e && !(e % 64))
+			pt_tracee_breathe(t);
 		pt_stacks_get(st, e, &en, v);
 		sm = &p->samples[p->nsamples++];
 		*sm = (struct pt_profile_sample){ .first = (uint32_t)nids, .n = (uint32_t)en.n,

@@ -179,6 +179,29 @@ def go_threads_stay_reachable():
     pp.stop(), f.stop()
 
 
+@test
+def signal_heavy_go_program_is_let_go_after_its_dump():
+    """A Go program's running goroutine gets SIGURG every 10 ms from its
+    runtime, and each signal to a traced thread is a round trip through
+    podprof: after a goroutine dump podprof lets such a program go at once,
+    not after the detach grace (here a minute), while a target that got no
+    signal stays traced for the grace as before."""
+    go = GoFixture(FIXTURE, preempt=True)   # its hot loop is preempted by SIGURG
+    quiet = lib.Fixture(threads=1, sleepers=2)
+    pp = Podprof("--pid", str(go.pid), "--detach-grace-ms", "60000")
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=1&pid=%d" % quiet.pid)
+    check(st == 200 and lib.tracer_pid(quiet.pid) != 0,
+          "the quiet fixture is not traced after its dump: %s %r" % (st, body[:200]))
+    st, _, body = http(pp.port, "/debug/pprof/goroutine?debug=1")
+    check(st == 200 and b"main.hotLoop" in body, "the Go dump: %s %r" % (st, body[:300]))
+    lib.wait_untraced(go.pid, 10)
+    check(lib.tracer_pid(quiet.pid) != 0, "the quiet fixture was let go before its grace")
+    # Its signals are still its own: the program runs on, and answers.
+    st, _, body = http(go.port, "/rounds")
+    check(st == 200 and int(body) > 0, "the Go program after: %s %r" % (st, body))
+    pp.stop(), go.stop(), quiet.stop()
+
+
 def labelled_traces(path):
     """[(labels {k: v}, value in ns, [frames leaf first])] of a CPU profile,
     from go tool pprof -traces."""

@@ -11,7 +11,10 @@
  * Every hook runs on the sampler thread, between ticks or inside one; none
  * may call back into the sampler or stop threads itself, except `start`,
  * which may use the tracee and its rule (pt_snapshot_take,
- * pt_space_name). */
+ * pt_space_name). Long work in `start`, `on_tick` and `finish` breathes
+ * (pt_tracee_breathe: the tracees' stops answered meanwhile, a signal
+ * passed on); the others are called inside walks over the threads or the
+ * sessions, where a poll must not come. */
 #ifndef PT_SESSION_H
 #define PT_SESSION_H
 

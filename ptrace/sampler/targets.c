@@ -119,7 +119,6 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 	return &tg->slot[tg->nslots++].p;
 }
 
-/* Seizes the target if it is not traced yet. Returns 0 or a negative errno. */
 static uint64_t signals_of(const struct pt__target *tg)
 {
 	struct pt_tracee_stats st;
@@ -142,6 +141,7 @@ void pt__target_idle(struct pt_sampler *s, struct pt__target *tg, uint64_t now)
 	}
 }
 
+/* Seizes the target if it is not traced yet. Returns 0 or a negative errno. */
 int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 {
 	uint64_t t0 = pt__now_ns();

@@ -328,8 +328,8 @@ static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 		wake = s->next_tick;
 	for (int i = 0; i < s->ntg; i++)
 		if (pt_tracee_attached(s->tg[i].t) && !s->tg[i].nsessions &&
-		    s->tg[i].idle_since + s->tg[i].grace_ns < wake)
-			wake = s->tg[i].idle_since + s->tg[i].grace_ns;
+		    s->tg[i].idle_since + s->o.detach_grace_ns < wake)
+			wake = s->tg[i].idle_since + s->o.detach_grace_ns;
 	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
 		if (ss->end_ns < wake)
 			wake = ss->end_ns;
@@ -388,12 +388,16 @@ static int serve_queue(struct pt_sampler *s, int *paused)
 	return stopping;
 }
 
-/* 1 if target tg is to be let go: no session used it for its grace
- * period (pt__target_idle; any, when stopping). */
-static int idle(const struct pt__target *tg, uint64_t now, int stopping)
+/* 1 if target tg is to be let go: no session used it for the grace
+ * period, or it got a signal since its last session ended (pt__target_idle:
+ * a signal to a traced thread is a round trip through podprof, for nothing
+ * while no session needs the target; the loop wakes for it, SIGCHLD);
+ * any, when stopping. */
+static int idle(const struct pt_sampler *s, const struct pt__target *tg, uint64_t now, int stopping)
 {
 	return pt_tracee_attached(tg->t) && !tg->nsessions &&
-	       (stopping || now >= tg->idle_since + tg->grace_ns);
+	       (stopping || now >= tg->idle_since + s->o.detach_grace_ns ||
+		pt_tracee_signals(tg->t) != tg->signals_idle);
 }
 
 /* Detaches the targets no session used for the grace period (all of them
@@ -410,7 +414,7 @@ static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 	for (int i = 0; i < s->ntg; i++)
 		pt_tracee_ack_exec(s->tg[i].t);
 	for (int i = 0; i < s->ntg; i++)
-		if (idle(&s->tg[i], now, stopping)) {
+		if (idle(s, &s->tg[i], now, stopping)) {
 			(void)pt_tracee_detach(s->tg[i].t, 0);   /* interrupts, takes what stopped */
 			s->tg[i].detach_started = 1;
 			n++;

@@ -107,7 +107,7 @@ static void session_end(struct pt_sampler *s, struct pt_session *ss, int err, co
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (!tg->nsessions)
-		pt__target_idle(s, tg, pt__now_ns());
+		pt__target_idle(tg, pt__now_ns());
 	pt__backend_end(s, ss);
 	if (ss->kind->free)
 		ss->kind->free(ss);

@@ -30,8 +30,7 @@ struct pt__target {
 	struct pt_rule *rule;  /* t's sampling rule */
 	int nsessions;         /* sessions with a window on it */
 	uint64_t idle_since;
-	uint64_t grace_ns;     /* traced this long after idle_since (pt__target_idle) */
-	uint64_t attached_ns, signals0;   /* its last attach, and its signals passed on before it */
+	uint64_t signals_idle; /* its signals passed on when it became idle (pt__target_idle) */
 	int detach_started;    /* detach_idle interrupted it: let go in its second pass */
 	struct {               /* kinds' state that outlives sessions */
 		const void *key;

@@ -17,10 +17,6 @@
 #include "ptrace/mechanism/tracee.h"
 #include "ptrace/mechanism/tracer.h"
 
-/* More signals a second than this while traced: let go as soon as idle
- * (each costs the thread a round trip through podprof while traced). */
-#define SIGNAL_HEAVY_HZ 10.0
-
 void pt__target_free(struct pt__target *tg)
 {
 	for (int i = 0; i < tg->nslots; i++)
@@ -89,7 +85,6 @@ struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int evict, in
 	tg = &s->tg[s->ntg];
 	memset(tg, 0, sizeof(*tg));
 	tg->idle_since = pt__now_ns();   /* not idle for a grace already: just made */
-	tg->grace_ns = s->o.detach_grace_ns;
 	if ((*err = pt_tracee_new(&tg->t, s->tr, pid, &to)))
 		return NULL;
 	if ((*err = pt_rule_new(&tg->rule, tg->t)) || (*err = pt_space_refresh_maps(pt_tracee_space(tg->t)))) {
@@ -119,26 +114,10 @@ void **pt__target_slot(struct pt_session *ss, const void *key, void (*free_fn)(v
 	return &tg->slot[tg->nslots++].p;
 }
 
-static uint64_t signals_of(const struct pt__target *tg)
+void pt__target_idle(struct pt__target *tg, uint64_t now)
 {
-	struct pt_tracee_stats st;
-
-	pt_tracee_stats(tg->t, &st);
-	return st.signals_reinjected;
-}
-
-void pt__target_idle(struct pt_sampler *s, struct pt__target *tg, uint64_t now)
-{
-	uint64_t n = pt_tracee_attached(tg->t) ? signals_of(tg) - tg->signals0 : 0;
-	double hz = now > tg->attached_ns ? (double)n * 1e9 / (double)(now - tg->attached_ns) : 0;
-
 	tg->idle_since = now;
-	tg->grace_ns = s->o.detach_grace_ns;
-	if (hz > SIGNAL_HEAVY_HZ && tg->grace_ns) {
-		tg->grace_ns = 0;
-		pt__log(s, 0, "ptrace: pid=%d got %.0f signals a second while traced: let go now, "
-				"not after the detach grace", (int)pt_tracee_pid(tg->t), hz);
-	}
+	tg->signals_idle = pt_tracee_signals(tg->t);
 }
 
 /* Seizes the target if it is not traced yet. Returns 0 or a negative errno. */
@@ -156,8 +135,7 @@ int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 		return 0;
 	if ((err = pt_tracee_attach(tg->t)))
 		return err;
-	tg->attached_ns = pt__now_ns();
-	tg->signals0 = signals_of(tg);
+	tg->signals_idle = pt_tracee_signals(tg->t);   /* idle until served: counts from now */
 	pt__log(s, 1, "ptrace: attached pid=%d threads=%zu in %.1f ms",
 			(int)pt_tracee_pid(tg->t), pt_threads_count(tg->t),
 			(double)(pt__now_ns() - t0) / 1e6);

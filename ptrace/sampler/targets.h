@@ -26,12 +26,12 @@ void pt__target_forget(struct pt_sampler *s, int i);
  * attach's negative errno. */
 int pt__target_attach(struct pt_sampler *s, struct pt__target *tg);
 /* tg's last session ended (now): it stays traced for the detach grace,
- * or not at all if it got more than SIGNAL_HEAVY_HZ signals a second
- * since its attach. Each signal to a traced thread is a round trip through
- * podprof: a Go program's runtime sends SIGURG every 10 ms of a running
- * goroutine, and traced between goroutine dumps a second it lost 1 % of
- * its progress (0.3 % let go after each dump). */
-void pt__target_idle(struct pt_sampler *s, struct pt__target *tg, uint64_t now);
+ * unless it gets a signal meanwhile (see idle() in sampler.c). Each signal
+ * to a traced thread is a round trip through podprof: a Go program's
+ * runtime sends SIGURG every 10 ms of a running goroutine, and traced
+ * between goroutine dumps a second it lost 1 % of its progress (0.3 % let
+ * go after each dump). */
+void pt__target_idle(struct pt__target *tg, uint64_t now);
 /* State that outlives sessions, kept per target (a cumulative profile's
  * totals since podprof started watching): the slot of `key` (any address
  * the kind owns), NULL at first; free_fn frees what it holds when the target

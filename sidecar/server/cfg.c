@@ -84,7 +84,7 @@ static const struct cfg_def cfg_table[] = {
 	    "1: in a CPython 3.11 to 3.15 process, each _PyEval_EvalFrameDefault frame shows the Python "
 	    "functions it runs (function, file, line); 0: native frames only. Other releases and "
 	    "free-threaded builds stay native, said in the log and in every profile's comment"),
-	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends; not at all for a target that got over 10 signals a second meanwhile (each one a round trip through podprof)"),
+	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends, unless the target gets a signal meanwhile (each one a round trip through podprof)"),
 	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
 	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),
 	INT("max-body-bytes", "MAX_BODY_BYTES", 0, 16777216, 1048576, max_body_bytes, "request body (symbol POST)"),

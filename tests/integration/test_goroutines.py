@@ -183,9 +183,9 @@ def go_threads_stay_reachable():
 def signal_heavy_go_program_is_let_go_after_its_dump():
     """A Go program's running goroutine gets SIGURG every 10 ms from its
     runtime, and each signal to a traced thread is a round trip through
-    podprof: after a goroutine dump podprof lets such a program go at once,
-    not after the detach grace (here a minute), while a target that got no
-    signal stays traced for the grace as before."""
+    podprof: a target that gets a signal after its last profile is let go
+    then, not after the detach grace (here a minute), while a target that
+    gets none stays traced for the grace as before."""
     go = GoFixture(FIXTURE, preempt=True)   # its hot loop is preempted by SIGURG
     quiet = lib.Fixture(threads=1, sleepers=2)
     pp = Podprof("--pid", str(go.pid), "--detach-grace-ms", "60000")

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/user.h>
 
+#include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/core/stacks.h"
@@ -59,7 +60,9 @@ struct gr_session {
 	size_t nmeta;
 	char **kv;                       /* every goroutine's label keys and values */
 	size_t nkv, kv_cap;
-	uint64_t torn, stopped, samples;
+	uint64_t torn, stopped, samples, retried;
+	struct pt_go_g *moved;           /* moved while read: read again once at the end */
+	size_t nmoved, moved_cap;
 };
 
 static void on_thread(void *arg, const struct pt_sample *smp)
@@ -179,21 +182,65 @@ static void breathe(void *t)
 	pt_tracee_breathe(t);
 }
 
-/* The parked goroutines batch[0..n): unwound (parked.h), added, or left
- * out and counted if one moved while its stack was read. */
+/* The parked goroutines batch[0..n): unwound (parked.h), added; one that
+ * moved while its stack was read kept for retry_moved (retry), or left out
+ * and counted. */
 static int add_parked(struct gr_session *gs, struct pt_go *go, const struct pt_go_g *const *batch,
-		      size_t n, struct pt_go_parked *pk, int sign)
+		      size_t n, struct pt_go_parked *pk, int sign, int retry)
 {
 	int err = pt_go_unwind_parked(go, pt_tracee_space(gs->base.t), batch, n, pk);
 
 	breathe(gs->base.t);
 
 	for (size_t i = 0; i < n && !err; i++) {
-		if (!pk->ok[i])
-			gs->torn++;
-		else
+		if (pk->ok[i]) {
 			err = add_goroutine(gs, go, batch[i], pk->frames[i], pk->n[i], sign);
+		} else if (!retry) {
+			gs->torn++;
+		} else {
+			struct pt_go_g *m = BASE_ARRAY_PUSH(gs->moved, gs->nmoved, gs->moved_cap);
+
+			if (!m)
+				return -ENOMEM;
+			*m = *batch[i];
+		}
 	}
+	return err;
+}
+
+/* The goroutines that moved while their stacks were read (a running one
+ * preempted, seen runnable, running again by the recheck), read again and
+ * taken where they are now: a running one on its thread's stack, the
+ * others unwound again; those that moved again left out, counted. */
+static int retry_moved(struct gr_session *gs, struct pt_go *go, struct pt_go_parked *pk,
+		       uint64_t *frames, int sign)
+{
+	const struct pt_go_g *batch[PT_GO_BATCH];
+	size_t nb = 0;
+	int err = 0;
+
+	gs->retried += gs->nmoved;
+	for (size_t i = 0; i < gs->nmoved && !err; i++) {
+		struct pt_go_g *g = &gs->moved[i];
+		int rc = pt_go_reread(go, g);
+
+		if (rc == -ENOENT)
+			continue;   /* ended meanwhile: not one to list */
+		if (rc) {
+			gs->torn++;
+		} else if (g->nstid) {
+			err = add_goroutine(gs, go, g, frames, running_frames(gs, g, frames), sign);
+		} else {
+			batch[nb++] = g;
+			if (nb == PT_GO_BATCH) {
+				err = add_parked(gs, go, batch, nb, pk, sign, 0);
+				nb = 0;
+			}
+		}
+	}
+	if (!err && nb)
+		err = add_parked(gs, go, batch, nb, pk, sign, 0);
+	gs->nmoved = 0;
 	return err;
 }
 
@@ -234,12 +281,14 @@ static int read_goroutines(struct gr_session *gs, struct pt_go *go, int sign)
 		}
 		batch[nb++] = g;
 		if (nb == PT_GO_BATCH) {
-			err = add_parked(gs, go, batch, nb, pk, sign);
+			err = add_parked(gs, go, batch, nb, pk, sign, 1);
 			nb = 0;
 		}
 	}
 	if (!err && nb)
-		err = add_parked(gs, go, batch, nb, pk, sign);
+		err = add_parked(gs, go, batch, nb, pk, sign, 1);
+	if (!err)
+		err = retry_moved(gs, go, pk, frames, sign);
 out:
 	base_free(list);
 	base_free(pk);
@@ -278,8 +327,9 @@ static int take(struct gr_session *gs, int sign)
 	thread_nstids(gs, ss->req->pid);
 	err = read_goroutines(gs, go, sign);
 	pt__log(ss->s, 0, "goroutines: pid=%d %s threads=%d stopped=%d goroutines=%" PRIu64
-		" torn=%" PRIu64 " in %.2f ms", (int)ss->req->pid, pt_go_version(go), n, stopped,
-		gs->samples, gs->torn, (double)(pt__now_ns() - t0) / 1e6);
+		" moved and read again=%" PRIu64 " torn=%" PRIu64 " in %.2f ms", (int)ss->req->pid,
+		pt_go_version(go), n, stopped, gs->samples, gs->retried, gs->torn,
+		(double)(pt__now_ns() - t0) / 1e6);
 	return err;
 }
 
@@ -381,6 +431,7 @@ static void goroutines_free(struct pt_session *ss)
 
 	free_threads(gs);
 	base_free(gs->threads);
+	base_free(gs->moved);
 	base_free(gs->meta);
 	for (size_t i = 0; i < gs->nkv; i++)
 		base_free(gs->kv[i]);

@@ -238,6 +238,19 @@ static void check_waits(const char *name)
 	}
 	ASSERT_EQ(locks, 2);
 	ASSERT_EQ(others, 6);
+	/* Read again (pt_go_reread, for one that moved while read), a locker
+	 * that stays parked is where it was. */
+	for (int i = 0; i < nb; i++)
+		if (!strcmp(func_of(as, batch[i]->startpc), "main.locker")) {
+			struct pt_go_g again = *batch[i];
+
+			ASSERT_OK(pt_go_reread(go, &again));
+			ASSERT_U64_EQ(again.goid, batch[i]->goid);
+			ASSERT_U64_EQ(again.sp, batch[i]->sp);
+			ASSERT_U64_EQ(again.pc, batch[i]->pc);
+			ASSERT(again.waiting && !strcmp(again.state, batch[i]->state));
+			break;
+		}
 	/* main.pinger parks in the same receive every 10 ms: the same SP, PC
 	 * and wait reason, another trackingSeq. */
 	if (!pinger)

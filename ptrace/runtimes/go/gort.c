@@ -390,6 +390,28 @@ size_t pt_go_count(struct pt_go *go)
 	return len < PT_GO_MAX_GOROUTINES ? (size_t)len : PT_GO_MAX_GOROUTINES;
 }
 
+int pt_go_reread(struct pt_go *go, struct pt_go_g *gr)
+{
+	size_t gsz = (size_t)go->L->g_size;
+	uint8_t *rec = base_malloc(gsz);
+	int rc;
+
+	if (!rec)
+		return -ENOMEM;
+	rc = rd(go, gr->g, rec, gsz);
+	if (!rc) {
+		struct pt_go_g now;
+
+		rc = parse_g(go, gr->g, rec, pt__now_ns(), &now);
+		if (rc == 1)
+			rc = -ENOENT;
+		else if (!rc)
+			*gr = now;
+	}
+	base_free(rec);
+	return rc;
+}
+
 int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn,
 		     void (*between)(void *arg), void *arg)
 {

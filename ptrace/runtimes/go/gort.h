@@ -83,6 +83,10 @@ size_t pt_go_count(struct pt_go *go);
  * of a long list, with arg: the caller's pause for other work. */
 int pt_go_goroutines(struct pt_go *go, struct pt_go_g *out, size_t max, size_t *torn,
 		     void (*between)(void *arg), void *arg);
+/* Reads the goroutine of gr->g again into gr (pt_go_goroutines' record):
+ * where it is now, for one that moved while it was read. Returns 0,
+ * -ENOENT (dead now), -EAGAIN (torn again), -ENOMEM or the read's error. */
+int pt_go_reread(struct pt_go *go, struct pt_go_g *gr);
 /* 1 if gr's goroutine is still the same one in the same place (its id,
  * status and saved registers unchanged since pt_go_goroutines): what was
  * unwound from it holds. */

@@ -71,7 +71,7 @@ $(BUILD)/podprof: $(BUILD)/sidecar/main.o $(LIB_OBJ)
 # inside the application), libc only, GCC's unwinder linked in and
 # hidden (exports.map).
 AGENT_SRC := $(wildcard agent/*.c)
-AGENT_CFLAGS := -O2 -g -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(WARN) -MMD -MP \
+AGENT_CFLAGS := -O2 -g -fPIC -fno-plt -fvisibility=hidden -fno-omit-frame-pointer $(WARN) -MMD -MP \
                 -D_GNU_SOURCE -I.
 $(BUILD)/agent/%.o: agent/%.c
 	@echo "  CC      $@"
@@ -292,6 +292,12 @@ $(BUILD)/bench-malloc: tests/bench/malloc.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread $(WARN) -D_GNU_SOURCE -o $@ $<
 
+# The floor of any malloc interposer, beside the agent in make bench's
+# microbenchmark: built with the agent's flags.
+$(BUILD)/bench-malloc-floor.so: tests/bench/mallocfloor.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) $(AGENT_CFLAGS) -shared -o $@ $< -Wl,-z,relro,-z,now
+
 # The floor of make bench's new-thread stop: a tracer that only lets every
 # stop go, built like a fixture.
 $(BUILD)/bench-mintrace: tests/bench/mintrace.c
@@ -303,7 +309,8 @@ $(BUILD)/bench-flamegen: $(BUILD)/tests/bench/flamegen.o $(LIB_OBJ)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS) $(SAN) -o $@ $^ $(PKG_LIBS) -lpthread
 
-bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc $(BUILD)/bench-mintrace \
+bench: deps all fixtures $(BUILD)/bench-snapshot $(BUILD)/bench-malloc $(BUILD)/bench-malloc-floor.so \
+	$(BUILD)/bench-mintrace \
 	$(BUILD)/bench-flamegen
 	python3 tests/bench/bench.py build/$(FLAVOUR)
 

@@ -365,6 +365,7 @@ def continuous_mode_counts_since_podprof_started():
     f = waiter("-n", "1", "-t", "2")
     wait_placed(f.pid)
     pp = Podprof("--pid", str(f.pid), "--continuous", "--continuous-hz", "20")
+    t_start = time.monotonic()
     pp.wait_log(r"watch: started pid=%d" % f.pid, 10)
     check(tracer_of(f.pid) == podprof_pid(pp), "the target is not traced by podprof")
 
@@ -393,9 +394,14 @@ def continuous_mode_counts_since_podprof_started():
     check(d2 >= d1, "block decreased: %.2f then %.2f s" % (d1 / 1e9, d2 / 1e9))
     a2 = total(save(get_profile(pp, "", name="allocs"), "cont-a2.pb.gz"), "alloc_space")
     check(a2 >= a1, "allocs decreased: %d then %d" % (a1, a2))
-    # The watch never stops a running thread: the two spinners run on.
+    # The watch never stops a running thread: the two spinners run on. It
+    # stops a waiting thread once per new wait: the cycler, about 5 a second
+    # (its count grows with the test's length, longer on a loaded machine);
+    # a spinner stopped at each of the watch's 20 ticks a second would add 20.
     stops = lib_metric(pp, "podprof_stops_total")
-    check(stops < 60, "%d stops under the watch (2 spinners, 9 waiting threads)" % stops)
+    secs = time.monotonic() - t_start
+    print("  info: %d stops under the watch in %.1f s" % (stops, secs))
+    check(stops < 12 * secs, "%d stops under the watch in %.1f s (2 spinners, 9 waiting threads)" % (stops, secs))
     # It stays attached between requests, and a CPU profile runs beside it.
     check_busy_like = get_profile(pp, "seconds=1&hz=200")
     check(any("spin_for" in fr for _, fr in traces(save(check_busy_like, "cont-cpu.pb.gz"))),

@@ -289,7 +289,14 @@ def save(body, name):
 def get_profile(pp, query, name="profile", filename=None):
     """A gzipped profile.proto download, held to Go's headers and to the
     scrapers' rules by another vendor's decoder."""
-    st, h, body = http(pp.port, "/debug/pprof/%s?%s" % (name, query))
+    return check_served(http(pp.port, "/debug/pprof/%s?%s" % (name, query)), name, filename)
+
+
+def check_served(answer, name="profile", filename=None):
+    """get_profile's checks of an answer (status, headers, body) already
+    fetched: for a test that reads the target's clock right after the
+    answer, before the decoder (node) runs."""
+    st, h, body = answer
     check(st == 200, "%s status %d: %r" % (name, st, body[:200]))
     check(h.get("content-type") == "application/octet-stream", "content-type %r" % h.get("content-type"))
     check(h.get("content-disposition") == 'attachment; filename="%s"' % (filename or name),

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Clock `id` in ns; 0 if it cannot be read (a CPU clock of a process gone). */
@@ -14,6 +15,14 @@ static inline uint64_t pt__clock_ns(clockid_t id)
 	if (clock_gettime(id, &ts))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The CPU time process pid used so far, all its threads, the ended ones
+ * too (its CPUCLOCK_SCHED clock); while it is a zombie, all it used; 0 once
+ * it is reaped. */
+static inline uint64_t pt__process_cpu_ns(pid_t pid)
+{
+	return pt__clock_ns((clockid_t)((~(unsigned int)pid << 3) | 2));
 }
 
 /* CLOCK_MONOTONIC, for intervals. */

@@ -17,6 +17,7 @@
 #include "base/mem.h"
 #include "ptrace/mechanism/batch.h"
 #include "ptrace/mechanism/capture.h"
+#include "ptrace/core/internal.h"
 #include "ptrace/mechanism/execfp.h"
 #include "ptrace/space/space.h"
 #include "ptrace/proc/proc.h"
@@ -291,6 +292,11 @@ static enum pt__ev on_exit(struct pt_tracee *t, struct pt_thread *th, int held)
 
 		if (pt_thread_read_sched_end(th, &ev.run_ns, &ev.wait_ns))
 			ev.run_ns = ev.wait_ns = 0;
+		/* The leader's end comes after every other thread's: the
+		 * process's clock, read while it is a zombie, is its whole CPU
+		 * (a profile cut by the exit settles against it). */
+		if (th->tid == t->pid)
+			t->gone_cpu_ns = pt__process_cpu_ns(t->pid);
 		pt__events_reap(th->tid, &status);
 	}
 	if (th->tid == t->pid)

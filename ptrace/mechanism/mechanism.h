@@ -65,6 +65,7 @@ struct pt_tracee {
 	pid_t pid;
 	struct pt_tracee_opts o;
 	int attached, detaching, gone, execed;
+	uint64_t gone_cpu_ns;    /* the process's CPU as its last thread ended (0: unread) */
 	struct pt_thread **th;   /* each allocated with the owner's part after it */
 	size_t n, cap;
 	struct base_map by_tid;  /* tid -> its live thread (a struct pt_thread *) */

@@ -140,7 +140,9 @@ void pt_tracee_clone_stacks(struct pt_tracee *t, int on)
 
 uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
 {
-	return pt__clock_ns((clockid_t)((~(unsigned int)t->pid << 3) | 2));   /* CPUCLOCK_SCHED */
+	if (t->gone)
+		return t->gone_cpu_ns;
+	return pt__process_cpu_ns(t->pid);
 }
 
 struct pt_space *pt_tracee_space(struct pt_tracee *t) { return t->as; }

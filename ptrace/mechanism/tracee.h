@@ -85,7 +85,9 @@ const char *pt_tracee_rt_note(struct pt_tracee *t);
  * polled since. */
 uint64_t pt_tracee_woke_ns(const struct pt_tracee *t);
 /* The CPU time the process used so far, all its threads, the exited ones
- * too (the sums of each thread's schedstat); 0 if unreadable. */
+ * too (the sums of each thread's schedstat); once it has ended, what it
+ * used in all (read as its leader's end was reported, before the reaping);
+ * 0 if unreadable. */
 uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t);
 
 /* With on, each clone event carries the parent's stack (taken while the

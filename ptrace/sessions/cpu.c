@@ -44,7 +44,8 @@ struct cpu_session {
 	struct pt_session base;
 	struct pt_stacks *stacks;
 	uint64_t thread_samples;
-	uint64_t cpu0;           /* the process's CPU clock at the start; 0: unknown */
+	uint64_t cpu0;           /* the process's CPU clock at the start */
+	int cpu0_ok;             /* it was read (0 is a process forked a moment ago) */
 	uint64_t cpu1;           /* and as the window ended (on_end), 0: read at finish */
 	uint64_t dropped_ns;     /* CPU of the samples the table refused */
 	int scaled;              /* a sample was scaled (ss->scale > 1) */
@@ -70,6 +71,9 @@ static int cpu_start(struct pt_session *ss)
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
 	cs->cpu0 = pt_tracee_cpu_ns(ss->t);
+	/* (the clock of a live process reads; 0 is a child followed from its
+	 * fork that has not run yet) */
+	cs->cpu0_ok = cs->cpu0 || !pt_tracee_gone(ss->t);
 	/* What each thread's next sample would carry from before the window:
 	 * not the window's, if it has no sample in it. */
 	if (ss->rule)
@@ -139,11 +143,13 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	int64_t v[PT_MAX_VALUES];
 
 	p->exited_threads = cs->exited_n;
-	/* A window cut short by the target's exit or exec: its CPU clock then
-	 * holds what the new program did, or nothing to settle against. A
-	 * session at a lower rate than the ticks': its samples are scaled
+	/* A window cut short by the target's exec: its CPU clock then holds
+	 * what the new program did. One cut by its exit settles against its
+	 * clock at the end (0 if it was not read: nothing to settle against).
+	 * A session at a lower rate than the ticks': its samples are scaled
 	 * estimates, whose noise is no thread's unsampled CPU. */
-	if (!cs->cpu0 || cpu1 <= cs->cpu0 || cs->exited_full || cs->base.cut || cs->scaled)
+	if (!cs->cpu0_ok || cpu1 <= cs->cpu0 || cs->exited_full || cs->scaled ||
+	    (cs->base.cut && !pt_tracee_gone(cs->base.t)))
 		return;
 	p->process_cpu_ns = cpu1 - cs->cpu0;
 	total = cs->dropped_ns;   /* samples past max_stacks: carried, not kept */

@@ -207,11 +207,45 @@ def live_threads_cpu_since_their_last_sample_is_settled():
     check(abs(total / used - 1) <= 0.05, "the profile holds %.2f s of the process's %.2f s" % (
         total / 1e9, used / 1e9))
     on_stacks = sum(v for v, fr in pend if "level3" in fr)
-    check(pend and all(fr[0] == PENDING and ("level3" in fr or fr == [PENDING]) for _, fr in pend) and
-          on_stacks >= 0.5 * sum(v for v, _ in pend),
+    check(pend and all(fr[0] == PENDING and ("level3" in fr or fr == [PENDING]) for _, fr in pend),
           "the live threads' pending CPU is not on their stacks: %s" % pend[:5])
+    # Mostly on their stacks when each thread had the CPU for two samples
+    # (a second; a thread with none in the window has its pending CPU alone:
+    # on a loaded machine each of the four got less).
+    if used >= 4 * 1e9:
+        check(on_stacks >= 0.5 * sum(v for v, _ in pend),
+              "the live threads' pending CPU is mostly not on their stacks: %s" % pend[:5])
+    else:
+        print("  info: the threads used %.2f s each: too little for two samples each at 2 Hz, "
+              "their pending CPU may be alone" % (used / 4e9))
     check(m and abs(int(m.group(1)) - sum(v for v, _ in pend)) <= 0.01 * int(m.group(1)),
           "the comment does not say the pending CPU settled:\n%s" % raw[:1500])
+
+
+@test
+@figures
+def a_process_that_exits_in_the_window_is_settled_to_its_end():
+    """Two busy threads profiled at 1 Hz, the process exiting 2.5 s into a
+    5 s window: what its threads used after their last samples (about half
+    a second each at 1 Hz) is settled against the process's clock read as
+    its leader ended (a zombie's clock is its whole CPU), so the profile
+    holds what the process used in the window within 5 %, as the kernel's
+    own account of the reaped child (wait4's rusage) says."""
+    b = lib.Fixture(threads=2, extra=["-x", "2500"])
+    pp = Podprof("--pid", str(b.pid))
+    bg = ProfileInBackground(pp, "seconds=5&hz=1")
+    c0 = lib.cpu_ticks(b.pid) * 1e9 / os.sysconf("SC_CLK_TCK")
+    _, status, ru = os.wait4(b.pid, 0)
+    b.proc.returncode = os.waitstatus_to_exitcode(status)
+    used = (ru.ru_utime + ru.ru_stime) * 1e9 - c0
+    path = save(bg.result(), "exits.pb.gz")
+    log = pp.wait_log(r"profile: done", 10)
+    pp.stop()
+    total = sum(v for v, _ in traces(path))
+    print("  info: profile %.2f s, the process used %.2f s in the window (%.3f); %s" % (
+        total / 1e9, used / 1e9, total / used, re.search(r"process_cpu_ms.*", log).group(0)))
+    check(abs(total - used) <= 0.05 * used + 2e9 / os.sysconf("SC_CLK_TCK"),
+          "the profile holds %.2f s of the %.2f s the process used in the window" % (total / 1e9, used / 1e9))
 
 
 @test

@@ -2,6 +2,7 @@
 """Helpers of the integration tests: fixture and podprof processes (ready
 through pipes and log lines, never sleeps), raw HTTP, go tool pprof, and the
 checks of a busy-fixture profile. Tests register with @test."""
+import gzip
 import json
 import os
 import re
@@ -350,6 +351,40 @@ def traces(path, index="cpu", extra=()):
         if value is not None:
             result.append((value, frames))
     return result
+
+
+def profile_window(path):
+    """(time_nanos, duration_nanos) of a gzipped profile.proto: when its
+    window began (wall clock) and how long it lasted (fields 9 and 10)."""
+    with gzip.open(path, "rb") as fh:
+        b = fh.read()
+    i, got = 0, {}
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            c = b[i]
+            i += 1
+            v |= (c & 0x7f) << shift
+            shift += 7
+            if c < 0x80:
+                return v
+    while i < len(b):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            got[field] = varint()
+        elif wire == 2:
+            n = varint()
+            i += n
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise AssertionError("profile.proto: wire type %d" % wire)
+    return got.get(9, 0), got.get(10, 0)
 
 
 # Unnamed frames are "module+0xoffset"; the dynamic loader may show up

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "ptrace/perf/ring.h"
 #include "ptrace/proc/proc.h"
 
 /* The user registers each sample carries: AX BX CX DX SI DI BP SP IP FLAGS
@@ -30,36 +31,41 @@ enum { R_AX, R_BX, R_CX, R_DX, R_SI, R_DI, R_BP, R_SP, R_IP, R_FLAGS, R_CS, R_SS
 
 #define SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ | \
 		     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
-/* header, pid/tid, time, count, abi, registers, size, dyn_size */
+/* header, pid/tid, time, count, abi, registers, size, dyn_size (and cpu/res
+ * with PERF_SAMPLE_CPU) */
 #define RECORD_FIXED (8 + 8 + 8 + 8 + 8 + 8 * NREGS + 8 + 8)
 
 struct pt_perfev {
 	int fd;
-	struct perf_event_mmap_page *pg;
-	size_t map_len;
-	uint8_t *data;
-	uint64_t size;        /* of the data area, a power of two */
+	struct pt_ring ring;
 	size_t stack_bytes;
-	uint8_t *scratch;     /* a record that wraps round the end, made whole */
+	void (*on_fork)(void *arg, pid_t parent, pid_t child);   /* cfg->task */
+	void *fork_arg;
 };
+
+int pt__perfev_sys_open(struct perf_event_attr *attr, pid_t tid, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
 
 static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
 {
-	return (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return pt__perfev_sys_open(attr, tid, -1);
 }
 
-static void make_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake)
+void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake, int with_cpu)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 	a->sample_period = cfg->period_ns;
-	a->sample_type = SAMPLE_TYPE;
+	a->sample_type = SAMPLE_TYPE | (with_cpu ? PERF_SAMPLE_CPU : 0);
 	a->read_format = 0;   /* the count alone */
 	a->sample_regs_user = PT_PERFEV_REGS;
 	a->sample_stack_user = (uint32_t)cfg->stack_bytes;
 	a->exclude_kernel = cfg->exclude_kernel ? 1 : 0;
+	a->task = cfg->on_fork ? 1 : 0;   /* FORK (and EXIT) records of the thread */
 	a->exclude_hv = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -70,22 +76,22 @@ static void make_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg
 	a->wakeup_watermark = (uint32_t)wake;
 }
 
-static size_t record_size(size_t stack_bytes)
+size_t pt__perfev_record_size(size_t stack_bytes, int with_cpu)
 {
-	return RECORD_FIXED + stack_bytes;
+	return RECORD_FIXED + (with_cpu ? 8 : 0) + stack_bytes;
 }
 
 int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg)
 {
 	struct perf_event_attr a;
 	struct pt_perfev *e;
-	size_t rec, pages = 2, pgsz = (size_t)sysconf(_SC_PAGESIZE);
+	size_t rec, pgsz = (size_t)sysconf(_SC_PAGESIZE), pages = 2;
 	int err;
 
 	*out = NULL;
 	if (cfg->stack_bytes % 8 || cfg->stack_bytes > PT_PERFEV_MAX_STACK || !cfg->period_ns)
 		return -EINVAL;
-	rec = record_size(cfg->stack_bytes);
+	rec = pt__perfev_record_size(cfg->stack_bytes, 0);
 	/* Room for what the caller drains at once, and more for a drain
 	 * that comes late on a loaded machine. */
 	while (pages * pgsz < (cfg->ring_samples ? cfg->ring_samples : 3) * rec)
@@ -94,32 +100,17 @@ int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg
 		return -ENOMEM;
 	e->fd = -1;
 	e->stack_bytes = cfg->stack_bytes;
-	make_attr(&a, cfg, pages * pgsz - rec);
+	e->on_fork = cfg->on_fork;
+	e->fork_arg = cfg->fork_arg;
+	pt__perfev_attr(&a, cfg, pages * pgsz - rec, 0);
 	if ((e->fd = sys_perf_event_open(&a, tid)) < 0) {
 		err = -errno;
 		base_free(e);
 		return err;
 	}
-	/* Each ring is charged to the locked-memory limits (perf_event_mlock_kb
-	 * per CPU, then RLIMIT_MEMLOCK): halve it down to one record. */
-	for (;;) {
-		e->map_len = (pages + 1) * pgsz;
-		e->pg = mmap(NULL, e->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
-		if (e->pg != MAP_FAILED)
-			break;
-		err = -errno;
-		e->pg = NULL;
-		if (err != -EPERM || pages / 2 * pgsz < rec) {
-			pt_perfev_close(e);
-			return err == -EPERM ? -ENOMEM : err;
-		}
-		pages /= 2;
-	}
-	e->size = e->pg->data_size ? e->pg->data_size : pages * pgsz;
-	e->data = (uint8_t *)e->pg + (e->pg->data_offset ? e->pg->data_offset : pgsz);
-	if (!(e->scratch = base_malloc(rec))) {
+	if ((err = pt__ring_map(&e->ring, e->fd, pages * pgsz, rec))) {
 		pt_perfev_close(e);
-		return -ENOMEM;
+		return err;
 	}
 	*out = e;
 	return 0;
@@ -129,11 +120,9 @@ void pt_perfev_close(struct pt_perfev *e)
 {
 	if (!e)
 		return;
-	if (e->pg)
-		munmap(e->pg, e->map_len);
+	pt__ring_unmap(&e->ring);
 	if (e->fd >= 0)
 		close(e->fd);
-	base_free(e->scratch);
 	base_free(e);
 }
 
@@ -156,7 +145,7 @@ int pt_perfev_count(struct pt_perfev *e, uint64_t *ns)
 
 int pt_perfev_pending(const struct pt_perfev *e)
 {
-	return __atomic_load_n(&e->pg->data_head, __ATOMIC_ACQUIRE) != e->pg->data_tail;
+	return pt__ring_pending(&e->ring);
 }
 
 size_t pt_perfev_stack_bytes(const struct pt_perfev *e)
@@ -192,8 +181,7 @@ void pt_perfev_regs(const struct pt_perfev_sample *smp, struct user_regs_struct 
 	out->orig_rax = (unsigned long long)-1;   /* not in a sample: no system call known */
 }
 
-/* Parses a whole sample record (its header included). 0 or -EBADMSG. */
-static int parse_sample(const uint8_t *p, size_t len, struct pt_perfev_sample *smp)
+int pt__perfev_parse(const uint8_t *p, size_t len, int with_cpu, struct pt_perfev_sample *smp)
 {
 	const uint8_t *end = p + len;
 	uint64_t abi, size;
@@ -206,6 +194,11 @@ static int parse_sample(const uint8_t *p, size_t len, struct pt_perfev_sample *s
 	smp->pid = (pid_t)ids[0];
 	smp->tid = (pid_t)ids[1];
 	TAKE(&smp->time_ns, 8);
+	smp->cpu = -1;
+	if (with_cpu) {
+		TAKE(ids, 8);   /* cpu, res */
+		smp->cpu = (int)ids[0];
+	}
 	TAKE(&smp->count, 8);
 	TAKE(&abi, 8);
 	smp->has_regs = abi != PERF_SAMPLE_REGS_ABI_NONE;
@@ -231,58 +224,45 @@ static int parse_sample(const uint8_t *p, size_t len, struct pt_perfev_sample *s
 	return 0;
 }
 
+struct drain {
+	struct pt_perfev *e;
+	int (*fn)(void *arg, const struct pt_perfev_sample *smp);
+	void *arg;
+	int n;
+};
+
+static int on_record(void *arg, uint32_t type, const uint8_t *rec, size_t len)
+{
+	struct drain *d = arg;
+	struct pt_perfev_sample smp;
+
+	if (type == PERF_RECORD_FORK && d->e->on_fork) {
+		uint32_t ids[4];   /* pid, ppid, tid, ptid */
+
+		if (len < sizeof(struct perf_event_header) + sizeof(ids))
+			return -1;
+		memcpy(ids, rec + sizeof(struct perf_event_header), sizeof(ids));
+		if (ids[0] == ids[1])   /* a thread, not a process */
+			d->e->on_fork(d->e->fork_arg, (pid_t)ids[3], (pid_t)ids[2]);
+		return 0;
+	}
+	if (type != PERF_RECORD_SAMPLE)
+		return 0;
+	if (pt__perfev_parse(rec, len, 0, &smp))
+		return -1;
+	if (d->fn && d->fn(d->arg, &smp))
+		return 1;   /* left for the next drain */
+	d->n++;
+	return 0;
+}
+
 int pt_perfev_drain(struct pt_perfev *e, int (*fn)(void *arg, const struct pt_perfev_sample *smp),
 		    void *arg, uint64_t *lost)
 {
-	uint64_t head = __atomic_load_n(&e->pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = e->pg->data_tail;
-	int n = 0, err = 0;
+	struct drain d = { e, fn, arg, 0 };
+	int err = pt__ring_read(&e->ring, on_record, &d, lost);
 
-	while (tail < head) {
-		struct perf_event_header h;
-		uint64_t off = tail & (e->size - 1);
-		const uint8_t *rec = e->data + off;
-
-		/* Records are 8-byte aligned and the area a power of two: a
-		 * header never wraps, a record may. */
-		memcpy(&h, rec, sizeof(h));
-		if (h.size < sizeof(h) || h.size > head - tail) {
-			err = -EBADMSG;
-			tail = head;
-			break;
-		}
-		if (off + h.size > e->size) {
-			size_t first = (size_t)(e->size - off);
-
-			if (h.size > record_size(e->stack_bytes)) {
-				tail += h.size;   /* not one of ours: skip it */
-				continue;
-			}
-			memcpy(e->scratch, rec, first);
-			memcpy(e->scratch + first, e->data, h.size - first);
-			rec = e->scratch;
-		}
-		if (h.type == PERF_RECORD_SAMPLE) {
-			struct pt_perfev_sample smp;
-
-			if (parse_sample(rec, h.size, &smp)) {
-				err = -EBADMSG;
-				tail = head;
-				break;
-			}
-			if (fn && fn(arg, &smp))
-				break;   /* left for the next drain */
-			n++;
-		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
-			uint64_t k;
-
-			memcpy(&k, rec + sizeof(h) + 8, sizeof(k));
-			*lost += k;
-		}
-		tail += h.size;
-	}
-	__atomic_store_n(&e->pg->data_tail, tail, __ATOMIC_RELEASE);
-	return err ? err : n;
+	return err ? err : d.n;
 }
 
 static int read_paranoid(void)
@@ -321,7 +301,7 @@ int pt_perfev_probe(pid_t tid, struct pt_perfev_cfg *cfg, char *why, size_t len)
 		struct pt_perfev_cfg c = *cfg;
 
 		c.exclude_kernel = excl;
-		make_attr(&a, &c, 0);
+		pt__perfev_attr(&a, &c, 0, 0);
 		a.disabled = 1;
 		if ((fd = sys_perf_event_open(&a, tid)) >= 0) {
 			close(fd);

@@ -23,6 +23,10 @@ struct pt_perfev_cfg {
 	int exclude_kernel;    /* 1: ticks that land in the kernel are dropped by it (no
 	                        * CAP_PERFMON at perf_event_paranoid 2) */
 	unsigned ring_samples; /* samples its ring holds at least (0: 3) */
+	/* Not NULL: the threads the event's thread creates are told, as the
+	 * kernel's FORK records come in a drain (task=1; no stop). */
+	void (*on_fork)(void *arg, pid_t parent, pid_t child);
+	void *fork_arg;
 };
 
 /* Largest stack copy the kernel takes (sample_stack_user is a u16, a
@@ -51,7 +55,8 @@ size_t pt_perfev_stack_bytes(const struct pt_perfev *e);
 struct pt_perfev_sample {
 	pid_t pid, tid;        /* in the PID namespace of the opener */
 	uint64_t time_ns;      /* CLOCK_MONOTONIC */
-	uint64_t count;        /* the event's count at the sample */
+	int cpu;               /* the CPU it ran on (a family's sample), else -1 */
+	uint64_t count;        /* the event's count at the sample (a family's: of that thread on that CPU) */
 	int has_regs;          /* 0: the kernel had no user registers (a kernel thread) */
 	const uint8_t *stack;  /* copied from the user SP up */
 	size_t stack_len;      /* bytes copied */
@@ -75,5 +80,22 @@ int pt_perfev_drain(struct pt_perfev *e, int (*fn)(void *arg, const struct pt_pe
  * exclude_kernel set as it must be, or the negative errno of the last try;
  * why (if not NULL) says what was found, for a log and a profile. */
 int pt_perfev_probe(pid_t tid, struct pt_perfev_cfg *cfg, char *why, size_t len);
+
+/* ---- ptrace/perf's own -------------------------------------------------- */
+
+struct perf_event_attr;
+
+/* perf_event_open(2) on tid (cpu -1: any), close-on-exec. An fd or -1
+ * (errno). */
+int pt__perfev_sys_open(struct perf_event_attr *attr, pid_t tid, int cpu);
+/* The attributes of cfg's event, woken when `wake` bytes are written,
+ * with PERF_SAMPLE_CPU if with_cpu. Enabled, no inherit. */
+void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake, int with_cpu);
+/* The size of a sample record of stack_bytes, with the CPU field or not. */
+size_t pt__perfev_record_size(size_t stack_bytes, int with_cpu);
+/* Parses a whole sample record (its header included), laid out as
+ * perfev.c's sample_type asks, with PERF_SAMPLE_CPU if with_cpu. 0 or
+ * -EBADMSG. */
+int pt__perfev_parse(const uint8_t *rec, size_t len, int with_cpu, struct pt_perfev_sample *smp);
 
 #endif

@@ -3,8 +3,10 @@
  * what the child wrote there; a drain stopped by its callback leaves the
  * rest for the next. Skipped where perf_event_open is refused. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/user.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "ptrace/perf/perfev.h"
+#include "ptrace/perf/perffam.h"
 #include "tests/harness.h"
 
 #define MARK 0x5eed5eed0badcafeull
@@ -181,4 +184,162 @@ TEST(perf_event_open_refuses_bad_settings)
 	cfg.period_ns = 0;
 	ASSERT_EQ(pt_perfev_open(&e, getpid(), &cfg), -EINVAL);
 	ASSERT(e == NULL);
+}
+
+/* ---- threads followed without a stop -------------------------------------- */
+
+#define FAM_PERIOD_NS 1000000ull
+#define KIDS 3
+
+struct kid {
+	pthread_t th;
+	pid_t tid;
+	uint64_t cpu_ns;       /* its own clock at its end */
+	uint64_t want_ns;
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *kid_main(void *arg)
+{
+	struct kid *k = arg;
+	volatile uint64_t n = 0;
+
+	k->tid = gettid();
+	while (thread_cpu_ns() < k->want_ns)
+		for (int i = 0; i < 10000; i++)
+			n++;
+	k->cpu_ns = thread_cpu_ns();
+	return NULL;
+}
+
+struct fam_seen {
+	pid_t tids[KIDS];
+	uint64_t last[KIDS][64];   /* the last count of each kid on each CPU */
+	int n[KIDS];
+	int others, bad, no_regs;
+};
+
+static int on_fam_sample(void *arg, const struct pt_perfev_sample *smp)
+{
+	struct fam_seen *s = arg;
+
+	for (int i = 0; i < KIDS; i++) {
+		if (smp->tid != s->tids[i])
+			continue;
+		if (smp->cpu < 0 || smp->cpu >= 64 || smp->count <= s->last[i][smp->cpu])
+			s->bad++;   /* a count per thread and CPU, growing */
+		else
+			s->last[i][smp->cpu] = smp->count;
+		s->no_regs += !smp->has_regs;
+		s->n[i]++;
+		return 0;
+	}
+	s->others++;
+	return 0;
+}
+
+TEST(perf_family_samples_threads_born_after_it_without_a_stop)
+{
+	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 1024, .ring_samples = 512 };
+	struct pt_perffam *f = NULL;
+	struct kid kids[KIDS];
+	struct fam_seen s;
+	uint64_t lost = 0, whole = 0, used = 0;
+	char why[320];
+	int err;
+
+	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
+		SKIP("%s", why);
+	ASSERT_OK(pt_perffam_new(&f, &cfg));
+	if ((err = pt_perffam_add(f, gettid())) == -EOPNOTSUPP) {
+		pt_perffam_free(f);
+		SKIP("this kernel refuses inherited events with PERF_SAMPLE_READ (before 6.12)");
+	}
+	ASSERT_OK(err);
+	ASSERT_OK(pt_perffam_add(f, gettid()));   /* in already */
+	ASSERT_EQ(pt_perffam_threads(f), 1);
+	/* Threads created after the family took this one: nobody opens an
+	 * event on them, nothing stops them. */
+	memset(kids, 0, sizeof(kids));
+	for (int i = 0; i < KIDS; i++) {
+		kids[i].want_ns = (uint64_t)(i + 1) * 20 * FAM_PERIOD_NS;
+		ASSERT_EQ(pthread_create(&kids[i].th, NULL, kid_main, &kids[i]), 0);
+	}
+	for (int i = 0; i < KIDS; i++)
+		ASSERT_EQ(pthread_join(kids[i].th, NULL), 0);
+	ASSERT_OK(pt_perffam_enable(f, 0));
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < KIDS; i++)
+		s.tids[i] = kids[i].tid;
+	ASSERT(pt_perffam_drain(f, on_fam_sample, &s, &lost) >= 0);
+	ASSERT_EQ(s.bad, 0);
+	ASSERT_EQ(s.no_regs, 0);
+	for (int i = 0; i < KIDS; i++) {
+		uint64_t sum = 0;
+
+		for (int c = 0; c < 64; c++)
+			sum += s.last[i][c];
+		/* Each kid's counts add up to its own clock, less what it used
+		 * after its last sample on each CPU (under a period each). */
+		fprintf(stderr, "  kid %d: %d samples, counted %.1f ms of %.1f ms\n", i, s.n[i],
+			(double)sum / 1e6, (double)kids[i].cpu_ns / 1e6);
+		ASSERT(lost || s.n[i] >= (int)(kids[i].cpu_ns / FAM_PERIOD_NS) / 2);
+		ASSERT(sum <= kids[i].cpu_ns + FAM_PERIOD_NS);
+		ASSERT(lost || sum + 2 * 64 * FAM_PERIOD_NS >= kids[i].cpu_ns);
+		used += kids[i].cpu_ns;
+	}
+	/* The family's count holds the ended kids' CPU (and this thread's). */
+	ASSERT_OK(pt_perffam_count(f, &whole));
+	ASSERT(whole + FAM_PERIOD_NS >= used);
+	pt_perffam_free(f);
+}
+
+struct forks {
+	pid_t parent, child;
+	int n;
+};
+
+static void on_fork(void *arg, pid_t parent, pid_t child)
+{
+	struct forks *k = arg;
+
+	k->parent = parent;
+	k->child = child;
+	k->n++;
+}
+
+static void *quick(void *arg)
+{
+	*(pid_t *)arg = gettid();
+	return NULL;
+}
+
+TEST(perf_event_tells_the_threads_its_thread_creates)
+{
+	struct forks k = { 0 };
+	struct pt_perfev_cfg cfg = { .period_ns = 100 * PERIOD_NS, .stack_bytes = 1024,
+				     .on_fork = on_fork, .fork_arg = &k };
+	struct pt_perfev *e = NULL;
+	uint64_t lost = 0;
+	pthread_t th;
+	pid_t tid = 0;
+	char why[320];
+
+	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
+		SKIP("%s", why);
+	ASSERT_OK(pt_perfev_open(&e, gettid(), &cfg));
+	ASSERT_EQ(pthread_create(&th, NULL, quick, &tid), 0);
+	ASSERT_EQ(pthread_join(th, NULL), 0);
+	ASSERT(pt_perfev_drain(e, NULL, NULL, &lost) >= 0);
+	ASSERT_EQ(k.n, 1);
+	ASSERT_EQ(k.parent, gettid());
+	ASSERT_EQ(k.child, tid);
+	pt_perfev_close(e);
 }

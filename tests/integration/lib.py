@@ -387,6 +387,16 @@ def profile_window(path):
     return got.get(9, 0), got.get(10, 0)
 
 
+def edge_slack(path, t0, t1, amount):
+    """What of `amount` (a clock's count between two readings at wall times
+    t0 and t1, ns) may lie outside the window of the profile at path: its
+    rate over the readings times their distances from the window's edges.
+    Readings taken as podprof logs a session's start and end come late on a
+    loaded machine, the end's after the profile is built."""
+    start, length = profile_window(path)
+    return amount / max(t1 - t0, 1) * (abs(t0 - start) + abs(t1 - (start + length)))
+
+
 # Unnamed frames are "module+0xoffset"; the dynamic loader may show up
 # resolving a lazy binding (_dl_runtime_resolve_xsave, _dl_fixup, ...).
 LIBC_RE = re.compile(r"^(libc\.so\.6|ld-linux-x86-64\.so\.2)\+0x[0-9a-f]+$|^_dl_[a-z_]+$")

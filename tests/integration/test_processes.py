@@ -37,10 +37,8 @@ def check_tree_total(path, r0, r1):
     is done after its profile is built, tens to hundreds of ms after the
     window on a loaded machine)."""
     total = sum(v for v, _ in traces(path))
-    start, length = lib.profile_window(path)
     used = r1[0] - r0[0]
-    rate = used / max(r1[1] - r0[1], 1)
-    slack = rate * (abs(r0[1] - start) + abs(r1[1] - (start + length)))
+    slack = lib.edge_slack(path, r0[1], r1[1], used)
     print("  info: profile total %.2f s, the tree's CPU %.2f s (%.3f), the readings' slack %.3f s" % (
         total / 1e9, used / 1e9, total / used, slack / 1e9))
     check(abs(total - used) <= 0.05 * used + slack, "the profile holds %.2f s, the tree used %.2f s (slack %.3f s)" % (

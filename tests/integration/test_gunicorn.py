@@ -253,18 +253,35 @@ def gunicorn_recycled_workers_are_followed():
     g = Gunicorn(ns, workers=2, max_requests=30)
     load = Load(g, clients=3)
     first = set(g.workers())
+    # The workers the master forked meanwhile, as /proc shows them (how many
+    # depends on how fast the requests go: fewer on a loaded machine).
+    seen, done = {}, threading.Event()
+
+    def watch():
+        while not done.wait(0.02):
+            for p in g.workers():
+                seen.setdefault(p, time.time_ns())
+    w = threading.Thread(target=watch)
+    w.start()
     path = pod_profile(ns, g, "seconds=4&hz=250", "gunicorn-recycled.pb.gz")
+    done.set()
+    w.join()
     load.stop()
     truths = g.stop()
     shares = {int(p): s for p, s in tags_of(path, "pid").items()}
     later = set(shares) - first - {g.pid}
-    print("  info: %d pids in the profile, %d forked after it began; %d workers ended in all" %
-          (len(shares), len(later), len(truths)))
-    check(len(later) >= 3, "only %d workers forked during the window are in the profile: %s (first %s)" %
-          (len(later), sorted(shares), sorted(first)))
+    start, length = lib.profile_window(path)
+    forked = {p for p, at in seen.items() if p not in first and start <= at <= start + length}
+    print("  info: %d pids in the profile, %d forked after it began (%d seen forked meanwhile); "
+          "%d workers ended in all" % (len(shares), len(later), len(forked), len(truths)))
+    check(len(forked) >= 2, "the master forked only %d workers during the profile: %s" % (len(forked), sorted(forked)))
+    # every one of them, but one forked in the window's last moments
+    check(len(later) >= min(3, len(forked) - 1),
+          "only %d workers forked during the window are in the profile: %s (first %s, forked %s)" %
+          (len(later), sorted(shares), sorted(first), sorted(forked)))
     # A worker forked near the window's end may have had only its start
     # (the import) in it: three of them with the app's frames named.
     named = [p for p in later if "burn_request" in pprof("-top", "-tagfocus=pid=%d" % p, path)]
     print("  info: burn_request named in %d of them" % len(named))
-    check(len(named) >= 3,
+    check(len(named) >= min(3, len(later) - 1),
           "of the workers forked during the window %s, only %s have burn_request" % (sorted(later), sorted(named)))

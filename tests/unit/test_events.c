@@ -383,15 +383,16 @@ TEST(events_a_stop_is_only_looked_at_so_a_tracer_killed_in_it_loses_no_signal)
 	kid_end(&k);
 }
 
-/* Signals sent one after another while the tracer works for 200 ms on
- * something else: how many reached the kid's handler. breathe: the work
- * calls pt_tracer_breathe between its pieces, as a goroutine dump does. */
-static uint64_t delivered_during_work(struct kid *k, int breathe)
+/* Signals sent one after another while the tracer works for ms on
+ * something else (or until `enough` reached the kid): how many reached the
+ * kid's handler. breathe: the work calls pt_tracer_breathe between its
+ * pieces, as a goroutine dump does. */
+static uint64_t delivered_during_work(struct kid *k, int breathe, uint64_t ms, uint64_t enough)
 {
-	uint64_t base = k->pg->usr1, sent = 0, end = kid_now_ns() + 200000000ull;
+	uint64_t base = k->pg->usr1, sent = 0, end = kid_now_ns() + ms * 1000000ull;
 	volatile uint64_t spin = 0;
 
-	while (kid_now_ns() < end) {
+	while (kid_now_ns() < end && k->pg->usr1 - base < enough) {
 		if (k->pg->usr1 - base == sent) {
 			kill(k->pid, SIGUSR1);
 			sent++;
@@ -416,12 +417,13 @@ TEST(events_long_work_that_breathes_passes_signals_on_meanwhile)
 	KID_UNTIL(k.tr, k.pg->spins > 0);
 	/* Without breathing, the first signal's stop waits for the work's
 	 * end: nothing is delivered meanwhile (it is, after). */
-	ASSERT_U64_EQ(delivered_during_work(&k, 0), 0);
+	ASSERT_U64_EQ(delivered_during_work(&k, 0, 200, UINT64_MAX), 0);
 	KID_UNTIL(k.tr, k.pg->usr1 == 1);
 	/* Breathing every PT_TRACER_BREATHE_NS: one signal after another
-	 * (each a round trip through the kid's stop and handler; a busy
-	 * machine makes fewer, but many more than none). */
-	ASSERT(delivered_during_work(&k, 1) >= 5);
+	 * (each a round trip through the kid's stop and handler: about 800 in
+	 * 200 ms on a quiet machine; with every core taken the kid waits for
+	 * one at each, so the work lasts until 5 or 2 s). */
+	ASSERT(delivered_during_work(&k, 1, 2000, 5) >= 5);
 	assert_kid_runs(&k);
 	ASSERT_EQ(stats(&k).signals_reinjected, k.pg->usr1);
 	kid_end(&k);

@@ -47,8 +47,9 @@ def target_exit_mid_profile_gives_what_was_gathered():
     f = Fixture(threads=2, extra=["-x", "1500"])
     pp = Podprof("--pid", str(f.pid))
     t0 = time.monotonic()
-    body = get_profile(pp, "seconds=10")
+    answer = http(pp.port, "/debug/pprof/profile?seconds=10")
     check(time.monotonic() - t0 < 6, "the profile outlived its target")
+    body = check_served(answer)
     path = save(body, "exit.pb.gz")
     # Symbolized although the process is gone (its SIGALRM handler on_stop
     # may be caught too, and the main thread in libc as the fixture exits:
@@ -148,8 +149,9 @@ def exec_mid_profile_ends_the_session_then_profiles_the_new_program():
     f = Fixture(threads=2, extra=["-e", "1000", "-E", new])
     pp = Podprof("--pid", str(f.pid))
     t0 = time.monotonic()
-    path = save(get_profile(pp, "seconds=10"), "pre-exec.pb.gz")
+    answer = http(pp.port, "/debug/pprof/profile?seconds=10")
     check(time.monotonic() - t0 < 6, "the session did not end at the exec")
+    path = save(check_served(answer), "pre-exec.pb.gz")
     pp.wait_log(r"exec'd a new program", 5)
     # The old program's samples keep the old program's names and mapping.
     check_busy_profile(path)

@@ -422,8 +422,10 @@ def continuous_watch_follows_an_exec():
     # The new program (busy -t 1: only running threads) is watched: block
     # answers at once from the new watch.
     t0 = time.monotonic()
-    top = pprof("-top", save(get_profile(pp, "", name="block"), "exec-block.pb.gz"))
-    check(time.monotonic() - t0 < 2 and "since the continuous watch began" in top, top[:600])
+    answer = http(pp.port, "/debug/pprof/block")
+    took = time.monotonic() - t0
+    top = pprof("-top", save(check_served(answer, "block"), "exec-block.pb.gz"))
+    check(took < 2 and "since the continuous watch began" in top, "%.1f s: %s" % (took, top[:600]))
     f.stop()
 
 

@@ -481,9 +481,12 @@ def threads_sharing_a_core_are_sampled_where_they_run():
     check(clock < 10.0, "read_cpu_clock holds %.1f%% of the profile (~0.1%% of the CPU)" % clock)
     check(a + b > 85.0, "hot_a and hot_b hold only %.1f%%" % (a + b))
     # ~500 samples (half a core, 4 s at 250 Hz): one standard deviation of
-    # the split is 2 points.
-    check(abs(100.0 * a / (a + b) - truth) <= 8.0, "hot_a %.1f%% of hot_a+hot_b, truth %.1f%%" %
-          (100.0 * a / (a + b), truth))
+    # the split is 2 points; fewer when other processes take the cores too
+    # (three standard deviations of the samples taken, and 2 points).
+    n = sum(v for v, fr in traces(path, "samples") if "hot_a" in fr or "hot_b" in fr)
+    tol = max(8.0, 2.0 + 3 * 100.0 * (truth / 100 * (1 - truth / 100) / max(n, 1)) ** 0.5)
+    check(abs(100.0 * a / (a + b) - truth) <= tol, "hot_a %.1f%% of hot_a+hot_b, truth %.1f%% (%d samples, "
+          "%.1f points allowed)" % (100.0 * a / (a + b), truth, n, tol))
     # The drop itself. EEVDF (Linux 6.6 and later) ends busy -K's slices in
     # its system call, where it then waits: stops land there and are
     # dropped. A kernel that ends slices only at its ticks puts no wait

@@ -48,11 +48,6 @@ int pt__perfev_sys_open(struct perf_event_attr *attr, pid_t tid, int cpu)
 	return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
-{
-	return pt__perfev_sys_open(attr, tid, -1);
-}
-
 void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake, int with_cpu)
 {
 	memset(a, 0, sizeof(*a));
@@ -103,7 +98,7 @@ int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg
 	e->on_fork = cfg->on_fork;
 	e->fork_arg = cfg->fork_arg;
 	pt__perfev_attr(&a, cfg, pages * pgsz - rec, 0);
-	if ((e->fd = sys_perf_event_open(&a, tid)) < 0) {
+	if ((e->fd = pt__perfev_sys_open(&a, tid, -1)) < 0) {
 		err = -errno;
 		base_free(e);
 		return err;
@@ -303,7 +298,7 @@ int pt_perfev_probe(pid_t tid, struct pt_perfev_cfg *cfg, char *why, size_t len)
 		c.exclude_kernel = excl;
 		pt__perfev_attr(&a, &c, 0, 0);
 		a.disabled = 1;
-		if ((fd = sys_perf_event_open(&a, tid)) >= 0) {
+		if ((fd = pt__perfev_sys_open(&a, tid, -1)) >= 0) {
 			close(fd);
 			cfg->exclude_kernel = excl;
 			if (why && !excl)

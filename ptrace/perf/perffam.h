@@ -5,11 +5,14 @@
  * these events (perf_event_open(2): an inherited event cannot be mapped
  * with cpu -1; events of one CPU write into one ring, joined with
  * PERF_EVENT_IOC_SET_OUTPUT). Each sample says its thread and CPU, and
- * carries that thread's count on that CPU (PERF_SAMPLE_READ with inherit:
- * Linux 6.12 and later), so a sample's weight is its thread's CPU on that
- * CPU since its previous sample there. The family's own threads are
- * sampled by it too. Knows nothing of tracees or sessions; sampler thread
- * only. */
+ * carries a count (PERF_SAMPLE_READ with inherit: Linux 6.12 and later).
+ * That count is not its thread's own CPU: when sibling threads take turns
+ * on a CPU the kernel may pass one's inherited event on to the other (on
+ * 6.18 with the cores busy, a thread of 20.0 ms carried 33.1 ms). Each
+ * thread is still sampled by the CPU it uses, so a sample weighs one
+ * period, and the family's whole count (pt_perffam_count) is exact. The
+ * family's own threads are sampled by it too. Knows nothing of tracees or
+ * sessions; sampler thread only. */
 #ifndef PT_PERFFAM_H
 #define PT_PERFFAM_H
 

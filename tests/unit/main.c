@@ -11,8 +11,10 @@
  * (LeakSanitizer's exit status 23, in runs that passed) or a timeout. A test
  * of more than MAX allocations (default 300) runs with the first MAX/2
  * failing and MAX/2 more drawn at random (--seed=S, default 1), and says so.
- * The runs' own output is dropped; --fail-at=N runs the tests named once
- * with the Nth allocation failing, output kept, to see one. */
+ * The runs' own output is dropped, but for the counting run's when it
+ * fails (the test's own message, not only its exit status); --fail-at=N
+ * runs the tests named once with the Nth allocation failing, output kept,
+ * to see one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -94,8 +96,9 @@ static const char *why_of_skip(void)
 
 /* Runs test i in a child with the nth allocation failing (0: counting
  * only; -1: no injection). Returns its wait status; with count_fd >= 0 the
- * child writes how many allocations it made there. */
-static int run(int i, long long nth, int count_fd, int timeout, int quiet)
+ * child writes how many allocations it made there. Its output goes to
+ * out_fd if >= 0, else nowhere if quiet. */
+static int run(int i, long long nth, int count_fd, int timeout, int quiet, int out_fd)
 {
 	int status;
 	pid_t pid;
@@ -105,7 +108,7 @@ static int run(int i, long long nth, int count_fd, int timeout, int quiet)
 		skip_why[0] = '\0';
 	pid = fork();
 	if (pid == 0) {
-		int null = quiet ? open("/dev/null", O_WRONLY) : -1;
+		int null = out_fd >= 0 ? dup(out_fd) : quiet ? open("/dev/null", O_WRONLY) : -1;
 
 		if (null >= 0) {
 			dup2(null, 1);
@@ -151,36 +154,64 @@ static uint64_t next_random(void)
 	return rng;
 }
 
+/* Prints the last lines a run wrote into fd (its output), indented. */
+static void show_output(int fd)
+{
+	char buf[2048];
+	off_t end = lseek(fd, 0, SEEK_END);
+	ssize_t n;
+
+	if (end <= 0)
+		return;
+	lseek(fd, end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0, SEEK_SET);
+	if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+		printf("  | %s\n", line);
+}
+
 /* Test i under torture. Returns 1 passed, 0 failed, 77 skipped. */
 static int torture_one(int i, int timeout, uint64_t max)
 {
 	uint64_t count = 0, runs = 0, sampled;
-	int fds[2], status;
+	int fds[2], status, out = memfd_create("unit-output", MFD_CLOEXEC);
 	char why[64];
 
-	if (pipe(fds))
+	if (pipe(fds)) {
+		if (out >= 0)
+			close(out);
 		return 0;
-	status = run(i, 0, fds[1], timeout, 1);
+	}
+	status = run(i, 0, fds[1], timeout, 1, out);
 	close(fds[1]);
 	if (read(fds[0], &count, sizeof(count)) != sizeof(count))
 		count = 0;
 	close(fds[0]);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
 		printf("SKIP torture/%s: %s\n", tests[i].name, why_of_skip());
+		if (out >= 0)
+			close(out);
 		return 77;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		printf("FAIL torture/%s: fails without a failing allocation (%s)\n", tests[i].name,
-		       describe(status, why, sizeof(why)));
+		printf("FAIL torture/%s: fails without a failing allocation (%s); its output:\n",
+		       tests[i].name, describe(status, why, sizeof(why)));
+		if (out >= 0) {
+			show_output(out);
+			close(out);
+		}
 		return 0;
 	}
+	if (out >= 0)
+		close(out);
 	sampled = count > max;
 	for (uint64_t k = 1; k <= (sampled ? max : count); k++) {
 		uint64_t nth = k;
 
 		if (sampled && k > max / 2)
 			nth = max / 2 + 1 + next_random() % (count - max / 2);
-		status = run(i, (long long)nth, -1, timeout, 1);
+		status = run(i, (long long)nth, -1, timeout, 1, -1);
 		runs++;
 		if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1 ||
 					  WEXITSTATUS(status) == 77))
@@ -240,7 +271,7 @@ int main(int argc, char **argv)
 			failed += r == 0;
 			continue;
 		}
-		status = run(i, fail_at, -1, timeout, 0);
+		status = run(i, fail_at, -1, timeout, 0, -1);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			printf("PASS unit/%s\n", tests[i].name);
 			passed++;

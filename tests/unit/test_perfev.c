@@ -221,7 +221,6 @@ static void *kid_main(void *arg)
 
 struct fam_seen {
 	pid_t tids[KIDS];
-	uint64_t last[KIDS][64];   /* the last count of each kid on each CPU */
 	int n[KIDS];
 	int others, bad, no_regs;
 };
@@ -233,10 +232,7 @@ static int on_fam_sample(void *arg, const struct pt_perfev_sample *smp)
 	for (int i = 0; i < KIDS; i++) {
 		if (smp->tid != s->tids[i])
 			continue;
-		if (smp->cpu < 0 || smp->cpu >= 64 || smp->count <= s->last[i][smp->cpu])
-			s->bad++;   /* a count per thread and CPU, growing */
-		else
-			s->last[i][smp->cpu] = smp->count;
+		s->bad += smp->cpu < 0 || smp->count == 0;   /* each says its CPU and a count */
 		s->no_regs += !smp->has_regs;
 		s->n[i]++;
 		return 0;
@@ -245,13 +241,19 @@ static int on_fam_sample(void *arg, const struct pt_perfev_sample *smp)
 	return 0;
 }
 
+/* What holds of an inherited family, and what does not: each thread is
+ * sampled in proportion to the CPU it used, and the family's count holds
+ * all of it; but the count a sample carries is not that thread's own when
+ * sibling threads share a CPU (on 6.18, with the cores busy, a kid of
+ * 20.0 ms carried 33.1 ms with its 20 samples), so a sample weighs one
+ * period, not its count's step. */
 TEST(perf_family_samples_threads_born_after_it_without_a_stop)
 {
 	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 1024, .ring_samples = 512 };
 	struct pt_perffam *f = NULL;
 	struct kid kids[KIDS];
 	struct fam_seen s;
-	uint64_t lost = 0, whole = 0, used = 0;
+	uint64_t lost = 0, whole = 0, used = 0, drawn = 0;
 	char why[320];
 	int err;
 
@@ -279,22 +281,23 @@ TEST(perf_family_samples_threads_born_after_it_without_a_stop)
 	for (int i = 0; i < KIDS; i++)
 		s.tids[i] = kids[i].tid;
 	ASSERT(pt_perffam_drain(f, on_fam_sample, &s, &lost) >= 0);
+	for (int i = 0; i < KIDS; i++) {
+		uint64_t periods = kids[i].cpu_ns / FAM_PERIOD_NS;
+
+		fprintf(stderr, "  kid %d: %d samples for %.1f ms of CPU\n", i, s.n[i],
+			(double)kids[i].cpu_ns / 1e6);
+		/* Sampled by the CPU it used: about one sample a period. */
+		ASSERT(lost || s.n[i] >= (int)periods / 2);
+		ASSERT((uint64_t)s.n[i] <= 2 * periods + 2);
+		used += kids[i].cpu_ns;
+		drawn += (uint64_t)s.n[i] * FAM_PERIOD_NS;
+	}
 	ASSERT_EQ(s.bad, 0);
 	ASSERT_EQ(s.no_regs, 0);
-	for (int i = 0; i < KIDS; i++) {
-		uint64_t sum = 0;
-
-		for (int c = 0; c < 64; c++)
-			sum += s.last[i][c];
-		/* Each kid's counts add up to its own clock, less what it used
-		 * after its last sample on each CPU (under a period each). */
-		fprintf(stderr, "  kid %d: %d samples, counted %.1f ms of %.1f ms\n", i, s.n[i],
-			(double)sum / 1e6, (double)kids[i].cpu_ns / 1e6);
-		ASSERT(lost || s.n[i] >= (int)(kids[i].cpu_ns / FAM_PERIOD_NS) / 2);
-		ASSERT(sum <= kids[i].cpu_ns + FAM_PERIOD_NS);
-		ASSERT(lost || sum + 2 * 64 * FAM_PERIOD_NS >= kids[i].cpu_ns);
-		used += kids[i].cpu_ns;
-	}
+	/* Together, the samples stand for the kids' CPU, within the periods
+	 * each kid's edges may gain or lose and a tenth. */
+	ASSERT(lost || drawn + used / 10 + 2 * KIDS * FAM_PERIOD_NS >= used);
+	ASSERT(drawn <= used + used / 10 + 2 * KIDS * FAM_PERIOD_NS);
 	/* The family's count holds the ended kids' CPU (and this thread's). */
 	ASSERT_OK(pt_perffam_count(f, &whole));
 	ASSERT(whole + FAM_PERIOD_NS >= used);

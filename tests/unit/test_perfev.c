@@ -304,6 +304,67 @@ TEST(perf_family_samples_threads_born_after_it_without_a_stop)
 	pt_perffam_free(f);
 }
 
+struct short_seen {
+	pid_t long_tid;
+	int long_n, short_n, no_cpu;
+};
+
+static int on_short_sample(void *arg, const struct pt_perfev_sample *smp)
+{
+	struct short_seen *s = arg;
+
+	if (smp->tid == s->long_tid)
+		s->long_n++;
+	else if (smp->tid != gettid())
+		s->short_n++;
+	return 0;
+}
+
+/* A fact the design rests on (docs/ARCHITECTURE.md, new threads without a
+ * stop): a thread's inherited event starts with a whole period of its own
+ * CPU, so threads shorter than a period are never sampled by a family,
+ * however many there are, while a long one is. */
+TEST(perf_family_samples_a_new_thread_only_after_a_whole_period)
+{
+	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 64, .ring_samples = 512 };
+	struct pt_perffam *f = NULL;
+	struct kid shorts[200], lng;
+	struct short_seen s = { 0 };
+	uint64_t lost = 0, short_cpu = 0;
+	char why[320];
+	int err;
+
+	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
+		SKIP("%s", why);
+	ASSERT_OK(pt_perffam_new(&f, &cfg));
+	if ((err = pt_perffam_add(f, gettid())) == -EOPNOTSUPP) {
+		pt_perffam_free(f);
+		SKIP("this kernel refuses inherited events with PERF_SAMPLE_READ (before 6.12)");
+	}
+	ASSERT_OK(err);
+	memset(shorts, 0, sizeof(shorts));
+	for (int i = 0; i < 200; i++) {
+		shorts[i].want_ns = FAM_PERIOD_NS / 3;
+		ASSERT_EQ(pthread_create(&shorts[i].th, NULL, kid_main, &shorts[i]), 0);
+		ASSERT_EQ(pthread_join(shorts[i].th, NULL), 0);
+		short_cpu += shorts[i].cpu_ns;
+		ASSERT(shorts[i].cpu_ns < FAM_PERIOD_NS * 9 / 10);
+	}
+	memset(&lng, 0, sizeof(lng));
+	lng.want_ns = 20 * FAM_PERIOD_NS;
+	ASSERT_EQ(pthread_create(&lng.th, NULL, kid_main, &lng), 0);
+	ASSERT_EQ(pthread_join(lng.th, NULL), 0);
+	ASSERT_OK(pt_perffam_enable(f, 0));
+	s.long_tid = lng.tid;
+	ASSERT(pt_perffam_drain(f, on_short_sample, &s, &lost) >= 0);
+	fprintf(stderr, "  200 threads of %.0f us each: %d samples (%.0f by their CPU); one of %.1f ms: %d\n",
+		(double)short_cpu / 200 / 1e3, s.short_n, (double)short_cpu / FAM_PERIOD_NS,
+		(double)lng.cpu_ns / 1e6, s.long_n);
+	ASSERT_EQ(s.short_n, 0);
+	ASSERT(lost || s.long_n >= 10);
+	pt_perffam_free(f);
+}
+
 struct forks {
 	pid_t parent, child;
 	int n;

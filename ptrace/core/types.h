@@ -6,6 +6,7 @@
 #ifndef PT_TYPES_H
 #define PT_TYPES_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,6 +35,7 @@ struct pt_tracee_stats {
 	uint64_t late_stops;        /* stopped after their tick (a tick's: captured then) */
 	uint64_t incomplete_stacks;
 	uint64_t signals_reinjected, group_stops, clones, execs;
+	uint64_t own_signals;       /* the owner's own signals (own_signal), never passed on */
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's event */
 	uint64_t forks;                    /* processes it forked while traced */
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
@@ -140,6 +142,11 @@ struct pt_rule_stats {
 				     * does not pay for (reached after our interrupt) */
 	uint64_t snapshot_stops;    /* stacks cached at a snapshot's or a state report's stop */
 	uint64_t snapshot_reused;   /* stacks answered from the cache instead of a stop */
+	/* ptrace backend: threads born while sampled, stopped by the CPU they
+	 * used (ptrace/rule/cpudraw.c) */
+	uint64_t draws;             /* such stops */
+	uint64_t draw_threads;      /* threads armed */
+	int draw_err;               /* why none are (a refused open's errno), 0 */
 	/* perf_event backend */
 	uint64_t perf_samples;      /* samples read from the rings */
 	uint64_t perf_lost;         /* samples the kernel could not write (a ring full) */
@@ -160,6 +167,11 @@ struct pt_thread_ops {
 	 * there (each costs the new thread's first stop its time). */
 	int (*early)(void *arg);
 	void (*born)(void *arg, struct pt_thread *th);
+	/* A signal-delivery stop of `own_sig` (pt_tracee_set_own_signal):
+	 * 1 if si (PTRACE_GETSIGINFO's) is the owner's own signal, which
+	 * the thread then never takes (resumed without it) and whose stop
+	 * is captured as a late sample of the last tick's (may be NULL). */
+	int (*own_signal)(void *arg, struct pt_thread *th, const siginfo_t *si);
 	void *arg;
 };
 

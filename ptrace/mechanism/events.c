@@ -307,6 +307,19 @@ static enum pt__ev on_exit(struct pt_tracee *t, struct pt_thread *th, int held)
 	return PT__EV_GONE;
 }
 
+/* 1 if the signal th stopped for is its owner's own (struct pt_thread_ops
+ * own_signal), by its siginfo: never one of the target's, which are all
+ * passed on. */
+static int own_signal(struct pt_tracee *t, struct pt_thread *th, int sig)
+{
+	siginfo_t si;
+
+	if (!t->own_sig || sig != t->own_sig || !t->tops.own_signal ||
+	    ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si))
+		return 0;
+	return t->tops.own_signal(t->tops.arg, th, &si);
+}
+
 enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status, int held)
 {
 	if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -324,6 +337,25 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 	case PTRACE_EVENT_EXEC:
 		return on_exec(t, th);
 	default:
+		if (own_signal(t, th, WSTOPSIG(status))) {
+			/* The owner's own (a stop by the CPU the thread
+			 * used): the thread never takes it. Captured here,
+			 * where it runs: as the capture of a stop of ours that
+			 * wants it now, else as a late capture of the last
+			 * tick's (stop.c take_late); resumed without it. */
+			t->st.own_signals++;
+			if (t->detaching)
+				return resume(t, th, 0);
+			th->resume_sig = 0;
+			if (th->flags & PT_TH_INTERRUPTING) {
+				if (!(th->flags & PT_TH_WANTED))
+					return resume(t, th, 0);   /* its interrupt's stop comes next */
+				th->flags &= ~PT_TH_INTERRUPTING;
+				return PT__EV_OURS;
+			}
+			th->flags |= PT_TH_WANTED | PT_TH_LATE;
+			return PT__EV_OURS;
+		}
 		/* Signal-delivery-stop: the signal was meant for the target.
 		 * Deliver it exactly once, now (or on detach). Until it next
 		 * gets a core, the thread is runnable but has yet to enter its

@@ -66,6 +66,7 @@ struct pt_tracee {
 	struct pt_tracee_opts o;
 	int attached, detaching, gone, execed;
 	uint64_t gone_cpu_ns;    /* the process's CPU as its last thread ended (0: unread) */
+	int own_sig;             /* the owner's own signal (tops.own_signal), 0: none */
 	struct pt_thread **th;   /* each allocated with the owner's part after it */
 	size_t n, cap;
 	struct base_map by_tid;  /* tid -> its live thread (a struct pt_thread *) */

@@ -149,6 +149,7 @@ struct pt_space *pt_tracee_space(struct pt_tracee *t) { return t->as; }
 struct pt_runtimes *pt_tracee_runtimes(struct pt_tracee *t) { return t->rts; }
 void pt_tracee_breathe(struct pt_tracee *t) { pt_tracer_breathe(t->tr); }
 uint64_t pt_tracee_signals(const struct pt_tracee *t) { return t->st.signals_reinjected; }
+void pt_tracee_set_own_signal(struct pt_tracee *t, int sig) { t->own_sig = sig; }
 
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out)
 {

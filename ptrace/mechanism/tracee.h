@@ -56,6 +56,9 @@ int pt_tracee_reads_in_stop(const struct pt_tracee *t);
 /* Forgets the old program (maps, modules, caches) and resumes sampling. */
 void pt_tracee_ack_exec(struct pt_tracee *t);
 void pt_tracee_stats(const struct pt_tracee *t, struct pt_tracee_stats *out);
+/* The signal the owner sends its threads itself (struct pt_thread_ops
+ * own_signal is asked about each stop for it), 0: none. */
+void pt_tracee_set_own_signal(struct pt_tracee *t, int sig);
 /* Its signals passed on so far (pt_tracee_stats' signals_reinjected). */
 uint64_t pt_tracee_signals(const struct pt_tracee *t);
 /* t's address space (ptrace/space/space.h): its maps, memory, modules,

@@ -97,10 +97,15 @@ static void add_counts(struct pt_profile *p, const struct pt_profile *q)
 	p->unsettled_ns += q->unsettled_ns;
 	p->exited_threads += q->exited_threads;
 	p->exited_stacks += q->exited_stacks;
+	p->overdrawn_ns += q->overdrawn_ns;
 	p->samples_lost += q->samples_lost;
 	p->open_failures += q->open_failures;
 	if (q->open_err)
 		p->open_err = q->open_err;
+	p->draw_threads += q->draw_threads;
+	p->draws += q->draws;
+	if (q->draw_err)
+		p->draw_err = q->draw_err;
 	/* How the samples were taken: the first part's, unless another's
 	 * differs (processes a pod allows differently: say so). */
 	if (!p->backend) {

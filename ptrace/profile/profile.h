@@ -166,6 +166,10 @@ struct pt_profile {
 	uint64_t pending_ns, pending_stacks;
 	uint64_t unsettled_ns;   /* what the profile still lacks of process_cpu_ns */
 	uint64_t exited_threads, exited_stacks;
+	/* Samples that carried more than the process used (draws: each
+	 * stands for a period, ptrace/rule/cpudraw.h): taken off the ended
+	 * threads' stacks in proportion to their CPU. */
+	uint64_t overdrawn_ns;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
 	/* A profile of several processes: each sample's `proc` indexes these;
@@ -197,6 +201,10 @@ struct pt_profile {
 	uint64_t samples_lost;
 	uint64_t open_failures;   /* threads' events that could not be opened (their CPU pending) */
 	int open_err;             /* the last one's errno */
+	/* ptrace: threads born in the window stopped by the CPU they used
+	 * (ptrace/rule/cpudraw.h), those stops, and why none were (an errno) */
+	uint64_t draw_threads, draws;
+	int draw_err;
 };
 
 /* Frames podprof adds itself, in place of an address (outside any user

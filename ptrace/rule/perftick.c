@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "ptrace/perf/perfev.h"
 #include "ptrace/core/internal.h"
+#include "ptrace/rule/cpudraw.h"
 #include "ptrace/rule/rulestate.h"
 #include "ptrace/mechanism/stop.h"
 #include "ptrace/mechanism/threads.h"
@@ -400,7 +401,11 @@ void pt_perftick_resume(struct pt_rule *r)
 
 void pt_perftick_idle(struct pt_rule *r)
 {
-	if (r->backend != PT_BACKEND_PERF || !r->pf_on)
+	if (r->backend != PT_BACKEND_PERF) {
+		pt__draw_idle(r);   /* (the ptrace backend's draws) */
+		return;
+	}
+	if (!r->pf_on)
 		return;
 	/* Nobody samples the target now: its threads stop paying for samples.
 	 * What the rings hold is before any later window. */

@@ -41,7 +41,8 @@ void pt_perftick_ended(struct pt_rule *r, pid_t tid);
  * now, not from the next tick. */
 void pt_perftick_resume(struct pt_rule *r);
 /* No session samples t now: its perf events (if any) stop sampling until
- * the next tick that samples. */
+ * the next tick that samples; under ptrace, no draw is armed again
+ * (cpudraw.h). */
 void pt_perftick_idle(struct pt_rule *r);
 
 /* ---- the rule's (rule.c) ---------------------------------------------------- */

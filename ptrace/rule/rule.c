@@ -17,6 +17,7 @@
 #endif
 
 #include "base/mem.h"
+#include "ptrace/rule/cpudraw.h"
 #include "ptrace/rule/perftick.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
@@ -32,12 +33,31 @@ static void drop_thread(void *arg, struct pt_thread *th)
 	(void)arg;
 	pt__snapcache_drop(th);
 	pt__perf_drop(th);
+	pt__draw_drop(th);
+}
+
+/* A thread's birth: its perf event opens there (perf_event backend), or
+ * its first draw is armed (ptrace). */
+static int born_early(void *arg)
+{
+	return pt__perf_early(arg) || pt__draw_early(arg);
+}
+
+static void born(void *arg, struct pt_thread *th)
+{
+	const struct pt_rule *r = arg;
+
+	if (r->backend == PT_BACKEND_PERF)
+		pt__perf_born(arg, th);
+	else
+		pt__draw_born(arg, th);
 }
 
 int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
 {
 	struct pt_thread_ops ops = { .size = sizeof(struct pt_rule_thread), .drop = drop_thread,
-				     .early = pt__perf_early, .born = pt__perf_born };
+				     .early = born_early, .born = born,
+				     .own_signal = pt__draw_own_signal };
 	struct pt_rule *r;
 	int err;
 
@@ -80,6 +100,8 @@ uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)
 			continue;
 		if (r->backend == PT_BACKEND_PERF) {
 			ns = pt__perf_pending(r, th);
+		} else if (pt__drawn(th)) {
+			ns = pt__rt(th)->cpu_ns;   /* a draw not reported yet */
 		} else {
 			if (pt_thread_read_sched(th, &run, NULL, NULL))
 				continue;
@@ -114,6 +136,12 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	rt->acc_ns += run - rt->last_run_ns;
 	rt->credit_ns += run - rt->last_run_ns;
 	rt->last_run_ns = run;
+	if (rt->dw_fd1) {
+		/* Drawn (cpudraw.c): its CPU is its draws', its pending
+		 * weight (cpu_ns) a draw's not reported yet. */
+		rt->acc_ns = rt->credit_ns = 0;
+		return 0;
+	}
 	if (!sampling) {
 		/* A tick for thread states only: CPU used now is nobody's sample,
 		 * nor what an earlier stop left unreported (one in flight
@@ -444,6 +472,8 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 		if (cbs->state)
 			(void)select_due(r, cpu_period_ns, now, 0, sel, max);
 	} else {
+		if (cbs->sample)
+			pt__draw_tick(r, cpu_period_ns);
 		nsel = select_due(r, cpu_period_ns, now, cbs->sample != NULL, sel, max);
 		ops.arg = r;
 		ncap = r->io.collect(r->t, sel, nsel, 0, 0, &ops);

@@ -5,8 +5,9 @@
  * thread itself. The rule is this header's module and those it lists, one
  * file and header each, bottom-up: snapcache (stacks cached at stops),
  * states (what every thread is doing at a tick), snapshot (the thread
- * dump), perftick (the CPU tick of the perf_event backend: samples the
- * kernel took without a stop) and rule (the CPU tick, the rule's life);
+ * dump), cpudraw (the ptrace backend's new threads, stopped by the CPU
+ * they used), perftick (the CPU tick of the perf_event backend: samples
+ * the kernel took without a stop) and rule (the CPU tick, the rule's life);
  * their shared state is ptrace/rule/rulestate.h. Sampler thread only. */
 #ifndef PT_RULE_H
 #define PT_RULE_H

@@ -60,6 +60,11 @@ struct pt_rule_thread {
 	 * (its stack size then learned); the ticks left before its random
 	 * first period gives way to the tick period (2 opened at a tick, 1 in
 	 * its birth stop, 0 done). */
+	/* ptrace backend (cpudraw.c): a thread born while sampled is stopped
+	 * by the CPU it used, not looked at by the ticks: its event's fd + 1
+	 * (0: none), and the period its armed draw stands for (0: not armed) */
+	int dw_fd1;
+	uint64_t dw_armed;
 	struct pt_perfev *pev;
 	uint64_t pf_mark;
 	int64_t pf_last;
@@ -104,6 +109,12 @@ struct pt_rule {
 	int pf_wi;
 	int pf_err;              /* the last open's error, 0 if none failed */
 	uint64_t rng;            /* xorshift state: each event's first period */
+	/* Draws (cpudraw.c): the signal, the period (the sampling ticks'),
+	 * whether a session samples (new draws armed), the kernel's time
+	 * left out (no kernel ticks allowed), and refused for good */
+	int dw_sig;
+	uint64_t dw_period;
+	int dw_on, dw_ek, dw_off;
 };
 
 /* th's rule part, set up at its first use. */

@@ -50,6 +50,8 @@ int pt__backend_begin(struct pt_session *ss, enum pt_backend want, char *line, s
 	pt_rule_stats(tg->rule, &rs);
 	ss->lost0 = rs.perf_lost;
 	ss->fail0 = rs.perf_open_failures;
+	ss->draws0 = rs.draws;
+	ss->drawn0 = rs.draw_threads;
 	(void)pt_perftick_backend(tg->rule, &why);
 	if (err)
 		snprintf(line, len, "backend: pid=%d: --backend perf_event cannot sample it: %s",
@@ -84,6 +86,9 @@ void pt__backend_note(struct pt_session *ss, struct pt_profile *p)
 	p->samples_lost = rs.perf_lost - ss->lost0;
 	p->open_failures = rs.perf_open_failures - ss->fail0;
 	p->open_err = p->open_failures ? rs.perf_open_err : 0;
+	p->draws = rs.draws - ss->draws0;
+	p->draw_threads = rs.draw_threads - ss->drawn0;
+	p->draw_err = rs.draw_err;
 }
 
 uint64_t pt__backend_tick_every(const struct pt_sampler *s, uint64_t period)

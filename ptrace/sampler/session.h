@@ -54,6 +54,7 @@ struct pt_session {
 	int states_no_stacks;
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
 	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
+	uint64_t draws0, drawn0;     /* its draws and threads drawn before it (ptrace) */
 	struct pt_runtimes_counts rt0;   /* its runtimes' samples merged, before it (attached kinds) */
 	struct pt_session *next;
 };

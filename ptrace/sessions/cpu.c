@@ -17,7 +17,12 @@
  * of the window under PT_MARK_PENDING (alone for a thread not sampled in
  * it). Settling only fills what the samples lack, so the total never
  * passes the process's CPU (a window's first samples carry what their
- * threads used before it). The profile's comment says how much. Owns
+ * threads used before it); but where threads born in the window were
+ * drawn (ptrace/rule/cpudraw.h: each draw stands for a period of its
+ * thread's CPU, so short threads' draws may carry more than they used),
+ * what the samples carried over the process's CPU is taken off the ended
+ * threads' stacks, in proportion to their CPU. The profile's comment says
+ * how much. Owns
  * the session's stack table. Sampler thread only, as every session
  * hook. */
 #include "ptrace/sessions/cpu.h"
@@ -130,6 +135,61 @@ static uint64_t exited_weight(void *arg, size_t id, const struct pt_sample *e, c
 	return e->tid > 0 && v[0] > 0 && base_map_get(&cs->exited, (uint64_t)e->tid) ? (uint64_t)v[0] : 0;
 }
 
+/* 1 if threads were drawn in the window (ptrace/rule/cpudraw.h). */
+static int drew(struct pt_session *ss)
+{
+	struct pt_rule_stats rs;
+
+	if (!ss->rule)
+		return 0;
+	pt_rule_stats(ss->rule, &rs);
+	return rs.draws > ss->draws0;
+}
+
+/* Samples that carried `over` more than the process used, which draws do
+ * (each stands for a period of its thread's CPU, ptrace/rule/cpudraw.h):
+ * the ended threads' samples give it back in proportion to their CPU (as
+ * their shortfall is added to them, the other way), so that their share is
+ * the process's CPU less what the live threads' samples carried. */
+static void trim(struct cpu_session *cs, struct pt_profile *p, uint64_t over)
+{
+	struct pt_stacks *st = cs->stacks;
+	size_t n = pt_stacks_count(st);
+	uint64_t sum = 0, left;
+	struct pt_sample e;
+	int64_t v[PT_MAX_VALUES];
+
+	for (size_t i = 0; i < n; i++) {
+		pt_stacks_get(st, i, &e, v);
+		sum += exited_weight(cs, i, &e, v) ? (uint64_t)v[1] : 0;
+	}
+	if (!sum)
+		return;
+	if (over > sum)
+		over = sum;
+	left = over;
+	/* each entry's share of what is left, in proportion to the CPU left:
+	 * rounding loses nothing */
+	for (size_t i = 0; i < n && left; i++) {
+		int64_t d[PT_MAX_VALUES] = { 0 };
+		uint64_t share;
+
+		pt_stacks_get(st, i, &e, v);
+		if (!exited_weight(cs, i, &e, v))
+			continue;
+		share = (uint64_t)((double)left * (double)v[1] / (double)sum);
+		if (share > (uint64_t)v[1])
+			share = (uint64_t)v[1];
+		sum -= (uint64_t)v[1];
+		if (!sum)
+			share = left;
+		d[1] = -(int64_t)share;
+		pt_stacks_add_to(st, i, d);
+		left -= share;
+	}
+	p->overdrawn_ns = over - left;
+}
+
 /* The window's CPU that no sample carried, settled as the header says. A
  * stack refused (past max_stacks: counted as dropped) or no memory: the
  * profile goes out with what is settled so far. */
@@ -156,6 +216,10 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
 		total += (uint64_t)v[1];
+	}
+	if (p->process_cpu_ns < total && drew(&cs->base)) {
+		trim(cs, p, total - p->process_cpu_ns);
+		return;
 	}
 	if (p->process_cpu_ns <= total)
 		return;
@@ -238,6 +302,7 @@ static int cpu_finish(struct pt_session *ss)
 		p->unsettled_ns = acct.unsettled_ns;
 		p->exited_threads = acct.exited_threads;
 		p->exited_stacks = acct.exited_stacks;
+		p->overdrawn_ns = acct.overdrawn_ns;
 	}
 	pt_sampler_stats(ss->s, &st);
 	pt_tracee_stats(ss->t, &ts);
@@ -246,7 +311,7 @@ static int cpu_finish(struct pt_session *ss)
 			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
 			" python_captures=%llu python_us_per_capture=%.2f"
 			" process_cpu_ms=%.1f pending_ms=%.1f unsampled_ms=%.1f unsettled_ms=%.1f"
-			" exited_threads=%llu exited_stacks=%llu%s",
+			" exited_threads=%llu exited_stacks=%llu overdrawn_ms=%.1f%s",
 			(int)req->pid, (unsigned long long)cs->thread_samples,
 			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
 			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
@@ -258,7 +323,7 @@ static int cpu_finish(struct pt_session *ss)
 			(double)acct.process_cpu_ns / 1e6, (double)acct.pending_ns / 1e6,
 			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
 			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
-			pt__request_cancelled(req) ? " (client gone)" : "");
+			(double)acct.overdrawn_ns / 1e6, pt__request_cancelled(req) ? " (client gone)" : "");
 	return err;
 }
 

@@ -58,6 +58,21 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}
+	if (pr->draw_threads || pr->draw_err) {
+		if (pr->draw_err)
+			snprintf(comment, sizeof(comment),
+				 "podprof: threads born in the window were sampled at the ticks, not "
+				 "stopped by the CPU they used (perf_event_open: %s)", strerror(pr->draw_err));
+		else
+			snprintf(comment, sizeof(comment),
+				 "podprof: draws=%" PRIu64 ": the %" PRIu64 " threads born in the window "
+				 "were sampled by the CPU they used from their first instruction (a "
+				 "counting event's signal stopped a thread where it ran, and was never "
+				 "delivered to it), each sample standing for a period of its thread's CPU",
+				 pr->draws, pr->draw_threads);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
 	if (pr->samples_lost) {
 		snprintf(comment, sizeof(comment),
 			 "podprof: samples_lost=%" PRIu64 " the kernel could not write (a ring buffer "
@@ -87,6 +102,16 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 			 " stacks of sampled threads that ended", pr->process_cpu_ns, pr->unsampled_ns,
 			 100.0 * (double)pr->unsampled_ns / (double)pr->process_cpu_ns, pr->exited_threads,
 			 pr->exited_stacks);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
+	if (pr->process_cpu_ns && pr->overdrawn_ns) {
+		snprintf(comment, sizeof(comment),
+			 "podprof: process_cpu_ns=%" PRIu64 " over the window; overdrawn_ns=%" PRIu64
+			 " (%.1f%%) more than it used was drawn (each draw stands for a period), taken off "
+			 "the stacks of threads that ended, in proportion to their CPU",
+			 pr->process_cpu_ns, pr->overdrawn_ns,
+			 100.0 * (double)pr->overdrawn_ns / (double)pr->process_cpu_ns);
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}

@@ -4,7 +4,9 @@
  * names: what each turns its input into, without a sampler loop or a
  * target. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 
 #include "base/mem.h"
@@ -121,6 +123,72 @@ TEST(session_cpu_weighs_samples_and_names_their_frames)
 	ASSERT_STR_EQ(leaf_name(req.profile, s, 1), "unit_marker_caller");
 	ASSERT_EQ(req.profile->thread_samples, 2);
 	ASSERT_EQ(req.profile->hz, 100);
+	pt_profile_free(req.profile);
+	end(ss);
+	fake_teardown();
+}
+
+static uint64_t process_cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Draws (ptrace/rule/cpudraw.h) stand for a period each, so the ended
+ * threads' may carry more than the process used: that much is taken off
+ * their stacks in proportion to their CPU, the live thread's left as it
+ * is, and the total is the process's CPU, not a nanosecond lost. */
+TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
+{
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+	struct pt_exit x = { 0 };
+	const struct pt_profile_sample *a, *b, *live;
+	struct pt_session *ss;
+	uint64_t t0, total = 0, used;
+	volatile uint64_t spin = 0;
+
+	fake_setup(1, 16);
+	ss = begin(&pt_kind_cpu, &req);
+	F.r->st.draws = ss->draws0 + 3;   /* the window had draws */
+	smp.tid = FAKE_TID0;
+	smp.cpu_ns = 5000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	smp.tid = FAKE_TID0 + 100;
+	smp.cpu_ns = 60000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	smp.tid = FAKE_TID0 + 101;
+	smp.cpu_ns = 40000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	x.tid = FAKE_TID0 + 100;
+	pt_kind_cpu.on_exit(ss, &x);
+	x.tid = FAKE_TID0 + 101;
+	pt_kind_cpu.on_exit(ss, &x);
+	/* the process uses 20 ms or so in the window: less than the 105 ms
+	 * carried */
+	t0 = process_cpu_now();
+	while (process_cpu_now() - t0 < 20000000ull)
+		spin++;
+	ASSERT_OK(pt_kind_cpu.finish(ss));
+	ASSERT(req.profile);
+	used = req.profile->process_cpu_ns;
+	ASSERT(used >= 20000000ull && used < 100000000ull);
+	for (size_t i = 0; i < req.profile->nsamples; i++)
+		total += (uint64_t)req.profile->samples[i].value[1];
+	ASSERT_U64_EQ(total, used);
+	ASSERT_U64_EQ(req.profile->overdrawn_ns, 105000000ull - used);
+	live = sample_of(req.profile, FAKE_TID0);
+	a = sample_of(req.profile, FAKE_TID0 + 100);
+	b = sample_of(req.profile, FAKE_TID0 + 101);
+	ASSERT(live && a && b);
+	ASSERT_EQ(live->value[1], 5000000);
+	/* 60:40 before, 60:40 after (within the rounding of one share) */
+	ASSERT(a->value[1] > 0 && b->value[1] > 0);
+	ASSERT(llabs(2 * a->value[1] - 3 * b->value[1]) <= 3);
+	ASSERT_EQ(a->value[0], 1);   /* the samples are still one each */
 	pt_profile_free(req.profile);
 	end(ss);
 	fake_teardown();

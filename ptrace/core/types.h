@@ -27,6 +27,7 @@ struct pt_tracee_opts {
 	uint64_t spin_ns;       /* poll for a stop this long before sleeping (0: sleep) */
 	const char *debug_dir;  /* NULL: /usr/lib/debug/.build-id */
 	int python;             /* CPython frames replace the interpreter's eval frames */
+	int draw_threads;       /* under ptrace, new threads stopped by the CPU they used (cpudraw.h) */
 };
 
 /* A tracee's counters, cumulative since its creation. */
@@ -167,6 +168,9 @@ struct pt_thread_ops {
 	 * there (each costs the new thread's first stop its time). */
 	int (*early)(void *arg);
 	void (*born)(void *arg, struct pt_thread *th);
+	/* The same once the new thread and its parent are let go (may be
+	 * NULL): for what need not hold either up. */
+	void (*started)(void *arg, struct pt_thread *th);
 	/* A signal-delivery stop of `own_sig` (pt_tracee_set_own_signal):
 	 * 1 if si (PTRACE_GETSIGINFO's) is the owner's own signal, which
 	 * the thread then never takes (resumed without it) and whose stop

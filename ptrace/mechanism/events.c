@@ -224,6 +224,12 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 	}
+	/* An owner that acts on a new thread without holding it or its
+	 * parent up (a parent stopped at its clone event may hold a lock
+	 * every thread waits for: CPython's GIL). */
+	if (resumed >= 0 && t->tops.started && !t->detaching &&
+	    (child || (child = pt_threads_find(t, (pid_t)newtid))))
+		t->tops.started(t->tops.arg, child);
 	if (took)
 		n = unwind_clone_parent(t, cap);
 	if (took)

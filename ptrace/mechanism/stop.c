@@ -153,6 +153,9 @@ static void take_late(struct pt_tracee *t, struct pt_thread *th)
 
 		tr->late_from = tr->poll_ns - (waited < tr->poll_ns ? waited : 0);
 	}
+	/* (a thread the tick did not select, stopped by its owner's own
+	 * signal: its Python thread state looked up now, once) */
+	pt__capture_prepare(t, &th, 1);
 	if (take(t, th, t->nlate, &t->late))
 		t->nlate++;
 	tr->late_ns += pt__now_ns() - t0;

@@ -14,8 +14,11 @@
 
 int pt__drawn(struct pt_thread *th)
 {
-	return pt__rt(th)->dw_fd1 != 0;
+	struct pt_rule_thread *rt = pt__rt(th);
+
+	return rt->dw_fd1 && rt->dw_armed;
 }
+
 
 void pt__draw_drop(struct pt_thread *th)
 {
@@ -28,11 +31,11 @@ void pt__draw_drop(struct pt_thread *th)
 	}
 }
 
-int pt__draw_early(void *arg)
+/* 1 while new threads are drawn. */
+static int drawing(const struct pt_rule *r)
 {
-	const struct pt_rule *r = arg;
-
-	return r->backend == PT_BACKEND_PTRACE && r->decided && r->dw_on && !r->dw_off;
+	return r->backend == PT_BACKEND_PTRACE && r->decided && r->dw_on && !r->dw_off &&
+	       pt_tracee_opts(r->t)->draw_threads;
 }
 
 /* A random part of a period: where in its CPU a new thread is first
@@ -54,7 +57,7 @@ void pt__draw_born(void *arg, struct pt_thread *th)
 	uint64_t first;
 	int fd;
 
-	if (rt->dw_fd1 || !pt__draw_early(r))
+	if (rt->dw_fd1 || !drawing(r) || (th->flags & PT_TH_GONE))
 		return;
 	if (!r->dw_sig) {
 		r->dw_sig = pt_cpuwake_signal(pt_tracee_pid(r->t), NULL, 0);
@@ -97,7 +100,8 @@ int pt__draw_own_signal(void *arg, struct pt_thread *th, const siginfo_t *si)
 	rt->cpu_ns += rt->dw_armed;
 	rt->dw_armed = 0;
 	r->st.draws++;
-	/* Armed again before the thread runs on (pt_cpuwake_arm). */
+	/* Armed again before the thread runs on (pt_cpuwake_arm); not
+	 * armed, the ticks sample it from its next look on. */
 	if (r->dw_on && r->dw_period && !pt_cpuwake_arm(rt->dw_fd1 - 1, r->dw_period))
 		rt->dw_armed = r->dw_period;
 	return 1;

@@ -36,28 +36,13 @@ static void drop_thread(void *arg, struct pt_thread *th)
 	pt__draw_drop(th);
 }
 
-/* A thread's birth: its perf event opens there (perf_event backend), or
- * its first draw is armed (ptrace). */
-static int born_early(void *arg)
-{
-	return pt__perf_early(arg) || pt__draw_early(arg);
-}
-
-static void born(void *arg, struct pt_thread *th)
-{
-	const struct pt_rule *r = arg;
-
-	if (r->backend == PT_BACKEND_PERF)
-		pt__perf_born(arg, th);
-	else
-		pt__draw_born(arg, th);
-}
-
 int pt_rule_new(struct pt_rule **out, struct pt_tracee *t)
 {
+	/* A thread's birth: its perf event opens in its birth stop
+	 * (perf_event backend), its first draw is armed once it runs (ptrace) */
 	struct pt_thread_ops ops = { .size = sizeof(struct pt_rule_thread), .drop = drop_thread,
-				     .early = born_early, .born = born,
-				     .own_signal = pt__draw_own_signal };
+				     .early = pt__perf_early, .born = pt__perf_born,
+				     .started = pt__draw_born, .own_signal = pt__draw_own_signal };
 	struct pt_rule *r;
 	int err;
 
@@ -136,7 +121,7 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	rt->acc_ns += run - rt->last_run_ns;
 	rt->credit_ns += run - rt->last_run_ns;
 	rt->last_run_ns = run;
-	if (rt->dw_fd1) {
+	if (rt->dw_fd1 && rt->dw_armed) {
 		/* Drawn (cpudraw.c): its CPU is its draws', its pending
 		 * weight (cpu_ns) a draw's not reported yet. */
 		rt->acc_ns = rt->credit_ns = 0;

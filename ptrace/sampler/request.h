@@ -64,6 +64,7 @@ struct pt_sampler_opts {
 	uint64_t detach_grace_ns;
 	const char *debug_dir;   /* NULL: /usr/lib/debug/.build-id */
 	int python;              /* CPython frames (ptrace/runtimes/python/python.h) in every stack */
+	int draw_threads;        /* under ptrace, new threads drawn by their CPU (ptrace/rule/cpudraw.h) */
 	double max_cpu;          /* CPU budget, a fraction of a core (see adapt_rate); 0: 0.15 */
 	enum pt_backend backend; /* how CPU samples are taken (ptrace/core/types.h) */
 };

@@ -55,6 +55,7 @@ struct pt__target *pt__target_get(struct pt_sampler *s, pid_t pid, int evict, in
 		.spin_ns = s->o.spin_ns,
 		.debug_dir = s->o.debug_dir,
 		.python = s->o.python,
+		.draw_threads = s->o.draw_threads,
 	};
 	struct pt__target *tg;
 

@@ -42,6 +42,7 @@ struct sc_cfg {
 	int max_cpu_percent;
 	int detach_grace_ms;
 	int python;
+	int draw_threads;
 };
 
 /* Prints the endpoints' part of --help (sidecar/routes.h's sc_routes_help). */

@@ -234,6 +234,7 @@ static void sampler_opts(const struct sc_cfg *cfg, struct pt_sampler_opts *so)
 		.detach_grace_ns = (uint64_t)cfg->detach_grace_ms * 1000000ull,
 		.debug_dir = getenv("PODPROF_DEBUG_DIR"),
 		.python = cfg->python,
+		.draw_threads = cfg->draw_threads,
 		.backend = sc_cfg_backend(cfg),
 	};
 }

@@ -207,6 +207,25 @@ def short_threads_are_sampled_by_the_cpu_they_use_under_ptrace():
     check(m1["foreign"] == 0, "the fixture's handlers took %d SIGURG or SIGWINCH" % m1["foreign"])
 
 
+@test
+def draw_threads_0_leaves_new_threads_to_the_ticks():
+    """--draw-threads 0: under ptrace, threads born in the window are
+    sampled at the ticks as before, no draw is made (the comment says none),
+    and their CPU the ticks missed is settled on the sampled short threads'
+    stacks; the fixture's SIGURG and SIGWINCH handlers take nothing."""
+    f = Tpr(1000, extra=("-g",))
+    pp = Podprof("--pid", str(f.pid), "--backend", "ptrace", "--draw-threads", "0")
+    path = save(get_profile(pp, "seconds=2"), "tpr-nodraw.pb.gz")
+    m = f.mark()
+    pp.stop()
+    f.stop()
+    raw = pprof("-raw", path)
+    check("draws=" not in raw, "draws with --draw-threads 0:\n%s" % raw[:1500])
+    check(re.search(r"unsampled_ns=\d+ \([\d.]+%\) used by threads between samples", raw),
+          "the short threads' CPU is not settled:\n%s" % raw[:1500])
+    check(m["foreign"] == 0, "the fixture's handlers took %d SIGURG or SIGWINCH" % m["foreign"])
+
+
 PENDING = lib.MARK_PENDING
 
 

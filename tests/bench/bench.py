@@ -57,7 +57,7 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,jvm,tpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,"
+                "python,jvm,tpr,pytpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,"
                 "allocs-accuracy,allocs-memory)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
@@ -812,12 +812,14 @@ def tpr_mintrace(rate, seconds):
     return w
 
 
-def tpr_podprof(rate, seconds, hz, binary=None):
+def tpr_podprof(rate, seconds, hz, binary=None, extra=()):
     """A CPU profile of the fixture at hz, the fixture's marks taken as
-    podprof logs the session's start and end."""
+    podprof logs the session's start and end; `sampled`: the part of the
+    profile its samples carried (not settled under podprof's own frames),
+    and of short_work's."""
     import time
     f = Tpr(rate)
-    pp, port = start_podprof(f.pid, binary=binary)
+    pp, port = start_podprof(f.pid, *extra, binary=binary)
     time.sleep(TPR_WARM_S)
     out = os.path.join(TMP, "tpr.pb.gz")
     c = subprocess.Popen(["curl", "-sf", "-o", out, "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d&hz=%d"
@@ -836,6 +838,12 @@ def tpr_podprof(rate, seconds, hz, binary=None):
     w = tpr_account(tpr_window(m0, m1, seconds), sum(v for v, _ in tr),
                     sum(v for v, fr in tr if "short_work" in fr), sum(v for v, fr in tr if "steady_work" in fr))
     w["resume"] = resume_us(rec, f.pid)
+    marks = (run_it.MARK_UNSAMPLED, run_it.MARK_PENDING)
+    total = sum(v for v, _ in tr) or 1
+    short = sum(v for v, fr in tr if "short_work" in fr) or 1
+    w["sampled"] = 100.0 * sum(v for v, fr in tr if not any(m in fr for m in marks)) / total
+    w["short_sampled"] = 100.0 * sum(v for v, fr in tr if "short_work" in fr and
+                                     not any(m in fr for m in marks)) / short
     return w
 
 
@@ -888,19 +896,20 @@ def section_tpr():
     hz, secs = 100, args.seconds
     rows = []
     for rate in [int(x) for x in args.tpr_rates.split(",") if x]:
-        runs = {"alone": [], "mintrace": [], "podprof": [], "perf -p": [], "perf -a": []}
+        runs = {"alone": [], "mintrace": [], "podprof": [], "podprof ptrace": [], "perf -p": [], "perf -a": []}
         if VERSUS:
             runs["versus"] = []
         for _ in range(args.reps):
             runs["alone"].append(tpr_alone(rate, secs))
             runs["mintrace"].append(tpr_mintrace(rate, secs))
             runs["podprof"].append(tpr_podprof(rate, secs, hz))
+            runs["podprof ptrace"].append(tpr_podprof(rate, secs, hz, extra=("--backend", "ptrace")))
             if VERSUS:
                 runs["versus"].append(tpr_podprof(rate, secs, hz, binary=VERSUS))
             runs["perf -p"].append(tpr_perf(rate, secs, hz, False))
             runs["perf -a"].append(tpr_perf(rate, secs, hz, True))
         med = {k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "resume"} for k, v in runs.items()}
-        for k in ("mintrace", "podprof", "versus"):   # every rep's threads pooled
+        for k in ("mintrace", "podprof", "podprof ptrace", "versus"):   # every rep's threads pooled
             if k in runs:
                 med[k]["resume"] = [x for r in runs[k] for x in r["resume"]]
         rows.append((rate, med))
@@ -922,6 +931,21 @@ def section_tpr():
                   pp["short"], pp["truth_short"], pe["short"], pe["truth_short"], pa["short"], pa["truth_short"],
                   pp["steady"], pp["truth_steady"], pe["steady"], pe["truth_steady"], pa["steady"],
                   pa["truth_steady"]))
+    print()
+    print("What podprof's samples carried, not settled under its own frames (`[exited threads' CPU, not "
+          "sampled]`, `[CPU since the thread's last sample]`): of the whole profile, and of short_work's part. "
+          "Under ptrace (CPython's backend) each new thread is stopped by the CPU it used and each such draw "
+          "stands for a period (ptrace/rule/cpudraw.h); under perf_event the kernel samples it from its birth, "
+          "each sample weighing the CPU since the one before.\n")
+    print("| threads/s | sampled % perf_event | ptrace | short_work sampled % perf_event | ptrace "
+          "| podprof ptrace total / CPU | short_work % ptrace (truth) | done/s ptrace "
+          "| start latency us p50/p99 ptrace |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for rate, r in rows:
+        pp, pt = r["podprof"], r["podprof ptrace"]
+        print("| %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f (%.1f) | %.0f | %.0f / %.0f |" % (
+            rate, pp["sampled"], pt["sampled"], pp["short_sampled"], pt["short_sampled"], pt["ratio"],
+            pt["short"], pt["truth_short"], pt["done_s"], pt["lat50"], pt["lat99"]))
     print()
     print("Throughput: short threads done a second. Start latency: from pthread_create to the thread's first "
           "instruction (the fixture's clock), which holds a traced thread's stop at its birth and its "
@@ -964,9 +988,87 @@ def section_tpr():
         print()
 
 
+PYSERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyserver.py")
+
+
+def pytpr_run(seconds, profiled, extra=()):
+    """One wrk run (2 threads, 8 connections, a connection per request)
+    against a fresh pyserver.py; profiled: a CPU profile of the server over
+    the same seconds. Returns rps and, profiled, the profile's figures."""
+    import time
+    srv = subprocess.Popen([sys.executable, PYSERVER], stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().split()[1])
+    pp = out = c = None
+    if profiled:
+        pp, pport = start_podprof(srv.pid, *extra)
+        out = os.path.join(TMP, "pytpr.pb.gz")
+        c = subprocess.Popen(["curl", "-sf", "-o", out, "http://127.0.0.1:%d/debug/pprof/profile?seconds=%d"
+                              % (pport, seconds)])
+        wait_log(pp, "profile: started", 10)
+    w = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", "%ds" % seconds, "-H", "Connection: close",
+                        "http://127.0.0.1:%d/" % port], capture_output=True, text=True)
+    m = re.search(r"Requests/sec:\s+([\d.]+)", w.stdout)
+    r = {"rps": float(m.group(1)) if m else float("nan")}
+    if profiled:
+        wait_log(pp, "profile: done", seconds + 30)
+        if c.wait() != 0:
+            raise SystemExit("pytpr: the profile request failed")
+        log = "".join(pp.lines)
+        stop_podprof(pp)
+        run_it.TMP = TMP
+        tr = run_it.traces(out)
+        marks = (run_it.MARK_UNSAMPLED, run_it.MARK_PENDING)
+        total = sum(v for v, _ in tr) or 1
+        def in_work(fr):
+            return any(f.startswith("handle_work") for f in fr)
+
+        work = sum(v for v, fr in tr if in_work(fr)) or 1
+        r["sampled"] = 100.0 * sum(v for v, fr in tr if not any(k in fr for k in marks)) / total
+        r["work"] = 100.0 * work / total
+        r["work_sampled"] = 100.0 * sum(v for v, fr in tr if in_work(fr) and
+                                        not any(k in fr for k in marks)) / work
+        d = re.search(r"draws=(\d+)", run_it.pprof("-raw", out))
+        r["draws"] = int(d.group(1)) if d else 0
+        p = re.search(r"profile: done.*pause_us p50=([\d.]+) p99=([\d.]+)", log)
+        r["p50"], r["p99"] = (float(p.group(1)), float(p.group(2))) if p else (float("nan"),) * 2
+    srv.terminate()
+    srv.wait(timeout=20)
+    time.sleep(0.2)   # its port and threads gone before the next run
+    return r
+
+
+def section_pytpr():
+    """A thread per request in Python (the standard library's
+    ThreadingHTTPServer under wrk): requests a second alone and profiled, in
+    alternating runs, and what the profile's samples carried."""
+    secs = args.seconds
+    runs = {"alone": [], "profiled": [], "no draws": []}
+    for _ in range(args.reps):
+        runs["alone"].append(pytpr_run(secs, False))
+        runs["profiled"].append(pytpr_run(secs, True))
+        runs["no draws"].append(pytpr_run(secs, True, ("--draw-threads", "0")))
+    med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
+    a = med["alone"]
+    print("### Thread per request in Python: ThreadingHTTPServer, a connection and a thread per request, "
+          "wrk -t2 -c8, %d s, %d reps alternating; medians\n" % (secs, args.reps))
+    print("Profiled: a CPU profile at 100 Hz over the whole run (ptrace: CPython's backend). *Sampled*: "
+          "what the samples carried, not settled under podprof's own frames; of handle_work's part too. "
+          "*Draws*: stops of threads born in the window by the CPU they used (ptrace/rule/cpudraw.h). "
+          "Pause: the sampler's stops, its log's p50/p99.\n")
+    print("| podprof | rps alone | rps profiled | change | sampled % | handle_work % of the profile "
+          "| its sampled % | draws | pause us p50 / p99 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for k, label in (("profiled", "default"), ("no draws", "--draw-threads 0")):
+        p = med[k]
+        print("| %s | %.0f | %.0f | %+.1f %% | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f |" % (
+            label, a["rps"], p["rps"], 100.0 * (p["rps"] / a["rps"] - 1), p["sampled"], p["work"],
+            p["work_sampled"], p["draws"], p["p50"], p["p99"]))
+    print()
+
+
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
-                                                        "continuous", "python", "jvm", "tpr", "allocs",
+                                                        "continuous", "python", "jvm", "tpr", "pytpr", "allocs",
                                                         "processes", "flame", "go"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
@@ -993,6 +1095,8 @@ def main():
                                             traces=run_it.traces))
     if "tpr" in only:
         section_tpr()
+    if "pytpr" in only:
+        section_pytpr()
     if "processes" in only:
         import types
         import bench_procs

@@ -19,7 +19,6 @@ int pt__drawn(struct pt_thread *th)
 	return rt->dw_fd1 && rt->dw_armed;
 }
 
-
 void pt__draw_drop(struct pt_thread *th)
 {
 	struct pt_rule_thread *rt = th->rule;

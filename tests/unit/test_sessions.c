@@ -185,9 +185,10 @@ TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
 	b = sample_of(req.profile, FAKE_TID0 + 101);
 	ASSERT(live && a && b);
 	ASSERT_EQ(live->value[1], 5000000);
-	/* 60:40 before, 60:40 after (within the rounding of one share) */
+	/* 60:40 before, 60:40 after, within the rounding of the shares (a
+	 * nanosecond each: 2 * 1 + 3 * 1) */
 	ASSERT(a->value[1] > 0 && b->value[1] > 0);
-	ASSERT(llabs(2 * a->value[1] - 3 * b->value[1]) <= 3);
+	ASSERT(llabs(2 * a->value[1] - 3 * b->value[1]) <= 5);
 	ASSERT_EQ(a->value[0], 1);   /* the samples are still one each */
 	pt_profile_free(req.profile);
 	end(ss);

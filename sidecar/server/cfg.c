@@ -89,8 +89,8 @@ static const struct cfg_def cfg_table[] = {
 	    "the CPU it uses (a perf event's signal, never delivered to it), each stop standing for a "
 	    "period, so a thread per request is sampled, not settled; such a stop waits for podprof "
 	    "to get a core, holding a CPython thread's GIL meanwhile (a ThreadingHTTPServer on two "
-	    "busy cores served 14 % fewer requests a second profiled, 6 % with 0). 0: the ticks "
-	    "sample those threads"),
+	    "busy cores served 14-20 % fewer requests a second profiled, 6-9 % with 0). 0: the "
+	    "ticks sample those threads"),
 	INT("detach-grace-ms", "DETACH_GRACE_MS", 0, 600000, 1000, detach_grace_ms, "stay attached this long after the last profile ends, unless the target gets a signal meanwhile (each one a round trip through podprof)"),
 	INT("max-conns", "MAX_CONNS", 1, 100000, 256, max_conns, "open HTTP connections"),
 	INT("max-header-bytes", "MAX_HEADER_BYTES", 1024, 1048576, 16384, max_header_bytes, "request line plus headers"),

@@ -92,5 +92,9 @@ struct pt_sampler_stats {
 	uint64_t perf_samples, perf_lost;   /* perf_event backend: samples read, lost */
 	uint64_t perf_stack_bytes;          /* the kernel's stack copies, over the samples read */
 	uint64_t perf_open_failures;        /* threads' events that could not be opened */
+	/* ptrace backend: threads born while sampled, stopped by the CPU they
+	 * used (ptrace/rule/cpudraw.h), those stops, and the target's signals
+	 * of podprof's own never passed on */
+	uint64_t draw_threads, draws, own_signals;
 };
 #endif

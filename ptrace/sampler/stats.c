@@ -70,4 +70,7 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->perf_lost += rs.perf_lost;
 	st->perf_stack_bytes += rs.perf_stack_bytes;
 	st->perf_open_failures += rs.perf_open_failures;
+	st->draw_threads += rs.draw_threads;
+	st->draws += rs.draws;
+	st->own_signals += ts.own_signals;
 }

@@ -84,6 +84,14 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("perf_open_failures_total", perf_open_failures,
 		"Threads whose perf event could not be opened (the open-file or locked-memory limit: "
 		"see the log and the profile's comment); their CPU is settled as pending."),
+	COUNTER("threads_drawn_total", draw_threads,
+		"Threads born while a ptrace profile ran, stopped by the CPU they used (a perf event's "
+		"signal) instead of looked for at the ticks (--draw-threads)."),
+	COUNTER("draws_total", draws,
+		"Those stops: each one a sample standing for a period of its thread's CPU."),
+	COUNTER("own_signals_total", own_signals,
+		"Signals podprof's own events sent the targets' threads, taken away in the stop they "
+		"made: never delivered to the target (one per draw)."),
 	COUNTER("ticks_total", ticks, "Sampling ticks run."),
 	COUNTER("ticks_late_total", ticks_late,
 		"Ticks that started a period or more late (the sampler fell behind; never queued)."),

@@ -178,6 +178,7 @@ def short_threads_are_sampled_by_the_cpu_they_use_under_ptrace():
     pp.wait_log(r"profile: done", 40)
     m1 = f.mark()
     path = save(bg.result(), "tpr-drawn.pb.gz")
+    counted = metric(pp, "draws_total"), metric(pp, "own_signals_total")
     pp.stop()
     f.stop()
     tr = traces(path)
@@ -199,6 +200,9 @@ def short_threads_are_sampled_by_the_cpu_they_use_under_ptrace():
               born, draws, want, short / 1e9, t_short / 1e9, 100.0 * drawn / max(short, 1), total / 1e9,
               used / 1e9))
     check(born >= 2000, "%d threads born in 4 s at 1000 a second" % born)
+    # /metrics: every draw was a signal of podprof's own, taken away
+    check(counted[0] >= draws and counted[1] == counted[0],
+          "metrics: draws_total %d, own_signals_total %d, the profile's draws %d" % (counted + (draws,)))
     check(abs(draws - want) <= 4 * want ** 0.5 + 0.15 * want,
           "%d draws for %.0f periods of the short threads' CPU" % (draws, want))
     check(drawn >= 0.6 * short, "%.1f%% of short_work sampled" % (100.0 * drawn / max(short, 1)))

@@ -205,7 +205,9 @@ def short_threads_are_sampled_by_the_cpu_they_use_under_ptrace():
           "metrics: draws_total %d, own_signals_total %d, the profile's draws %d" % (counted + (draws,)))
     check(abs(draws - want) <= 4 * want ** 0.5 + 0.15 * want,
           "%d draws for %.0f periods of the short threads' CPU" % (draws, want))
-    check(drawn >= 0.6 * short, "%.1f%% of short_work sampled" % (100.0 * drawn / max(short, 1)))
+    # (64-96 % in ten runs beside two busy processes, fewer draws reaching
+    # a capture there; 1.5-3 % without draws)
+    check(drawn >= 0.5 * short, "%.1f%% of short_work sampled" % (100.0 * drawn / max(short, 1)))
     check(abs(total / used - 1) <= 0.05, "the profile holds %.2f s of the process's %.2f s" % (
         total / 1e9, used / 1e9))
     check(m1["foreign"] == 0, "the fixture's handlers took %d SIGURG or SIGWINCH" % m1["foreign"])

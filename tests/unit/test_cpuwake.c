@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +17,7 @@
 #include "ptrace/perf/cpuwake.h"
 #include "ptrace/perf/perfev.h"
 #include "tests/harness.h"
+#include "tests/unit/kid.h"
 
 #define MS 1000000ull
 
@@ -26,37 +26,18 @@ static void on_urg(int sig)
 	(void)sig;
 }
 
-/* A child spinning from the moment it is returned (catching SIGURG if
- * catch_urg), dying with the test. */
-static pid_t spinner(int catch_urg)
+/* A spinning kid (tests/unit/kid.h), untraced yet: its pid. */
+static pid_t spinner(struct kid *k)
 {
-	int p[2];
-	char c;
-	pid_t pid;
-
-	ASSERT(pipe(p) == 0);
-	if ((pid = fork()) == 0) {
-		volatile uint64_t n = 0;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (catch_urg)
-			signal(SIGURG, on_urg);
-		close(p[0]);
-		if (write(p[1], "x", 1) != 1)
-			_exit(1);
-		for (;;)
-			n++;
-	}
-	close(p[1]);
-	ASSERT(read(p[0], &c, 1) == 1);
-	close(p[0]);
-	return pid;
+	kid_fork(k, KID_SPIN);
+	return k->pid;
 }
 
-static void end(pid_t pid)
+/* Kills and reaps it, in whatever stop of ours it may be. */
+static void end(struct kid *k)
 {
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, __WALL);
+	kill(k->pid, SIGKILL);
+	kid_end(k);
 }
 
 /* pid's CPU so far (schedstat's first field), in ns. */
@@ -104,13 +85,14 @@ static int next_signal_stop(pid_t pid, siginfo_t *si)
 
 TEST(cpuwake_stops_a_traced_thread_after_each_period_of_its_cpu)
 {
-	pid_t pid = spinner(0);
+	struct kid k;
+	pid_t pid = spinner(&k);
 	int ek = 0, fd, sig = SIGURG;
 	uint64_t at[4], cpu0, cpu0_after, count = 0;
 	siginfo_t si;
 
 	if (!allowed(pid, &ek)) {
-		end(pid);
+		end(&k);
 		SKIP("perf_event_open refused here");
 	}
 	ASSERT(ptrace(PTRACE_SEIZE, pid, 0, 0) == 0);
@@ -119,10 +101,10 @@ TEST(cpuwake_stops_a_traced_thread_after_each_period_of_its_cpu)
 	fd = pt_cpuwake_open(pid, sig, 5 * MS, ek);
 	cpu0_after = cpu_of(pid);
 	ASSERT(fd >= 0);
-	for (int k = 0; k < 4; k++) {
+	for (int n = 0; n < 4; n++) {
 		ASSERT_EQ(next_signal_stop(pid, &si), sig);
 		ASSERT(pt_cpuwake_ours(&si, sig, fd));
-		at[k] = cpu_of(pid) - cpu0;
+		at[n] = cpu_of(pid) - cpu0;
 		/* Armed in the stop, before it runs again (armed after, its
 		 * first moments would go uncounted), and resumed with its
 		 * signal suppressed: the child never sees it. */
@@ -135,25 +117,26 @@ TEST(cpuwake_stops_a_traced_thread_after_each_period_of_its_cpu)
 		(double)count / 1e6);
 	/* At 5, 15, 25, 35 ms of the CPU it used, whatever the wall clock
 	 * did (a loaded machine keeps it off its core: no matter). */
-	for (int k = 0; k < 4; k++) {
-		uint64_t want = 5 * MS + (uint64_t)k * 10 * MS;
+	for (int n = 0; n < 4; n++) {
+		uint64_t want = 5 * MS + (uint64_t)n * 10 * MS;
 
-		ASSERT(at[k] + MS / 2 >= want);
-		ASSERT(at[k] <= want + (cpu0_after - cpu0) + 2 * MS);
+		ASSERT(at[n] + MS / 2 >= want);
+		ASSERT(at[n] <= want + (cpu0_after - cpu0) + 2 * MS);
 	}
 	ASSERT(count + MS >= at[3] && count <= at[3] + 2 * MS);
 	close(fd);
-	end(pid);
+	end(&k);
 }
 
 TEST(cpuwake_signal_is_told_from_one_anybody_sends)
 {
-	pid_t pid = spinner(0);
+	struct kid k;
+	pid_t pid = spinner(&k);
 	int ek = 0, fd, sig = SIGURG, status;
 	siginfo_t si;
 
 	if (!allowed(pid, &ek)) {
-		end(pid);
+		end(&k);
 		SKIP("perf_event_open refused here");
 	}
 	ASSERT(ptrace(PTRACE_SEIZE, pid, 0, 0) == 0);
@@ -167,18 +150,19 @@ TEST(cpuwake_signal_is_told_from_one_anybody_sends)
 	ASSERT(ptrace(PTRACE_CONT, pid, 0, SIGURG) == 0);
 	ASSERT_EQ(waitpid(pid, &status, __WALL | WNOHANG), 0);   /* still running */
 	close(fd);
-	end(pid);
+	end(&k);
 }
 
 TEST(cpuwake_left_armed_untraced_does_the_target_no_harm)
 {
-	pid_t pid = spinner(0);
+	struct kid k;
+	pid_t pid = spinner(&k);
 	int ek = 0, fd, status, stopped = 0;
 	uint64_t count = 0;
 	struct timespec pause = { 0, 1000000 };
 
 	if (!allowed(pid, &ek)) {
-		end(pid);
+		end(&k);
 		SKIP("perf_event_open refused here");
 	}
 	/* As if podprof died with the event armed: nobody traces the child,
@@ -199,20 +183,22 @@ TEST(cpuwake_left_armed_untraced_does_the_target_no_harm)
 	ASSERT(count >= 2 * MS - MS / 10 && count < 4 * MS);
 	ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0);   /* it runs on */
 	close(fd);
-	end(pid);
+	end(&k);
 }
 
 TEST(cpuwake_signal_avoids_one_the_target_catches)
 {
-	pid_t plain = spinner(0), catcher = spinner(1);
+	struct kid k;
+	pid_t plain = spinner(&k);
 	char why[160];
 
 	ASSERT_EQ(pt_cpuwake_signal(plain, why, sizeof(why)), SIGURG);
 	ASSERT_STR_EQ(why, "SIGURG");
-	ASSERT_EQ(pt_cpuwake_signal(catcher, why, sizeof(why)), SIGWINCH);
+	/* this test's own process, catching SIGURG from now */
+	signal(SIGURG, on_urg);
+	ASSERT_EQ(pt_cpuwake_signal(getpid(), why, sizeof(why)), SIGWINCH);
 	ASSERT(strstr(why, "catches SIGURG") != NULL);
 	ASSERT_EQ(pt_cpuwake_open(plain, SIGURG, 1000, 0), -EINVAL);   /* under the kernel's least */
 	ASSERT_EQ(pt_cpuwake_arm(-1, 10 * MS), -EBADF);
-	end(plain);
-	end(catcher);
+	end(&k);
 }

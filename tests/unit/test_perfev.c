@@ -241,6 +241,25 @@ static int on_fam_sample(void *arg, const struct pt_perfev_sample *smp)
 	return 0;
 }
 
+/* A family of this thread's events as cfg says (skipped where the kernel
+ * refuses them). */
+static struct pt_perffam *family_of_this_thread(struct pt_perfev_cfg *cfg)
+{
+	struct pt_perffam *f = NULL;
+	char why[320];
+	int err;
+
+	if (pt_perfev_probe(gettid(), cfg, why, sizeof(why)))
+		SKIP("%s", why);
+	ASSERT_OK(pt_perffam_new(&f, cfg));
+	if ((err = pt_perffam_add(f, gettid())) == -EOPNOTSUPP) {
+		pt_perffam_free(f);
+		SKIP("this kernel refuses inherited events with PERF_SAMPLE_READ (before 6.12)");
+	}
+	ASSERT_OK(err);
+	return f;
+}
+
 /* What holds of an inherited family, and what does not: each thread is
  * sampled in proportion to the CPU it used, and the family's count holds
  * all of it; but the count a sample carries is not that thread's own when
@@ -250,21 +269,12 @@ static int on_fam_sample(void *arg, const struct pt_perfev_sample *smp)
 TEST(perf_family_samples_threads_born_after_it_without_a_stop)
 {
 	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 1024, .ring_samples = 512 };
-	struct pt_perffam *f = NULL;
+	struct pt_perffam *f;
 	struct kid kids[KIDS];
 	struct fam_seen s;
 	uint64_t lost = 0, whole = 0, used = 0, drawn = 0;
-	char why[320];
-	int err;
 
-	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
-		SKIP("%s", why);
-	ASSERT_OK(pt_perffam_new(&f, &cfg));
-	if ((err = pt_perffam_add(f, gettid())) == -EOPNOTSUPP) {
-		pt_perffam_free(f);
-		SKIP("this kernel refuses inherited events with PERF_SAMPLE_READ (before 6.12)");
-	}
-	ASSERT_OK(err);
+	f = family_of_this_thread(&cfg);
 	ASSERT_OK(pt_perffam_add(f, gettid()));   /* in already */
 	ASSERT_EQ(pt_perffam_threads(f), 1);
 	/* Threads created after the family took this one: nobody opens an
@@ -327,21 +337,12 @@ static int on_short_sample(void *arg, const struct pt_perfev_sample *smp)
 TEST(perf_family_samples_a_new_thread_only_after_a_whole_period)
 {
 	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 64, .ring_samples = 512 };
-	struct pt_perffam *f = NULL;
+	struct pt_perffam *f;
 	struct kid shorts[200], lng;
 	struct short_seen s = { 0 };
 	uint64_t lost = 0, short_cpu = 0;
-	char why[320];
-	int err;
 
-	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
-		SKIP("%s", why);
-	ASSERT_OK(pt_perffam_new(&f, &cfg));
-	if ((err = pt_perffam_add(f, gettid())) == -EOPNOTSUPP) {
-		pt_perffam_free(f);
-		SKIP("this kernel refuses inherited events with PERF_SAMPLE_READ (before 6.12)");
-	}
-	ASSERT_OK(err);
+	f = family_of_this_thread(&cfg);
 	memset(shorts, 0, sizeof(shorts));
 	for (int i = 0; i < 200; i++) {
 		shorts[i].want_ns = FAM_PERIOD_NS / 3;

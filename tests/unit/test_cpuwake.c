@@ -123,7 +123,11 @@ TEST(cpuwake_stops_a_traced_thread_after_each_period_of_its_cpu)
 		ASSERT(at[n] + MS / 2 >= want);
 		ASSERT(at[n] <= want + (cpu0_after - cpu0) + 2 * MS);
 	}
-	ASSERT(count + MS >= at[3] && count <= at[3] + 2 * MS);
+	/* The event counted from its open, somewhere between the two
+	 * readings of its CPU before and after, and not from each overflow
+	 * (it disables itself) to its stop: at[3] less the gap, less 250 us a
+	 * stop (0.55-0.75 ms for the four beside two busy loops, ASan). */
+	ASSERT(count + (cpu0_after - cpu0) + MS >= at[3] && count <= at[3] + 2 * MS);
 	close(fd);
 	end(&k);
 }

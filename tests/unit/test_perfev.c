@@ -314,9 +314,11 @@ TEST(perf_family_samples_threads_born_after_it_without_a_stop)
 	pt_perffam_free(f);
 }
 
+#define SHORTS 200
+
 struct short_seen {
-	pid_t long_tid;
-	int long_n, short_n, no_cpu;
+	pid_t long_tid, tids[SHORTS];
+	int long_n, n[SHORTS];
 };
 
 static int on_short_sample(void *arg, const struct pt_perfev_sample *smp)
@@ -325,43 +327,55 @@ static int on_short_sample(void *arg, const struct pt_perfev_sample *smp)
 
 	if (smp->tid == s->long_tid)
 		s->long_n++;
-	else if (smp->tid != gettid())
-		s->short_n++;
+	for (int i = 0; i < SHORTS; i++)
+		s->n[i] += smp->tid == s->tids[i];
 	return 0;
 }
 
 /* A fact the design rests on (docs/ARCHITECTURE.md, new threads without a
  * stop): a thread's inherited event starts with a whole period of its own
  * CPU, so threads shorter than a period are never sampled by a family,
- * however many there are, while a long one is. */
+ * however many there are, while a long one is. (Short: its clock under
+ * half a period as it ended its work, room for its exit; a loaded machine
+ * and ASan's thread set-up made some 0.9 ms of 1.) */
 TEST(perf_family_samples_a_new_thread_only_after_a_whole_period)
 {
 	struct pt_perfev_cfg cfg = { .period_ns = FAM_PERIOD_NS, .stack_bytes = 64, .ring_samples = 512 };
 	struct pt_perffam *f;
-	struct kid shorts[200], lng;
-	struct short_seen s = { 0 };
+	struct kid shorts[SHORTS], lng;
+	struct short_seen s;
 	uint64_t lost = 0, short_cpu = 0;
+	int nshort = 0, sampled = 0;
 
 	f = family_of_this_thread(&cfg);
 	memset(shorts, 0, sizeof(shorts));
-	for (int i = 0; i < 200; i++) {
-		shorts[i].want_ns = FAM_PERIOD_NS / 3;
+	for (int i = 0; i < SHORTS; i++) {
+		shorts[i].want_ns = FAM_PERIOD_NS / 5;
 		ASSERT_EQ(pthread_create(&shorts[i].th, NULL, kid_main, &shorts[i]), 0);
 		ASSERT_EQ(pthread_join(shorts[i].th, NULL), 0);
-		short_cpu += shorts[i].cpu_ns;
-		ASSERT(shorts[i].cpu_ns < FAM_PERIOD_NS * 9 / 10);
 	}
 	memset(&lng, 0, sizeof(lng));
 	lng.want_ns = 20 * FAM_PERIOD_NS;
 	ASSERT_EQ(pthread_create(&lng.th, NULL, kid_main, &lng), 0);
 	ASSERT_EQ(pthread_join(lng.th, NULL), 0);
 	ASSERT_OK(pt_perffam_enable(f, 0));
+	memset(&s, 0, sizeof(s));
 	s.long_tid = lng.tid;
+	for (int i = 0; i < SHORTS; i++)
+		s.tids[i] = shorts[i].tid;
 	ASSERT(pt_perffam_drain(f, on_short_sample, &s, &lost) >= 0);
-	fprintf(stderr, "  200 threads of %.0f us each: %d samples (%.0f by their CPU); one of %.1f ms: %d\n",
-		(double)short_cpu / 200 / 1e3, s.short_n, (double)short_cpu / FAM_PERIOD_NS,
-		(double)lng.cpu_ns / 1e6, s.long_n);
-	ASSERT_EQ(s.short_n, 0);
+	for (int i = 0; i < SHORTS; i++) {
+		if (shorts[i].cpu_ns >= FAM_PERIOD_NS / 2)
+			continue;
+		nshort++;
+		short_cpu += shorts[i].cpu_ns;
+		sampled += s.n[i];
+	}
+	fprintf(stderr, "  %d threads of %.0f us each: %d samples (%.0f by their CPU); one of %.1f ms: %d\n",
+		nshort, nshort ? (double)short_cpu / nshort / 1e3 : 0.0, sampled,
+		(double)short_cpu / FAM_PERIOD_NS, (double)lng.cpu_ns / 1e6, s.long_n);
+	ASSERT(nshort >= SHORTS / 2);
+	ASSERT_EQ(sampled, 0);
 	ASSERT(lost || s.long_n >= 10);
 	pt_perffam_free(f);
 }

@@ -121,7 +121,7 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	rt->acc_ns += run - rt->last_run_ns;
 	rt->credit_ns += run - rt->last_run_ns;
 	rt->last_run_ns = run;
-	if (rt->dw_fd1 && rt->dw_armed) {
+	if (pt__drawn(th)) {
 		/* Drawn (cpudraw.c): its CPU is its draws', its pending
 		 * weight (cpu_ns) a draw's not reported yet. */
 		rt->acc_ns = rt->credit_ns = 0;

@@ -46,7 +46,7 @@ done
 # stress runs each ten times and prints each figure's spread). About 8
 # minutes on 2 cores.
 python3 tests/stress/figures.py build/release --runs "${STRESS_RUNS_SHORT:-1}" | record |
-	grep -E '^(FAIL|SKIP|[0-9]+ passed)'
+	grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed)'
 stage stress
 # make torture, short: every unit test with each allocation failing in turn
 # (at most 100 runs a test: every allocation of a test that makes 100 or
@@ -55,7 +55,7 @@ stage stress
 # 100 for the unit tests: at 300 the stage took 22 minutes, one traced-child
 # test alone 63 s; at 100 the unit part takes 5 minutes (18 tests sampled).
 if make -j"$(nproc)" FLAVOUR=torture all fixtures build/torture/unit-tests >&2; then
-	tests/torture/run.sh build/torture "${TORTURE_UNIT_MAX:-100}" "${TORTURE_HTTP_MAX:-30}" | record | grep -E '^(FAIL|SKIP|[0-9]+ passed)'
+	tests/torture/run.sh build/torture "${TORTURE_UNIT_MAX:-100}" "${TORTURE_HTTP_MAX:-30}" | record | grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed)'
 else
 	echo "FAIL build/torture" | record
 fi
@@ -63,7 +63,7 @@ stage torture
 # A short fuzz smoke: every committed seed replayed, then FUZZ_SECONDS of
 # fuzzing per harness under ASan+UBSan (make fuzz runs longer).
 out=$(mktemp)
-make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-10}" 2>&1 | grep -E '^(PASS|FAIL) ' | tee "$out" | record
+make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-10}" 2>&1 | grep --line-buffered -E '^(PASS|FAIL) ' | tee "$out" | record
 if ! grep -q '^PASS fuzz/' "$out"; then
 	echo "FAIL fuzz/build" | record
 fi
@@ -72,7 +72,7 @@ stage fuzz
 # The pod end-to-end test (make e2e: podman, the image, the chart; a few
 # minutes, longer on a machine that has no base image yet).
 out=$(mktemp)
-tests/e2e/run.sh 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 e2e/#" | tee "$out" | grep -E '^(PASS|FAIL|SKIP) |passed'
+tests/e2e/run.sh 2>&1 | sed -u -E "s#^(PASS|FAIL|SKIP) #\1 e2e/#" | tee "$out" | grep --line-buffered -E '^(PASS|FAIL|SKIP) |passed'
 grep -E '^(PASS|FAIL|SKIP) ' "$out" >> "$all"
 if ! grep -qE '^[0-9]+ passed' "$out"; then
 	echo "FAIL e2e/run (no tally)" | record

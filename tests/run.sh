@@ -24,7 +24,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	if [ "$flavour" = release ]; then
 		PODPROF_BACKEND=ptrace python3 tests/integration/run.py "$build"
 	fi
-} 2>&1 | sed -E "s#^(PASS|FAIL|SKIP) #\1 $flavour/#" | tee /tmp/podprof-tests-$$.log | grep -vE '^[0-9]+ passed'
+} 2>&1 | sed -u -E "s#^(PASS|FAIL|SKIP) #\1 $flavour/#" | tee /tmp/podprof-tests-$$.log | grep --line-buffered -vE '^[0-9]+ passed'
 p=$(grep -c '^PASS ' /tmp/podprof-tests-$$.log); f=$(grep -c '^FAIL ' /tmp/podprof-tests-$$.log)
 s=$(grep -c '^SKIP ' /tmp/podprof-tests-$$.log)
 rm -f /tmp/podprof-tests-$$.log

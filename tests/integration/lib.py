@@ -27,6 +27,7 @@ TMP = None   # a scratch directory, set by the runner
 TESTS = []
 FIGURES = []   # names of the tests that compare shares, rates or times (make stress runs them)
 PROCS = []
+PODPROFS = []   # the Podprof instances of the running test (the runner reads their logs)
 
 
 class Skip(Exception):
@@ -126,6 +127,9 @@ class Podprof:
                                       "--detach-grace-ms", str(GRACE_MS)] + list(args),
                                      stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=e)
         PROCS.append(self.proc)
+        PODPROFS.append(self)
+        # Named by the test (flag or environment): PODPROF_BACKEND does not change it.
+        self.backend_named = "--backend" in args or "PODPROF_BACKEND" in (env or {})
         self.lines = []
         self.cv = threading.Condition()
         threading.Thread(target=self._reader, daemon=True).start()

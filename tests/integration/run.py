@@ -5,10 +5,22 @@ the real client (go tool pprof from Debian's golang-go).
     python3 tests/integration/run.py build/release [test-name ...]
 
 Prints PASS/FAIL/SKIP <name> per test and a tally. Every process a test
-starts is killed when it ends.
+starts is killed when it ends. A test still running after
+PODPROF_TEST_TIMEOUT seconds (default 240; the slowest take 20 s on a quiet
+machine) fails as timed out, so a hang is named instead of stalling the run.
+
+With PODPROF_BACKEND set (tests/run.sh: ptrace, the second pass) and no
+test named, only the tests whose podprof sampled with another backend in
+the first pass run again: the first pass lists them in
+<build>/it-backend-tests.txt (a test counts when a podprof it started
+without naming a backend said "sampled with perf_event", or when it started
+podprof by other means). The others would run exactly as they did.
 """
 import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,39 +31,99 @@ if len(sys.argv) > 1:
     os.environ["PODPROF_BUILD"] = sys.argv[1]
 import lib  # noqa: E402
 import test_cli, test_http, test_cpu, test_safety, test_goroutine, test_loop, test_views, test_trace, test_ops, test_go, test_goroutines, test_gowaits, test_python, test_gunicorn, test_allocs, test_accounting, test_processes, test_formats, test_backends, test_jvm  # noqa: E402,F401,E501  (they register tests)
-from lib import PROCS, TESTS, Skip  # noqa: E402
+from lib import PODPROFS, PROCS, TESTS, Skip  # noqa: E402
+
+TIMEOUT = float(os.environ.get("PODPROF_TEST_TIMEOUT", "240"))
+# The tests that sampled with perf_event where PODPROF_BACKEND is unset.
+BACKEND_LIST = os.path.join(lib.BUILD, "it-backend-tests.txt")
+
+
+class TimedOut(BaseException):
+    """Raised in the test by the alarm: a BaseException, so that no test's
+    own "except Exception" swallows it."""
+
+
+def on_alarm(signum, frame):
+    raise TimedOut("still running after %.0f s (PODPROF_TEST_TIMEOUT)" % TIMEOUT)
+
+
+def sampled_with_default_backend():
+    """Whether the test just run would run differently under another
+    PODPROF_BACKEND: a podprof it started without naming a backend sampled
+    with perf_event, or it started podprof other than through lib.Podprof."""
+    for pp in PODPROFS:
+        if not pp.backend_named and re.search(r"backend: pid=\d+ sampled with perf_event", pp.log()):
+            return True
+    ours = {pp.proc.pid for pp in PODPROFS}
+    return any(p.pid not in ours and isinstance(p.args, (list, tuple)) and lib.PODPROF in p.args
+               for p in PROCS)
 
 
 def main():
     lib.TMP = tempfile.mkdtemp(prefix="podprof-it-")
     wanted = sys.argv[2:]
+    backend = os.environ.get("PODPROF_BACKEND")
+    again = None
+    if backend and not wanted and os.path.exists(BACKEND_LIST):
+        with open(BACKEND_LIST) as fh:
+            again = set(fh.read().split())
+    listed = [] if not backend and not wanted else None
+    signal.signal(signal.SIGALRM, on_alarm)
     passed = failed = skipped = 0
+    same = []
     for t in TESTS:
         if wanted and t.__name__ not in wanted:
             continue
+        if again is not None and t.__name__ not in again:
+            same.append(t.__name__)
+            continue
         # A second pass under another default backend (tests/run.sh:
         # PODPROF_BACKEND=ptrace) is named for it.
-        name = ("it-%s/" % os.environ["PODPROF_BACKEND"] if os.environ.get("PODPROF_BACKEND") else "it/") + t.__name__
+        name = ("it-%s/" % backend if backend else "it/") + t.__name__
         t0 = time.monotonic()
         try:
+            signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
             t()
+            signal.setitimer(signal.ITIMER_REAL, 0)
             print("PASS %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
             passed += 1
         except Skip as e:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             print("SKIP %s: %s" % (name, e), flush=True)
             skipped += 1
-        except Exception as e:
+        except (Exception, TimedOut) as e:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             print("FAIL %s: %s" % (name, e), flush=True)
             if not isinstance(e, AssertionError):
                 traceback.print_exc()
             failed += 1
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if listed is not None and sampled_with_default_backend():
+                listed.append(t.__name__)
+            # Every process killed before any is waited for: a killed
+            # target is reaped by its parent only once its tracer (a
+            # podprof of the test, killed too) has let it go.
             for p in PROCS:
                 if p.poll() is None:
                     p.kill()
-                    p.wait()
+            for p in PROCS:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print("FAIL %s/cleanup: pid %d (%s) still there 30 s after SIGKILL" %
+                          (name, p.pid, p.args), flush=True)
+                    failed += 1
             PROCS.clear()
+            PODPROFS.clear()
     shutil.rmtree(lib.TMP, ignore_errors=True)
+    if listed is not None:
+        with open(BACKEND_LIST, "w") as fh:
+            fh.write("".join(n + "\n" for n in listed))
+    if same:
+        print("it-%s: %d tests not run again: their podprof named its backend or sampled without "
+              "perf_event in the first pass (%s lists the %d that did)" % (backend, len(same),
+                                                                           BACKEND_LIST, len(again)))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

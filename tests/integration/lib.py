@@ -262,6 +262,22 @@ def tracer_pid(pid):
         return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))
 
 
+def read_lines(fd, n, timeout, what):
+    """n lines from a pipe's raw fd (several writers may land in one read:
+    a select() on a buffered stream after a readline() that took two lines
+    would wait for a third), within timeout seconds."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while buf.count(b"\n") < n:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(left, 0))
+        check(ready, "%s: %d of %d lines within %ss: %r" % (what, buf.count(b"\n"), n, timeout, buf))
+        chunk = os.read(fd, 4096)
+        check(chunk, "%s: the pipe closed after %r" % (what, buf))
+        buf += chunk
+    return buf.decode(errors="replace").splitlines()[:n]
+
+
 def wait_untraced(pid, timeout):
     deadline = time.monotonic() + timeout
     while tracer_pid(pid) != 0:

@@ -366,17 +366,14 @@ def go_labels_and_threads_over_several_processes():
     CPU profile carries each one's pprof labels on its labelled goroutine's
     samples (the parts' labels kept through the merge); goroutine gives each
     process's threads and says how to get a Go program's goroutines."""
-    import select
     args = "-recv 5 -sleep 5 -lock 2"
     sh = subprocess.Popen(["sh", "-c", "%s %s & %s %s & wait" % (FIXTURE, args, FIXTURE, args)],
-                          stdout=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE)
     lib.PROCS.append(sh)
     kids = []
-    while len(kids) < 2:
-        ready, _, _ = select.select([sh.stdout], [], [], 20)
-        check(ready, "the two Go programs did not get ready")
-        m = re.match(r"ready (\d+)", sh.stdout.readline())
-        check(m, "no ready line")
+    for line in lib.read_lines(sh.stdout.fileno(), 2, 20, "the two Go programs' ready lines"):
+        m = re.match(r"ready (\d+)", line)
+        check(m, "not a ready line: %r" % line)
         kids.append(int(m.group(1)))
     pp = Podprof("--pid", str(sh.pid))
     path = save(lib.get_profile(pp, "seconds=3&hz=200&tree=1"), "labels-tree.pb.gz")

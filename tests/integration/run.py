@@ -5,7 +5,8 @@ the real client (go tool pprof from Debian's golang-go).
     python3 tests/integration/run.py build/release [test-name ...]
 
 Prints PASS/FAIL/SKIP <name> per test and a tally. Every process a test
-starts is killed when it ends. A test still running after
+starts is killed when it ends, and every process those left behind (the
+runner is their subreaper: cleanup()). A test still running after
 PODPROF_TEST_TIMEOUT seconds (default 240; the slowest take 20 s on a quiet
 machine) fails as timed out, so a hang is named instead of stalling the run.
 
@@ -16,8 +17,10 @@ the first pass run again: the first pass lists them in
 without naming a backend said "sampled with perf_event", or when it started
 podprof by other means). The others would run exactly as they did.
 """
+import ctypes
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -36,6 +39,7 @@ from lib import PODPROFS, PROCS, TESTS, Skip  # noqa: E402
 TIMEOUT = float(os.environ.get("PODPROF_TEST_TIMEOUT", "240"))
 # The tests that sampled with perf_event where PODPROF_BACKEND is unset.
 BACKEND_LIST = os.path.join(lib.BUILD, "it-backend-tests.txt")
+PR_SET_CHILD_SUBREAPER = 36
 
 
 class TimedOut(BaseException):
@@ -59,6 +63,81 @@ def sampled_with_default_backend():
                for p in PROCS)
 
 
+def adopt_orphans():
+    """Makes this process the subreaper of every process a test starts: a
+    child's children that outlive it (sh -c "a & b & wait", a wrapper
+    killed first) are reparented here, not to init, so cleanup() finds
+    them. Left running, they would hold the runner's stdout and stderr, and
+    a stage that pipes them (tests/run.sh) would wait for them forever."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print("run.py: prctl(PR_SET_CHILD_SUBREAPER): %s" % os.strerror(ctypes.get_errno()), flush=True)
+
+
+def children():
+    """The pids whose parent is this process."""
+    me, kids = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == me:
+                        kids.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return kids
+
+
+def cleanup(name):
+    """Kills every process the test left, its Popen children and whatever
+    they left behind, and reaps them: every one killed before any is
+    waited for, since a killed target is reaped by its parent only once its
+    tracer (a podprof of the test, killed too) has let it go. Returns the
+    number of failures: a process still there 30 s after SIGKILL."""
+    byp = {p.pid: p for p in PROCS}
+    strays = 0
+    for _ in range(20):
+        kids = [k for k in children() if k not in byp or byp[k].poll() is None]
+        kids += [p.pid for p in PROCS if p.poll() is None and p.pid not in kids]
+        if not kids:
+            break
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for k in kids:
+            if k in byp:
+                try:
+                    byp[k].wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print("FAIL %s/cleanup: pid %d (%s) still there 30 s after SIGKILL" %
+                          (name, k, byp[k].args), flush=True)
+                    PROCS.clear()
+                    return 1
+            else:
+                strays += 1
+                try:
+                    fd = os.pidfd_open(k)
+                except ProcessLookupError:
+                    continue
+                try:
+                    if not select.select([fd], [], [], 30)[0]:
+                        print("FAIL %s/cleanup: pid %d, left by the test's processes, still there "
+                              "30 s after SIGKILL" % (name, k), flush=True)
+                        PROCS.clear()
+                        return 1
+                    os.waitpid(k, 0)
+                except ChildProcessError:
+                    pass
+                finally:
+                    os.close(fd)
+    if strays:
+        print("  info: %s: %d processes left behind by its processes, killed and reaped" % (name, strays))
+    PROCS.clear()
+    return 0
+
+
 def main():
     lib.TMP = tempfile.mkdtemp(prefix="podprof-it-")
     wanted = sys.argv[2:]
@@ -69,6 +148,7 @@ def main():
             again = set(fh.read().split())
     listed = [] if not backend and not wanted else None
     signal.signal(signal.SIGALRM, on_alarm)
+    adopt_orphans()
     passed = failed = skipped = 0
     same = []
     for t in TESTS:
@@ -101,20 +181,7 @@ def main():
             signal.setitimer(signal.ITIMER_REAL, 0)
             if listed is not None and sampled_with_default_backend():
                 listed.append(t.__name__)
-            # Every process killed before any is waited for: a killed
-            # target is reaped by its parent only once its tracer (a
-            # podprof of the test, killed too) has let it go.
-            for p in PROCS:
-                if p.poll() is None:
-                    p.kill()
-            for p in PROCS:
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    print("FAIL %s/cleanup: pid %d (%s) still there 30 s after SIGKILL" %
-                          (name, p.pid, p.args), flush=True)
-                    failed += 1
-            PROCS.clear()
+            failed += cleanup(name)
             PODPROFS.clear()
     shutil.rmtree(lib.TMP, ignore_errors=True)
     if listed is not None:

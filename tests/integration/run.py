@@ -8,7 +8,9 @@ Prints PASS/FAIL/SKIP <name> per test and a tally. Every process a test
 starts is killed when it ends, and every process those left behind (the
 runner is their subreaper: cleanup()). A test still running after
 PODPROF_TEST_TIMEOUT seconds (default 240; the slowest take 20 s on a quiet
-machine) fails as timed out, so a hang is named instead of stalling the run.
+machine) fails as timed out (the alarm comes again every 10 s while the
+test's own finally still waits), so a hang is named instead of stalling the
+run.
 
 With PODPROF_BACKEND set (tests/run.sh: ptrace, the second pass) and no
 test named, only the tests whose podprof sampled with another backend in
@@ -40,6 +42,7 @@ TIMEOUT = float(os.environ.get("PODPROF_TEST_TIMEOUT", "240"))
 # The tests that sampled with perf_event where PODPROF_BACKEND is unset.
 BACKEND_LIST = os.path.join(lib.BUILD, "it-backend-tests.txt")
 PR_SET_CHILD_SUBREAPER = 36
+ARMED = False   # the alarm raises only while a test's own code runs
 
 
 class TimedOut(BaseException):
@@ -48,7 +51,28 @@ class TimedOut(BaseException):
 
 
 def on_alarm(signum, frame):
-    raise TimedOut("still running after %.0f s (PODPROF_TEST_TIMEOUT)" % TIMEOUT)
+    # Again every 10 s after the first (the timer's interval): a test's own
+    # finally that waits without a limit gets another. Never in the
+    # runner's own code (this file), which disarms it first thing.
+    if ARMED and frame is not None and frame.f_code.co_filename != __file__:
+        raise TimedOut("still running after %.0f s (PODPROF_TEST_TIMEOUT)" % TIMEOUT)
+
+
+def disarm():
+    global ARMED
+    ARMED = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def run_test(t):
+    """Runs t with the alarm armed."""
+    global ARMED
+    try:
+        ARMED = True
+        signal.setitimer(signal.ITIMER_REAL, TIMEOUT, 10)
+        t()
+    finally:
+        disarm()
 
 
 def sampled_with_default_backend():
@@ -88,52 +112,68 @@ def children():
     return kids
 
 
+def reap(k, proc, deadline):
+    """Waits for k, killed, until deadline: Popen's wait for one of
+    PROCS, else its pidfd and then waitid polled (a killed process that is
+    still traced is a zombie its parent can reap only once the tracer has
+    let it go: nothing to be woken by). True once reaped or gone."""
+    if proc is not None:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0))
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, k, os.WEXITED | os.WNOHANG) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def cleanup(name):
     """Kills every process the test left, its Popen children and whatever
-    they left behind, and reaps them: every one killed before any is
-    waited for, since a killed target is reaped by its parent only once its
-    tracer (a podprof of the test, killed too) has let it go. Returns the
-    number of failures: a process still there 30 s after SIGKILL."""
+    they left behind (reparented here: adopt_orphans), round after round
+    until none is left, and reaps them. In each round every one is killed
+    before any is waited for: a killed target is reaped by its parent only
+    once its tracer (a podprof of the test, killed too) has let it go.
+    Returns 1 (a failure, named) if some are still there after 30 s, else 0."""
     byp = {p.pid: p for p in PROCS}
     strays = 0
-    for _ in range(20):
-        kids = [k for k in children() if k not in byp or byp[k].poll() is None]
-        kids += [p.pid for p in PROCS if p.poll() is None and p.pid not in kids]
+    deadline = time.monotonic() + 30
+    while True:
+        kids = set(children()) | {p.pid for p in PROCS if p.poll() is None}
+        kids = {k for k in kids if k not in byp or byp[k].returncode is None}
         if not kids:
             break
+        if time.monotonic() > deadline:
+            print("FAIL %s/cleanup: still there 30 s after SIGKILL: %s" % (
+                name, ", ".join("%d (%s)" % (k, byp[k].args if k in byp else "left behind")
+                                for k in sorted(kids))), flush=True)
+            PROCS.clear()
+            return 1
         for k in kids:
+            # By its pidfd, held from before the check that it is still
+            # ours to the signal: a pid reaped meanwhile and reused is not.
             try:
-                os.kill(k, signal.SIGKILL)
+                fd = os.pidfd_open(k)
+            except ProcessLookupError:
+                continue
+            try:
+                if k in byp or k in children():
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            finally:
+                os.close(fd)
         for k in kids:
-            if k in byp:
-                try:
-                    byp[k].wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    print("FAIL %s/cleanup: pid %d (%s) still there 30 s after SIGKILL" %
-                          (name, k, byp[k].args), flush=True)
-                    PROCS.clear()
-                    return 1
-            else:
-                strays += 1
-                try:
-                    fd = os.pidfd_open(k)
-                except ProcessLookupError:
-                    continue
-                try:
-                    if not select.select([fd], [], [], 30)[0]:
-                        print("FAIL %s/cleanup: pid %d, left by the test's processes, still there "
-                              "30 s after SIGKILL" % (name, k), flush=True)
-                        PROCS.clear()
-                        return 1
-                    os.waitpid(k, 0)
-                except ChildProcessError:
-                    pass
-                finally:
-                    os.close(fd)
+            strays += k not in byp
+            reap(k, byp.get(k), deadline)
     if strays:
-        print("  info: %s: %d processes left behind by its processes, killed and reaped" % (name, strays))
+        print("  cleanup: %s: %d processes left behind by its processes, killed and reaped" % (name, strays),
+              flush=True)
     PROCS.clear()
     return 0
 
@@ -147,6 +187,8 @@ def main():
         with open(BACKEND_LIST) as fh:
             again = set(fh.read().split())
     listed = [] if not backend and not wanted else None
+    if listed is not None and os.path.exists(BACKEND_LIST):
+        os.unlink(BACKEND_LIST)   # a first pass that dies leaves no list: the second runs every test
     signal.signal(signal.SIGALRM, on_alarm)
     adopt_orphans()
     passed = failed = skipped = 0
@@ -161,36 +203,38 @@ def main():
         # PODPROF_BACKEND=ptrace) is named for it.
         name = ("it-%s/" % backend if backend else "it/") + t.__name__
         t0 = time.monotonic()
+        ok = False
         try:
-            signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
-            t()
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            run_test(t)
             print("PASS %s (%.1fs)" % (name, time.monotonic() - t0), flush=True)
             passed += 1
+            ok = True
         except Skip as e:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            disarm()
             print("SKIP %s: %s" % (name, e), flush=True)
             skipped += 1
         except (Exception, TimedOut) as e:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            disarm()
             print("FAIL %s: %s" % (name, e), flush=True)
             if not isinstance(e, AssertionError):
                 traceback.print_exc()
             failed += 1
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            if listed is not None and sampled_with_default_backend():
+            disarm()
+            # One that did not pass may not have come to sample: listed too.
+            if listed is not None and (not ok or sampled_with_default_backend()):
                 listed.append(t.__name__)
             failed += cleanup(name)
             PODPROFS.clear()
     shutil.rmtree(lib.TMP, ignore_errors=True)
     if listed is not None:
-        with open(BACKEND_LIST, "w") as fh:
+        with open(BACKEND_LIST + ".new", "w") as fh:
             fh.write("".join(n + "\n" for n in listed))
+        os.rename(BACKEND_LIST + ".new", BACKEND_LIST)
     if same:
-        print("it-%s: %d tests not run again: their podprof named its backend or sampled without "
-              "perf_event in the first pass (%s lists the %d that did)" % (backend, len(same),
-                                                                           BACKEND_LIST, len(again)))
+        print("it-%s: %d tests not run again: in the first pass they passed, and their podprof named "
+              "its backend or sampled without perf_event (%s lists the %d others)" % (
+                  backend, len(same), BACKEND_LIST, len(again)))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

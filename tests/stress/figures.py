@@ -54,6 +54,8 @@ def one(name):
     status = next((ln.split()[0] for ln in out if ln.split()[:1] in (["PASS"], ["FAIL"], ["SKIP"])
                    and ln.split()[1:2] and ln.split()[1].split("/", 1)[1:] == [name]), "FAIL")
     msg = "\n".join(ln for ln in out if ln.startswith(("FAIL", "SKIP", "  ")) and "info:" not in ln)
+    if status == "PASS" and r.returncode != 0:
+        status = "FAIL"   # its cleanup failed (FAIL it/NAME/cleanup), or the runner itself
     if status == "FAIL" and not msg:
         msg = (r.stdout + r.stderr)[-2000:]
     infos = [ln.split("info:", 1)[1].strip() for ln in out if "info:" in ln]

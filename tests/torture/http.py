@@ -20,6 +20,7 @@ import argparse
 import os
 import random
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -200,11 +201,18 @@ def run_scenario(lib, name, method, path, body, max_runs, rng):
             problems.append("the fixture is still traced after podprof exited")
         return ("FAIL" if problems else "PASS"), "; ".join(problems), count, len(ns), outcomes
     finally:
+        # All killed before any is waited for: the fixture is reaped only
+        # once its tracer, podprof, has let it go.
         for p in lib.PROCS:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+        for p in lib.PROCS:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                print("  pid %d (%s) still there 30 s after SIGKILL" % (p.pid, p.args), flush=True)
         lib.PROCS.clear()
+        lib.PODPROFS.clear()
 
 
 def main():

@@ -20,7 +20,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	python3 tests/integration/run.py "$build"
 	# auto samples with perf_event on these machines: the integration tests
 	# again with ptrace as every podprof's default (PODPROF_BACKEND; a test
-	# that names a backend keeps it), the plain build only.
+	# that names a backend keeps it), the plain build only: those the first
+	# pass listed as sampled with perf_event or not passed (run.py).
 	if [ "$flavour" = release ]; then
 		PODPROF_BACKEND=ptrace python3 tests/integration/run.py "$build"
 	fi

@@ -5,8 +5,8 @@ the real client (go tool pprof from Debian's golang-go).
     python3 tests/integration/run.py build/release [test-name ...]
 
 Prints PASS/FAIL/SKIP <name> per test and a tally. Every process a test
-starts is killed when it ends, and every process those left behind (the
-runner is their subreaper: cleanup()). A test still running after
+starts is killed when it ends, and so is every process those left behind
+(the runner is their subreaper: cleanup()). A test still running after
 PODPROF_TEST_TIMEOUT seconds (default 240; the slowest take 20 s on a quiet
 machine) fails as timed out (the alarm comes again every 10 s while the
 test's own finally still waits), so a hang is named instead of stalling the
@@ -114,23 +114,22 @@ def children():
 
 def reap(k, proc, deadline):
     """Waits for k, killed, until deadline: Popen's wait for one of
-    PROCS, else its pidfd and then waitid polled (a killed process that is
-    still traced is a zombie its parent can reap only once the tracer has
-    let it go: nothing to be woken by). True once reaped or gone."""
+    PROCS, else waitid polled (a killed process that is still traced is a
+    zombie its parent can reap only once the tracer has let it go: nothing
+    to be woken by). One not reaped by then is found by cleanup's next round."""
     if proc is not None:
         try:
             proc.wait(timeout=max(deadline - time.monotonic(), 0))
-            return True
         except subprocess.TimeoutExpired:
-            return False
+            pass
+        return
     while time.monotonic() < deadline:
         try:
             if os.waitid(os.P_PID, k, os.WEXITED | os.WNOHANG) is not None:
-                return True
+                return
         except ChildProcessError:
-            return True
+            return
         time.sleep(0.01)
-    return False
 
 
 def cleanup(name):
@@ -154,15 +153,18 @@ def cleanup(name):
                                 for k in sorted(kids))), flush=True)
             PROCS.clear()
             return 1
+        # By pidfds, opened before a second look at which are still ours:
+        # a pid reaped meanwhile and reused is not signalled.
+        fds = {}
         for k in kids:
-            # By its pidfd, held from before the check that it is still
-            # ours to the signal: a pid reaped meanwhile and reused is not.
             try:
-                fd = os.pidfd_open(k)
+                fds[k] = os.pidfd_open(k)
             except ProcessLookupError:
-                continue
+                pass
+        ours = set(children())
+        for k, fd in fds.items():
             try:
-                if k in byp or k in children():
+                if k in byp or k in ours:
                     signal.pidfd_send_signal(fd, signal.SIGKILL)
             except ProcessLookupError:
                 pass

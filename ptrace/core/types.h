@@ -39,6 +39,9 @@ struct pt_tracee_stats {
 	uint64_t own_signals;       /* the owner's own signals (own_signal), never passed on */
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's event */
 	uint64_t forks;                    /* processes it forked while traced */
+	uint64_t adopted;                  /* new threads seized without a stop (pt_tracee_adopt) */
+	uint64_t rescanned;                /* threads a rescan found (pt_tracee_rescan) */
+	uint64_t options_set;              /* threads given new options in a stop (follow.h) */
 	uint64_t perfmap_entries;   /* JIT symbols loaded from the target's perf map */
 	uint64_t maps_rereads;      /* maps read again because an unwind left them */
 	uint64_t short_copies;      /* unwinds that needed more stack than was copied */
@@ -154,6 +157,8 @@ struct pt_rule_stats {
 	uint64_t perf_stack_bytes;  /* user stack the kernel copied, over the samples read */
 	uint64_t perf_opens, perf_open_failures, perf_reopens;   /* events (re)sized to the stack */
 	int perf_open_err;          /* the last failed open's errno (0: none) */
+	uint64_t perf_adopted;      /* new threads seized without a stop at a FORK record */
+	uint64_t perf_wakes;        /* threads given a wake event for their FORK records */
 };
 
 /* What a tracee's owner keeps per thread: its size in bytes (the part of

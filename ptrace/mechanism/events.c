@@ -19,6 +19,7 @@
 #include "ptrace/mechanism/capture.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/mechanism/execfp.h"
+#include "ptrace/mechanism/follow.h"
 #include "ptrace/space/space.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/mechanism/mechanism.h"
@@ -26,8 +27,8 @@
 #include "ptrace/mechanism/threads.h"
 #include "ptrace/space/unwinder.h"
 
-static void emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
-		 const uint64_t *stack, int n)
+void pt__events_emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
+		     const uint64_t *stack, int n)
 {
 	struct pt_event ev = { .kind = kind, .pid = t->pid, .tid = tid, .child = child,
 			       .stack = stack, .n = n };
@@ -147,7 +148,7 @@ static int is_birth_stop(int status)
  * them, before their parent's event, did that: a SIGUSR1 lost in
  * it/sigkill_at_random_moments_never_harms_the_target). -1 if the thread
  * has ended and is gone. */
-static int let_child_go(struct pt_tracee *t, pid_t tid, int added)
+static int let_child_go(struct pt_tracee *t, pid_t tid, int added, long parent_opts)
 {
 	struct pt_tracer *tr = t->tr;
 	int status, held, k;
@@ -166,6 +167,8 @@ static int let_child_go(struct pt_tracee *t, pid_t tid, int added)
 		 * tracee's (its process killed meanwhile, say). */
 		return k < 0 && errno == ECHILD ? -1 : 0;
 	}
+	/* its parent's options (the kernel's copy) until given t's */
+	pt__follow_fix_tid(t, tid, parent_opts);
 	return !ptrace(PTRACE_CONT, tid, 0, 0);
 }
 
@@ -201,7 +204,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		added = 1;
 		t->tops.born(t->tops.arg, child);
 	}
-	resumed = let_child_go(t, (pid_t)newtid, added);
+	resumed = let_child_go(t, (pid_t)newtid, added, th->opts);
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (cap)
@@ -212,7 +215,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	 * to get there: a second try, before the unwind and the sessions'
 	 * work, which it would otherwise wait through. */
 	if (!resumed)
-		resumed = let_child_go(t, (pid_t)newtid, added);
+		resumed = let_child_go(t, (pid_t)newtid, added, th->opts);
 	if (resumed > 0)
 		t->st.clones_resumed_at_once++;
 	if (resumed < 0) {
@@ -224,6 +227,10 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 	}
+	/* Its options: t's if it was let go here, else its parent's until its
+	 * birth stop comes through the poll (pt__follow_fix). */
+	if (resumed >= 0 && (child || (child = pt_threads_find(t, (pid_t)newtid))))
+		child->opts = resumed > 0 ? pt__follow_opts(t) : th->opts;
 	/* An owner that acts on a new thread without holding it or its
 	 * parent up (a parent stopped at its clone event may hold a lock
 	 * every thread waits for: CPython's GIL). */
@@ -234,9 +241,9 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		n = unwind_clone_parent(t, cap);
 	if (took)
 		n = pt_runtimes_merge(t->rts, slot, cap, t->clone_frames, n, t->o.max_frames);
-	emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
+	pt__events_emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
 	if (resumed < 0)
-		emit(t, PT_EV_EXIT, (pid_t)newtid, 0, NULL, 0);
+		pt__events_emit(t, PT_EV_EXIT, (pid_t)newtid, 0, NULL, 0);
 	return e;
 }
 
@@ -253,7 +260,7 @@ static enum pt__ev on_fork(struct pt_tracee *t, struct pt_thread *th)
 	interrupt_spent(th);
 	if (!ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &child) && child && !t->detaching) {
 		t->st.forks++;
-		emit(t, PT_EV_FORK, th->tid, (pid_t)child, NULL, 0);
+		pt__events_emit(t, PT_EV_FORK, th->tid, (pid_t)child, NULL, 0);
 	}
 	return resume(t, th, 0);
 }
@@ -268,7 +275,7 @@ static enum pt__ev on_exec(struct pt_tracee *t, struct pt_thread *th)
 	if (!ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former) && (pid_t)former != th->tid &&
 	    (ghost = pt_threads_find(t, (pid_t)former))) {
 		ghost->flags |= PT_TH_GONE;
-		emit(t, PT_EV_EXIT, ghost->tid, 0, NULL, 0);
+		pt__events_emit(t, PT_EV_EXIT, ghost->tid, 0, NULL, 0);
 	}
 	/* The old program's modules stay as they are (frozen: no new ones from
 	 * the new program's memory) until the sessions that sampled it have
@@ -332,6 +339,8 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 		return on_exit(t, th, held);
 	if (!WIFSTOPPED(status))
 		return PT__EV_NONE;
+	/* Any stop is where its options can change (follow.h). */
+	pt__follow_fix(t, th);
 	switch (status >> 16) {
 	case PTRACE_EVENT_STOP:
 		return on_event_stop(t, th, WSTOPSIG(status));

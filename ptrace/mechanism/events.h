@@ -4,6 +4,11 @@
 #ifndef PT_EVENTS_H
 #define PT_EVENTS_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ptrace/core/types.h"
+
 struct pt_thread;
 struct pt_tracee;
 
@@ -31,6 +36,10 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 /* Takes one pending status of th without blocking (pt__events_wait), and
  * acts on it. */
 enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th);
+/* Tells the tracer's event callback of a thread's life event (struct
+ * pt_event; stack: the parent's at a clone, n frames, or NULL). */
+void pt__events_emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
+		     const uint64_t *stack, int n);
 /* Lets th go (PTRACE_DETACH), with sig. */
 void pt__events_detach_thread(struct pt_thread *th, int sig);
 

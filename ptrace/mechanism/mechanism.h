@@ -21,6 +21,7 @@ struct pt_mem_pool;
 struct pt_objects;
 struct pt_runtimes;
 struct pt_space;
+struct pt_watch;
 
 /* The calling thread as a tracer: ptrace is per thread, so the thread that
  * seized a tracee is the only one that may wait for it or command it. This
@@ -53,6 +54,8 @@ struct pt_tracer {
 	struct pt__reaped { pid_t tid; int status; } reaped[64];
 	int nreaped;
 	int polling;                 /* inside pt_tracer_poll (see poll_once) */
+	int watch_fd;                /* epoll of the watched fds (pt_tracer_watch), -1: none yet */
+	struct pt_watch *watches;    /* every watch, called when any fd may be ready */
 	/* What every tracee reads alike, kept once: pages of the files
 	 * they map (mem.h), their files' symbols and Go tables (objects.h). */
 	struct pt_mem_pool *pages;
@@ -88,6 +91,7 @@ struct pt_tracee {
 	uint64_t *slot_pause;    /* interrupt sent .. resumed */
 	int nlate;               /* slots holding late captures, not yet reported */
 	int clone_stacks;        /* clone events carry the parent's stack */
+	int no_clone_stops;      /* new threads adopted by the owner, not stopped (follow.h) */
 	struct pt_capture *clone_cap;   /* the parent's capture at a clone, allocated at first use */
 	uint64_t *clone_frames;  /* max_frames */
 	int busy;                /* collecting: slots in use, no late captures */

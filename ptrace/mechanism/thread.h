@@ -28,6 +28,7 @@ struct pt_stat;
 struct pt_thread {
 	pid_t pid, tid;            /* its process, itself (in our PID namespace) */
 	unsigned int flags;        /* PT_TH_* */
+	long opts;                 /* the ptrace options it has (follow.h), -1: not known */
 	int sys_fd, sched_fd;      /* /proc/<pid>/task/<tid>/syscall, schedstat */
 	int stat_fd;               /* .../stat, only where syscall cannot be read (see pt_thread_open) */
 	/* when its files were last opened (it was added, or it exec'd), and

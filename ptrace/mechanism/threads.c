@@ -76,6 +76,7 @@ int pt__threads_add(struct pt_tracee *t, pid_t tid, int born)
 	}
 	th->pid = t->pid;
 	th->tid = tid;
+	th->opts = -1;
 	th->sys_fd = th->sched_fd = th->stat_fd = -1;
 	if (t->tops.size)
 		th->rule = (struct pt_rule_thread *)(void *)(th + 1);

@@ -17,6 +17,7 @@
 #include "ptrace/mechanism/capture.h"
 #include "ptrace/mechanism/events.h"
 #include "ptrace/mechanism/execfp.h"
+#include "ptrace/mechanism/follow.h"
 #include "ptrace/space/mem.h"
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
@@ -135,7 +136,11 @@ uint64_t pt_tracee_woke_ns(const struct pt_tracee *t) { return t->tr->woke_ns; }
 
 void pt_tracee_clone_stacks(struct pt_tracee *t, int on)
 {
+	if (t->clone_stacks == on)
+		return;
 	t->clone_stacks = on;
+	if (t->attached && t->no_clone_stops)
+		pt__follow_interrupt_stale(t);   /* its clone events back, or gone */
 }
 
 uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
@@ -211,10 +216,36 @@ static int traced_by_us(const struct pt_tracee *t)
 	       (pid_t)tracer == t->tr->tid;
 }
 
+/* Seizes the threads of t's listing not known yet (no stop), each counted
+ * from now; *added says how many. Returns 0, or a negative errno that ends
+ * an attach (a thread gone or exiting meanwhile is passed over). */
+static int seize_listed(struct pt_tracee *t, size_t *added)
+{
+	size_t n;
+	pid_t *tids;
+	int err = pt_proc_list_tasks(t->pid, (size_t)t->o.max_threads, &tids, &n);
+
+	*added = 0;
+	if (err && err != -E2BIG)
+		return err;
+	err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		if (pt_threads_find(t, tids[i]))
+			continue;
+		err = pt__follow_seize(t, tids[i], 0);
+		if (err == -ESRCH || err == -EPERM)
+			err = 0;   /* exited or exiting meanwhile */
+		else if (!err)
+			(*added)++;
+	}
+	base_free(tids);
+	return err;
+}
+
 int pt_tracee_attach(struct pt_tracee *t)
 {
-	const long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
-			  PTRACE_O_TRACEVFORK;
+	long opts = pt__follow_opts(t);
+	struct pt_thread *leader;
 	int err, round;
 
 	if (t->attached)
@@ -233,37 +264,21 @@ int pt_tracee_attach(struct pt_tracee *t)
 	 * refuses to attach to an exiting task with EPERM, not ESRCH). */
 	if (ptrace(PTRACE_SEIZE, t->pid, 0, opts) < 0) {
 		err = -errno;
-		/* A child its traced parent forked is ours already. */
+		/* A child its traced parent forked is ours already (its
+		 * options its parent's: not known here). */
 		if (err != -EPERM || !traced_by_us(t))
 			goto fail;
+		opts = -1;
 	}
 	if ((err = pt__threads_add(t, t->pid, 0)))
 		goto fail;
+	if ((leader = pt_threads_find(t, t->pid)))
+		leader->opts = opts;
 	for (round = 0; round < 64; round++) {
-		size_t n, added = 0;
-		pid_t *tids;
+		size_t added;
 
-		err = pt_proc_list_tasks(t->pid, (size_t)t->o.max_threads, &tids, &n);
-		if (err && err != -E2BIG)
+		if ((err = seize_listed(t, &added)))
 			goto fail;
-		for (size_t i = 0; i < n; i++) {
-			if (pt_threads_find(t, tids[i]))
-				continue;
-			if (ptrace(PTRACE_SEIZE, tids[i], 0, opts) < 0) {
-				err = -errno;
-				if (err == -ESRCH || err == -EPERM)
-					continue;   /* exited or exiting meanwhile */
-				base_free(tids);
-				goto fail;
-			}
-			if ((err = pt__threads_add(t, tids[i], 0))) {
-				ptrace(PTRACE_DETACH, tids[i], 0, 0);
-				base_free(tids);
-				goto fail;
-			}
-			added++;
-		}
-		base_free(tids);
 		if (!added)
 			break;
 	}
@@ -282,6 +297,66 @@ fail:
 		return err;   /* detaching: the stops to come end it */
 	t->attached = 0;
 	return err;
+}
+
+void pt_tracee_set_clone_stops(struct pt_tracee *t, int on)
+{
+	if (t->no_clone_stops == !on)
+		return;
+	t->no_clone_stops = !on;
+	if (t->attached)
+		pt__follow_interrupt_stale(t);
+}
+
+int pt_tracee_clone_stops(const struct pt_tracee *t)
+{
+	return (pt__follow_opts(t) & PTRACE_O_TRACECLONE) != 0;
+}
+
+int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent)
+{
+	char path[64];
+	int err;
+
+	if (!t->attached || t->detaching || pt_threads_find(t, tid))
+		return 0;
+	/* A thread of t's (a tid told by someone else may be gone, and in
+	 * time another's) */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)t->pid, (int)tid);
+	if (access(path, F_OK))
+		return -ESRCH;
+	if ((err = pt__follow_seize(t, tid, 1)))
+		return err;
+	t->st.adopted++;
+	/* its parent's stack is not taken: no stop */
+	pt__events_emit(t, PT_EV_CLONE, parent, tid, NULL, 0);
+	return 0;
+}
+
+int pt_tracee_rescan(struct pt_tracee *t)
+{
+	size_t n0 = t->n, added;
+	int err;
+
+	if (!t->attached || t->detaching)
+		return 0;
+	if ((err = seize_listed(t, &added)))
+		return err;
+	t->st.rescanned += added;
+	/* told as born, their parents unknown (0) */
+	for (size_t i = n0; i < t->n; i++)
+		pt__events_emit(t, PT_EV_CLONE, 0, t->th[i]->tid, NULL, 0);
+	return (int)added;
+}
+
+int pt_tracee_watch(struct pt_tracee *t, int fd, struct pt_watch *w)
+{
+	return pt_tracer_watch(t->tr, fd, w);
+}
+
+void pt_tracee_unwatch(struct pt_tracee *t, struct pt_watch *w)
+{
+	pt_tracer_unwatch(t->tr, w);
 }
 
 int pt_tracee_detach(struct pt_tracee *t, uint64_t timeout_ns)

@@ -6,8 +6,9 @@
  * The mechanism is this header's module and those it lists, one file and
  * header each, bottom-up: execfp (noticing an exec), symbolize (maps and
  * names), capture (a stopped thread's registers and stacks), batch
- * (unwinding and reporting captures), threads (the thread table), events
- * (acting on one waitpid status), stop (the stop cycle), tracer (reaping
+ * (unwinding and reporting captures), threads (the thread table), follow
+ * (new threads with a birth stop or without), events (acting on one
+ * waitpid status), stop (the stop cycle), tracer (reaping
  * every tracee's events) and tracee (here). Each calls only those before
  * it; their shared state is ptrace/mechanism/mechanism.h. Which threads to stop is
  * not decided by the mechanism: that is the sampling rule's
@@ -97,6 +98,30 @@ uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t);
  * parent is stopped at the event anyway: no extra stop, a copy and an
  * unwind more per thread created). */
 void pt_tracee_clone_stacks(struct pt_tracee *t, int on);
+
+/* With on (the default), each new thread stops at its birth, its parent
+ * at its clone event (PTRACE_O_TRACECLONE), and is known from there. With
+ * off, new threads are not traced until their owner adopts them
+ * (pt_tracee_adopt, pt_tracee_rescan), with no stop; clone stacks asked
+ * for keep the clone events all the same. Threads already seized change in
+ * their next stop, each interrupted for it once (resumed at once). */
+void pt_tracee_set_clone_stops(struct pt_tracee *t, int on);
+/* 1 if new threads are to stop at their birth now (see above). */
+int pt_tracee_clone_stops(const struct pt_tracee *t);
+/* Seizes tid, a new thread of t created by parent, without a stop, and
+ * tells it born (PT_EV_CLONE, no stack). Returns 0 (known already too),
+ * -ESRCH or -EPERM (ended or ending; traced already: one a clone event
+ * reports), -E2BIG (max_threads), -ENOMEM. */
+int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent);
+/* Seizes every thread of t that is listed in /proc but not known (created
+ * by a thread before it was adopted, or while nobody followed them), each
+ * told born (PT_EV_CLONE, parent 0) but counted from now. Returns how many,
+ * or a negative errno. */
+int pt_tracee_rescan(struct pt_tracee *t);
+struct pt_watch;
+/* pt_tracer_watch and pt_tracer_unwatch (tracer.h) on t's tracer. */
+int pt_tracee_watch(struct pt_tracee *t, int fd, struct pt_watch *w);
+void pt_tracee_unwatch(struct pt_tracee *t, struct pt_watch *w);
 
 /* Seizes every thread (PTRACE_SEIZE, following clones and execs; nothing is
  * stopped). Returns 0, -ESRCH (no such process), -EPERM (ptrace denied:

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ int pt_tracer_new(struct pt_tracer **out, int wake_fd)
 	if (!tr)
 		return -ENOMEM;
 	tr->wake_fd = wake_fd;
-	tr->self_sched_fd = tr->loadavg_fd = -1;
+	tr->self_sched_fd = tr->loadavg_fd = tr->watch_fd = -1;
 	if (pt_mem_pool_new(&tr->pages) || pt_objects_new(&tr->objects)) {
 		pt_tracer_free(tr);
 		return -ENOMEM;
@@ -46,6 +47,8 @@ void pt_tracer_free(struct pt_tracer *tr)
 		close(tr->self_sched_fd);
 	if (tr->loadavg_fd >= 0)
 		close(tr->loadavg_fd);
+	if (tr->watch_fd >= 0)
+		close(tr->watch_fd);
 	pt_mem_pool_free(tr->pages);
 	pt_objects_free(tr->objects);
 	base_free(tr);
@@ -68,6 +71,57 @@ uint64_t pt_tracer_take_late_ns(struct pt_tracer *tr)
 void pt_tracer_woke(struct pt_tracer *tr)
 {
 	tr->woke_ns = pt__now_ns();
+}
+
+int pt_tracer_watch(struct pt_tracer *tr, int fd, struct pt_watch *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+
+	if (tr->watch_fd < 0 && (tr->watch_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return -errno;
+	if (epoll_ctl(tr->watch_fd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	w->fd = fd;
+	w->next = tr->watches;
+	w->pprev = &tr->watches;
+	if (w->next)
+		w->next->pprev = &w->next;
+	tr->watches = w;
+	return 0;
+}
+
+void pt_tracer_unwatch(struct pt_tracer *tr, struct pt_watch *w)
+{
+	if (!w->pprev)
+		return;
+	(void)epoll_ctl(tr->watch_fd, EPOLL_CTL_DEL, w->fd, NULL);
+	*w->pprev = w->next;
+	if (w->next)
+		w->next->pprev = w->pprev;
+	w->next = NULL;
+	w->pprev = NULL;
+}
+
+int pt_tracer_watch_fd(const struct pt_tracer *tr)
+{
+	return tr->watch_fd;
+}
+
+int pt_tracer_run_watches(struct pt_tracer *tr)
+{
+	struct epoll_event ev[16];
+	int n = 0;
+
+	if (!tr->watches)
+		return 0;
+	/* The doorbell's readiness, spent (its fds' own, spent by the poll). */
+	while (epoll_wait(tr->watch_fd, ev, 16, 0) == 16) {
+	}
+	for (struct pt_watch *w = tr->watches, *nx; w; w = nx, n++) {
+		nx = w->next;
+		w->fn(w);
+	}
+	return n;
 }
 
 static struct pt_tracee *known(struct pt_tracer *tr, pid_t tid, struct pt_thread **thp)

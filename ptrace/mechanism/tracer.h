@@ -47,4 +47,27 @@ void pt_tracer_woke(struct pt_tracer *tr);
  * the last call. */
 uint64_t pt_tracer_take_late_ns(struct pt_tracer *tr);
 
+/* An fd the tracer thread acts on when it is readable (a perf_event ring
+ * that tells of a new thread): fn is called from pt_tracer_run_watches,
+ * and must find out itself whether its fd has something (a perf event's
+ * readiness is spent by the first poll that sees it, and the caller's
+ * poll of pt_tracer_watch_fd is that poll: so every watch is called when
+ * any may have something). The structure is the caller's, registered until
+ * unwatched. */
+struct pt_watch {
+	void (*fn)(struct pt_watch *w);
+	int fd;
+	struct pt_watch *next, **pprev;   /* the tracer's */
+};
+/* Watches fd with w. Returns 0 or -errno. */
+int pt_tracer_watch(struct pt_tracer *tr, int fd, struct pt_watch *w);
+/* Stops watching (before its fd is closed); w unused since is a no-op. */
+void pt_tracer_unwatch(struct pt_tracer *tr, struct pt_watch *w);
+/* The fd that is readable when a watched one is (for the caller's poll),
+ * or -1 if nothing was ever watched. */
+int pt_tracer_watch_fd(const struct pt_tracer *tr);
+/* Calls fn of every watch (see above); none may unwatch another. Returns
+ * how many it called. */
+int pt_tracer_run_watches(struct pt_tracer *tr);
+
 #endif

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -235,6 +236,116 @@ TEST(events_thread_created_while_traced_is_known_runs_and_ends_with_its_cpu)
 	ASSERT(pt_threads_find(k.t, tid) == NULL);
 	ASSERT(pt_threads_find(k.t, k.pid) != NULL);
 	ASSERT(!pt_tracee_gone(k.t));
+	kid_end(&k);
+}
+
+/* The tracer of tid's (TracerPid in its status), 0 if untraced or gone. */
+static long tracer_of(pid_t pid, pid_t tid)
+{
+	char path[64], buf[2048], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (p = strstr(buf, "TracerPid:")) ? strtol(p + 10, NULL, 10) : 0;
+}
+
+/* A worker started by a 'c', running: its tid. */
+static pid_t start_worker(struct kid *k)
+{
+	k->pg->worker_stop = 0;
+	k->pg->worker_tid = 0;
+	kid_send(k, 'c');
+	KID_UNTIL(k->tr, k->pg->worker_tid != 0);
+	return k->pg->worker_tid;
+}
+
+/* The worker of tid ends; its end is told with all its CPU. */
+static void end_worker(struct kid *k, pid_t tid)
+{
+	const struct pt_event *ev;
+
+	k->pg->worker_stop = 1;
+	KID_UNTIL(k->tr, kid_event(k, PT_EV_EXIT, tid) != NULL);
+	ev = kid_event(k, PT_EV_EXIT, tid);
+	ASSERT(k->pg->cpu_ns > 0);
+	ASSERT(ev->run_ns >= k->pg->cpu_ns);
+}
+
+/* Without clone stops (the perf_event backend's way, follow.h): the
+ * thread already seized changes in one stop of its own (interrupted for
+ * it, and let go); a thread it creates then is not traced and never stops
+ * at its birth, until it is adopted (no stop either, its birth told
+ * without a stack) or found by a rescan; its end is told with its CPU as
+ * any traced thread's. Clone stops asked for again come back. */
+TEST(events_threads_followed_without_a_birth_stop)
+{
+	struct kid k;
+	const struct pt_event *ev;
+	uint64_t spins;
+	pid_t tid;
+
+	kid_start(&k, KID_THREADS);
+	ASSERT(pt_tracee_clone_stops(k.t));
+	pt_tracee_set_clone_stops(k.t, 0);
+	/* (clone stacks, which the kid asks for, keep the clone events) */
+	ASSERT(pt_tracee_clone_stops(k.t));
+	pt_tracee_clone_stacks(k.t, 0);
+	ASSERT(!pt_tracee_clone_stops(k.t));
+	/* The kid's thread, blocked in read, stops once for its options. */
+	KID_UNTIL(k.tr, stats(&k).options_set == 1);
+	ASSERT(!(pt_threads_find(k.t, k.pid)->flags & PT_TH_INTERRUPTING));
+
+	/* Born untraced: no clone event, no stop. */
+	tid = start_worker(&k);
+	ASSERT(pt_threads_find(k.t, tid) == NULL);
+	ASSERT_EQ(tracer_of(k.pid, tid), 0);
+	ASSERT_EQ(stats(&k).clones, 0);
+	ASSERT(clone_of(&k, tid) == NULL);
+	/* Adopted: traced, told born by its parent, with no stack; it runs. */
+	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid));
+	ASSERT(pt_threads_find(k.t, tid) != NULL);
+	ASSERT_EQ(tracer_of(k.pid, tid), (long)gettid());
+	ASSERT((ev = clone_of(&k, tid)) != NULL);
+	ASSERT_EQ(ev->tid, k.pid);
+	ASSERT(ev->stack == NULL && ev->n == 0);
+	ASSERT_EQ(stats(&k).adopted, 1);
+	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid));   /* known already: nothing */
+	ASSERT_EQ(stats(&k).adopted, 1);
+	spins = k.pg->worker_spins;
+	KID_UNTIL(k.tr, k.pg->worker_spins > spins + 1000);
+	end_worker(&k, tid);
+	ASSERT(pt_threads_find(k.t, tid) == NULL);
+	/* One that ended is not adopted, nor a thread of another process. */
+	ASSERT_EQ(pt_tracee_adopt(k.t, tid, k.pid), -ESRCH);
+	ASSERT_EQ(pt_tracee_adopt(k.t, gettid(), k.pid), -ESRCH);
+	ASSERT_EQ(tracer_of(getpid(), gettid()), 0);
+
+	/* Found by a rescan, told born with no parent known. */
+	tid = start_worker(&k);
+	ASSERT(pt_threads_find(k.t, tid) == NULL);
+	ASSERT_EQ(pt_tracee_rescan(k.t), 1);
+	ASSERT(pt_threads_find(k.t, tid) != NULL);
+	ASSERT((ev = clone_of(&k, tid)) != NULL && ev->tid == 0);
+	ASSERT_EQ(stats(&k).rescanned, 1);
+	ASSERT_EQ(pt_tracee_rescan(k.t), 0);
+	end_worker(&k, tid);
+	ASSERT_EQ(stats(&k).clones, 0);
+
+	/* Clone stops again: the kid's thread stops once more for them, and
+	 * the next worker comes through its clone event. */
+	pt_tracee_set_clone_stops(k.t, 1);
+	KID_UNTIL(k.tr, stats(&k).options_set == 2);
+	tid = start_worker(&k);
+	ASSERT(pt_threads_find(k.t, tid) != NULL);
+	ASSERT_EQ(stats(&k).clones, 1);
+	ASSERT((ev = clone_of(&k, tid)) != NULL && ev->tid == k.pid);
+	end_worker(&k, tid);
 	kid_end(&k);
 }
 

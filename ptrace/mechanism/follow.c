@@ -1,0 +1,68 @@
+/* New threads followed with a birth stop or without (see follow.h). */
+#include "ptrace/mechanism/follow.h"
+
+#include <errno.h>
+#include <sys/ptrace.h>
+
+#include "ptrace/mechanism/mechanism.h"
+#include "ptrace/mechanism/threads.h"
+
+#define BASE_OPTS (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
+
+long pt__follow_opts(const struct pt_tracee *t)
+{
+	/* Clone events stay while clone stacks are asked for (the threadcreate
+	 * profile's: the parent's stack is copied in its clone event). */
+	return BASE_OPTS | (t->no_clone_stops && !t->clone_stacks ? 0 : PTRACE_O_TRACECLONE);
+}
+
+void pt__follow_fix(struct pt_tracee *t, struct pt_thread *th)
+{
+	long want = pt__follow_opts(t);
+
+	if (th->opts == want || ptrace(PTRACE_SETOPTIONS, th->tid, 0, want))
+		return;
+	th->opts = want;
+	t->st.options_set++;
+}
+
+void pt__follow_fix_tid(struct pt_tracee *t, pid_t tid, long parent_opts)
+{
+	long want = pt__follow_opts(t);
+
+	if (parent_opts != want && !ptrace(PTRACE_SETOPTIONS, tid, 0, want))
+		t->st.options_set++;
+}
+
+void pt__follow_interrupt_stale(struct pt_tracee *t)
+{
+	long want = pt__follow_opts(t);
+
+	if (t->detaching)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pt_thread *th = t->th[i];
+
+		if (th->opts == want || (th->flags & (PT_TH_GONE | PT_TH_INTERRUPTING)))
+			continue;
+		if (!ptrace(PTRACE_INTERRUPT, th->tid, 0, 0))
+			th->flags |= PT_TH_INTERRUPTING;
+	}
+}
+
+int pt__follow_seize(struct pt_tracee *t, pid_t tid, int born)
+{
+	long opts = pt__follow_opts(t);
+	struct pt_thread *th;
+	int err;
+
+	if (ptrace(PTRACE_SEIZE, tid, 0, opts) < 0)
+		return -errno;
+	if ((err = pt__threads_add(t, tid, born))) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return err;
+	}
+	if ((th = pt_threads_find(t, tid)))
+		th->opts = opts;
+	return 0;
+}

@@ -76,6 +76,52 @@ size_t pt__perfev_record_size(size_t stack_bytes, int with_cpu)
 	return RECORD_FIXED + (with_cpu ? 8 : 0) + stack_bytes;
 }
 
+int pt_perfev_open_forks(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg)
+{
+	/* a FORK record with its time (no sample_id_all), its ring's one page */
+	const size_t rec = sizeof(struct perf_event_header) + 4 * 4 + 8;
+	size_t pgsz = (size_t)sysconf(_SC_PAGESIZE);
+	struct perf_event_attr a;
+	struct pt_perfev *e;
+	int err;
+
+	*out = NULL;
+	if (!cfg->on_fork)
+		return -EINVAL;
+	if (!(e = base_calloc(1, sizeof(*e))))
+		return -ENOMEM;
+	e->fd = -1;
+	e->on_fork = cfg->on_fork;
+	e->fork_arg = cfg->fork_arg;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;   /* counts nothing, samples nothing */
+	a.exclude_kernel = cfg->exclude_kernel ? 1 : 0;
+	a.exclude_hv = 1;
+	a.task = 1;
+	/* Woken at every record: wakeup_events counts samples only, and a
+	 * FORK record alone woke nobody with it. */
+	a.watermark = 1;
+	a.wakeup_watermark = 1;
+	if ((e->fd = pt__perfev_sys_open(&a, tid, -1)) < 0) {
+		err = -errno;
+		base_free(e);
+		return err;
+	}
+	if ((err = pt__ring_map(&e->ring, e->fd, pgsz, rec))) {
+		pt_perfev_close(e);
+		return err;
+	}
+	*out = e;
+	return 0;
+}
+
+int pt_perfev_fd(const struct pt_perfev *e)
+{
+	return e->fd;
+}
+
 int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg)
 {
 	struct perf_event_attr a;

@@ -38,6 +38,14 @@ struct pt_perfev_cfg {
  * capability, a seccomp filter), -ENOSYS, -EMFILE, -ENOMEM (the locked
  * memory limit for its ring, after halving it down to one record). */
 int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg);
+/* Opens and maps an event on tid that samples nothing and wakes whoever
+ * polls its fd (pt_perfev_fd) at each record the kernel writes: a FORK
+ * record as tid creates a thread, passed to cfg->on_fork (required) by
+ * pt_perfev_drain; only cfg's exclude_kernel is used besides. Returns 0 or
+ * a negative errno as pt_perfev_open. */
+int pt_perfev_open_forks(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg);
+/* The event's fd, readable (POLLIN) once the kernel woke it. */
+int pt_perfev_fd(const struct pt_perfev *e);
 /* Closes and unmaps; what the ring held is lost. NULL-safe. */
 void pt_perfev_close(struct pt_perfev *e);
 /* Stops or resumes sampling (and the count). Returns 0 or -errno. */

@@ -3,12 +3,14 @@
  * what the child wrote there; a drain stopped by its callback leaves the
  * rest for the next. Skipped where perf_event_open is refused. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -420,5 +422,58 @@ TEST(perf_event_tells_the_threads_its_thread_creates)
 	ASSERT_EQ(k.n, 1);
 	ASSERT_EQ(k.parent, gettid());
 	ASSERT_EQ(k.child, tid);
+	pt_perfev_close(e);
+}
+
+/* A thread that stays until a byte comes on its pipe. */
+static void *waits(void *arg)
+{
+	char c;
+
+	return read(*(int *)arg, &c, 1) == 1 ? NULL : arg;
+}
+
+/* The wake event: its fd is readable as soon as its thread creates one (a
+ * sampler asleep in poll is woken) while the new thread still runs (it
+ * cannot end before the test lets it), and its drain tells parent and
+ * child; nothing else wakes it. */
+TEST(perf_event_wakes_at_each_thread_its_thread_creates)
+{
+	struct forks k = { 0 };
+	struct pt_perfev_cfg cfg = { .period_ns = 100 * PERIOD_NS, .stack_bytes = 1024,
+				     .on_fork = on_fork, .fork_arg = &k };
+	struct pt_perfev *e = NULL;
+	uint64_t lost = 0;
+	struct pollfd p;
+	char why[320];
+	int pfd[2];
+
+	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
+		SKIP("%s", why);
+	ASSERT_OK(pt_perfev_open_forks(&e, gettid(), &cfg));
+	ASSERT_EQ(pipe(pfd), 0);
+	p = (struct pollfd){ .fd = pt_perfev_fd(e), .events = POLLIN };
+	ASSERT_EQ(poll(&p, 1, 0), 0);   /* nothing yet */
+	for (int i = 0; i < 3; i++) {
+		pthread_t th;
+		void *ret = pfd;
+
+		k.n = 0;
+		ASSERT_EQ(pthread_create(&th, NULL, waits, &pfd[0]), 0);
+		ASSERT_EQ(poll(&p, 1, 5000), 1);
+		ASSERT(p.revents & POLLIN);
+		ASSERT(pt_perfev_drain(e, NULL, NULL, &lost) >= 0);
+		ASSERT_EQ(k.n, 1);
+		ASSERT_EQ(k.parent, gettid());
+		ASSERT(k.child > 0 && k.child != gettid());
+		ASSERT_EQ(syscall(SYS_tgkill, getpid(), k.child, 0), 0);   /* still there */
+		ASSERT_EQ(write(pfd[1], "x", 1), 1);
+		ASSERT_EQ(pthread_join(th, &ret), 0);
+		ASSERT(ret == NULL);
+		ASSERT_EQ(poll(&p, 1, 0), 0);   /* its end woke nobody: not its parent's record */
+	}
+	ASSERT_EQ(lost, 0);
+	close(pfd[0]);
+	close(pfd[1]);
 	pt_perfev_close(e);
 }

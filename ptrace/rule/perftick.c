@@ -1,7 +1,8 @@
 /* The perf_event backend's tick (see perftick.h) and the choice of
- * backend. A thread's event opens in its birth stop, before it first runs
- * (a thread born while a session samples), else at the first tick that
- * samples; its first period is a random part of one (of its last three
+ * backend. A thread's event opens as it is adopted (a thread born while a
+ * session samples: perfborn.h), or in its birth stop where clone stops are
+ * kept (the threadcreate profile's), else at the first tick that samples;
+ * its first period is a random part of one (of its last three
  * quarters at a tick; whole when it opens again at another size). It is
  * sized to the thread's stack: at first 8 KiB, as perf's own default, then
  * what its unwinds read and a quarter more (struct pt_thread's
@@ -24,6 +25,7 @@
 #include "ptrace/perf/perfev.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/rule/cpudraw.h"
+#include "ptrace/rule/perfborn.h"
 #include "ptrace/rule/rulestate.h"
 #include "ptrace/mechanism/stop.h"
 #include "ptrace/mechanism/threads.h"
@@ -49,7 +51,7 @@ static size_t want_stack(const struct pt_rule *r, const struct pt_thread *th,
 enum open_how {
 	OPEN_TICK,     /* at a tick: a thread present when sampling began */
 	OPEN_BORN,     /* in its birth stop, its CPU 0 (its /proc files are not opened there) */
-	OPEN_CLONED,   /* just born, at its parent's clone event (its birth stop came first) */
+	OPEN_CLONED,   /* just born: adopted, found, or at its parent's clone event (its birth stop came first) */
 	OPEN_RESIZE,   /* again, at another stack size: it was sampled until now */
 };
 
@@ -307,6 +309,9 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 	}
 	/* the batch is reported before the thread table changes */
 	d.reported += flush(&d);
+	/* threads told of by FORK records, or found (their events opened as
+	 * they are: not resized below, which walks the first n) */
+	pt__perfborn_tick(r, now);
 	/* Stack copies resized to what the unwinds found. */
 	for (size_t i = 0; i < n; i++) {
 		struct pt_thread *th = pt_threads_at(t, i);
@@ -396,6 +401,7 @@ void pt_perftick_resume(struct pt_rule *r)
 		if (rt->pev)
 			(void)pt_perfev_enable(rt->pev, 1);
 	}
+	pt__perfborn_enable(r, 1);
 	r->pf_on = 1;
 }
 
@@ -417,6 +423,7 @@ void pt_perftick_idle(struct pt_rule *r)
 		(void)pt_perfev_enable(rt->pev, 0);
 		(void)pt_perfev_drain(rt->pev, on_record_drop, rt, &r->st.perf_lost);
 	}
+	pt__perfborn_enable(r, 0);
 	r->pf_on = 0;
 }
 
@@ -450,6 +457,7 @@ int pt_perftick_choose(struct pt_rule *r, enum pt_backend want, int *fresh)
 		snprintf(r->why, sizeof(r->why), "%s; ptrace instead", why);
 	} else {
 		r->backend = PT_BACKEND_PERF;
+		pt__perfborn_start(r);
 		snprintf(r->why, sizeof(r->why), "%s%s", why,
 			 python ? "; CPython's frames are not read (its frame chain lives in its heap: "
 				  "--backend auto samples CPython with ptrace), its interpreter's C "

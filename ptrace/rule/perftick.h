@@ -31,8 +31,8 @@ struct pt_thread;
 int pt_perftick_choose(struct pt_rule *r, enum pt_backend want, int *fresh);
 /* The backend decided (ptrace until then) and, if why is not NULL, why. */
 enum pt_backend pt_perftick_backend(const struct pt_rule *r, const char **why);
-/* A thread of t was born (its clone event): under perf_event, its event
- * opens now. */
+/* A thread of t was born (its clone event, its adoption, or a rescan that
+ * found it: PT_EV_CLONE): under perf_event, its event opens now. */
 void pt_perftick_born(struct pt_rule *r, pid_t tid);
 /* A thread of t ended (before the sessions are told): under perf_event,
  * what its ring holds is reported now and its event closed. */

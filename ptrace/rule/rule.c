@@ -22,6 +22,7 @@
 #include "ptrace/proc/proc.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/rule/rulestate.h"
+#include "ptrace/rule/perfborn.h"
 #include "ptrace/rule/snapcache.h"
 #include "ptrace/rule/states.h"
 #include "ptrace/mechanism/stop.h"
@@ -33,6 +34,7 @@ static void drop_thread(void *arg, struct pt_thread *th)
 	(void)arg;
 	pt__snapcache_drop(th);
 	pt__perf_drop(th);
+	pt__perfborn_drop(th);
 	pt__draw_drop(th);
 }
 

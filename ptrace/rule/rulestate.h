@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ptrace/perf/perfev.h"
+#include "ptrace/rule/perfborn.h"
 #include "ptrace/mechanism/thread.h"
 #include "ptrace/core/types.h"
 
@@ -72,6 +73,9 @@ struct pt_rule_thread {
 	uint64_t pf_resized_ns;  /* its event last reopened at another stack size */
 	int pf_learned;
 	int pf_phase;
+	/* its wake event, if it creates threads (perfborn.c), or why none */
+	struct pt__fwake *pf_wake;
+	int pf_wake_failed;
 };
 
 /* What the rule asks of the mechanism that a unit test stands in for: the
@@ -108,6 +112,7 @@ struct pt_rule {
 	uint64_t *pf_w;
 	int pf_wi;
 	int pf_err;              /* the last open's error, 0 if none failed */
+	struct pt__perfborn pb;  /* new threads followed without a stop (perfborn.c) */
 	uint64_t rng;            /* xorshift state: each event's first period */
 	/* Draws (cpudraw.c): the signal, the period (the sampling ticks'),
 	 * whether a session samples (new draws armed), the kernel's time

@@ -83,6 +83,7 @@ struct pt_sampler_stats {
 	uint64_t pause_ns_total, unwind_ns_total;
 	uint64_t snapshot_stops, snapshot_reused, maps_rereads, short_copies, signal_copies, group_stops, clones, execs;
 	uint64_t clones_resumed_at_once;   /* new threads let go at their parent's clone event */
+	uint64_t threads_adopted;          /* of clones, those seized without a stop (perf_event) */
 	uint64_t forks, forks_followed;    /* processes the targets forked; those a profile took */
 	uint64_t ticks, ticks_late;   /* ticks run; ticks that started a period or more late */
 	uint64_t sessions_active, targets_attached;

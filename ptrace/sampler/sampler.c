@@ -317,8 +317,8 @@ static int short_slice(uint64_t ns)
 }
 
 /* When the loop must wake next: the next tick, a target's detach grace or a
- * session's end, at most a second away; sleeps on the request and SIGCHLD
- * fds until then (at once if `again`). Returns 1 if ppoll filled pfd. */
+ * session's end, at most a second away; sleeps on the request, SIGCHLD
+ * and watched (pt_tracer_watch) fds until then (at once if `again`). Returns 1 if ppoll filled pfd. */
 static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 {
 	uint64_t now = pt__now_ns(), wake = UINT64_MAX;
@@ -347,7 +347,7 @@ static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 		/* ms granularity is coarse for 1 kHz; sleep to the exact tick. */
 		if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
 			ts = (struct timespec){ 0, (long)(wake - now) };
-		polled = ppoll(pfd, 2, &ts, NULL) >= 0;
+		polled = ppoll(pfd, 3, &ts, NULL) >= 0;
 		pt_tracer_woke(s->tr);
 	}
 	return polled;
@@ -443,10 +443,15 @@ static void loop(struct pt_sampler *s)
 	int again = 0, stopping, paused;
 
 	do {
-		struct pollfd pfd[2] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 } };
+		struct pollfd pfd[3] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 },
+					 { pt_tracer_watch_fd(s->tr), POLLIN, 0 } };
 		int polled = sleep_until_due(s, pfd, again);
 		uint64_t now;
 
+		/* New threads told of (perf_event FORK records): seized and
+		 * sampled first, as they run. */
+		if (!polled || pfd[2].revents)
+			(void)pt_tracer_run_watches(s->tr);
 		/* Each drain is a read(); skip the ones ppoll says would find nothing. */
 		if (!polled || pfd[0].revents)
 			drain_fd(s->evfd);

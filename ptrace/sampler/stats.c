@@ -62,8 +62,9 @@ void pt__stats_add_target(struct pt_sampler_stats *st, const struct pt_tracee *t
 	st->short_copies += ts.short_copies;
 	st->signal_copies += ts.signal_copies;
 	st->group_stops += ts.group_stops;
-	st->clones += ts.clones;
+	st->clones += ts.clones + ts.adopted + ts.rescanned;
 	st->clones_resumed_at_once += ts.clones_resumed_at_once;
+	st->threads_adopted += ts.adopted + ts.rescanned;
 	st->forks += ts.forks;
 	st->execs += ts.execs;
 	st->perf_samples += rs.perf_samples;

@@ -132,8 +132,13 @@ int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 	 * must end before the target can be traced again. */
 	if (pt_tracee_detaching(tg->t) && pt_tracee_detach(tg->t, 500000000ull))
 		return -EBUSY;
-	if (pt_tracee_attached(tg->t))
+	if (pt_tracee_attached(tg->t)) {
+		/* Threads born while nobody followed them (no clone events:
+		 * perfborn.h) are seized for the new session. */
+		if (!pt_tracee_clone_stops(tg->t))
+			(void)pt_tracee_rescan(tg->t);
 		return 0;
+	}
 	if ((err = pt_tracee_attach(tg->t)))
 		return err;
 	tg->signals_idle = pt_tracee_signals(tg->t);   /* idle until served: counts from now */

@@ -58,8 +58,11 @@ static const struct stat_metric stat_metrics[] = {
 	COUNTER("group_stops_total", group_stops, "Group stops (SIGSTOP and the like) honoured."),
 	COUNTER("threads_created_total", clones, "Threads the traced targets created while traced."),
 	COUNTER("threads_resumed_at_clone_total", clones_resumed_at_once,
-		"Of them, those let go from their first stop as their parent's clone event was handled "
-		"(the others waited for their own stop to be reaped)."),
+		"Of them, those stopped at their birth and let go from that first stop as their parent's "
+		"clone event was handled (the others waited for their own stop to be reaped)."),
+	COUNTER("threads_adopted_total", threads_adopted,
+		"Of them, those followed with no stop at their birth (the perf_event backend): seized "
+		"as the kernel's FORK record told of them, or found in /proc/<pid>/task."),
 	COUNTER("processes_forked_total", forks, "Processes the traced targets forked while traced."),
 	COUNTER("processes_followed_total", forks_followed,
 		"Forked processes a profile of several took from their first instruction (tree=1, pid=all)."),

@@ -180,7 +180,7 @@ static int let_child_go(struct pt_tracee *t, pid_t tid, int added, long parent_o
  * The parent next, as soon as its stack is copied (when clone stacks are
  * asked for); then the child is registered (its /proc files opened when
  * first read, its CPU counted from its birth) and the event reported. */
-static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
+static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th, long parent_opts)
 {
 	unsigned long newtid = 0;
 	struct pt_capture *cap = t->clone_stacks ? clone_capture(t) : NULL;
@@ -204,7 +204,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		added = 1;
 		t->tops.born(t->tops.arg, child);
 	}
-	resumed = let_child_go(t, (pid_t)newtid, added, th->opts);
+	resumed = let_child_go(t, (pid_t)newtid, added, parent_opts);
 	/* The parent is stopped at the event: copy its stack now, unwind it
 	 * once it runs again. */
 	if (cap)
@@ -215,7 +215,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 	 * to get there: a second try, before the unwind and the sessions'
 	 * work, which it would otherwise wait through. */
 	if (!resumed)
-		resumed = let_child_go(t, (pid_t)newtid, added, th->opts);
+		resumed = let_child_go(t, (pid_t)newtid, added, parent_opts);
 	if (resumed > 0)
 		t->st.clones_resumed_at_once++;
 	if (resumed < 0) {
@@ -227,10 +227,11 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th)
 		/* Over the cap: let it go untraced rather than stopped. */
 		ptrace(PTRACE_DETACH, (pid_t)newtid, 0, 0);
 	}
-	/* Its options: t's if it was let go here, else its parent's until its
-	 * birth stop comes through the poll (pt__follow_fix). */
+	/* Its options: t's if it was let go here, else its parent's as they
+	 * were when it was created, until its birth stop comes through the
+	 * poll (pt__follow_fix). */
 	if (resumed >= 0 && (child || (child = pt_threads_find(t, (pid_t)newtid))))
-		child->opts = resumed > 0 ? pt__follow_opts(t) : th->opts;
+		child->opts = resumed > 0 ? pt__follow_opts(t) : parent_opts;
 	/* An owner that acts on a new thread without holding it or its
 	 * parent up (a parent stopped at its clone event may hold a lock
 	 * every thread waits for: CPython's GIL). */
@@ -335,17 +336,21 @@ static int own_signal(struct pt_tracee *t, struct pt_thread *th, int sig)
 
 enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int status, int held)
 {
+	long opts;
+
 	if (WIFEXITED(status) || WIFSIGNALED(status))
 		return on_exit(t, th, held);
 	if (!WIFSTOPPED(status))
 		return PT__EV_NONE;
-	/* Any stop is where its options can change (follow.h). */
+	/* Any stop is where its options can change (follow.h); a thread it
+	 * created before this stop has the options it had then. */
+	opts = th->opts;
 	pt__follow_fix(t, th);
 	switch (status >> 16) {
 	case PTRACE_EVENT_STOP:
 		return on_event_stop(t, th, WSTOPSIG(status));
 	case PTRACE_EVENT_CLONE:
-		return on_clone(t, th);
+		return on_clone(t, th, opts);
 	case PTRACE_EVENT_FORK:
 	case PTRACE_EVENT_VFORK:
 		return on_fork(t, th);

@@ -56,9 +56,15 @@ int pt__follow_seize(struct pt_tracee *t, pid_t tid, int born)
 	struct pt_thread *th;
 	int err;
 
+	/* (over the cap, before the seize: a running thread cannot be
+	 * detached without a stop) */
+	if (t->n >= (size_t)t->o.max_threads)
+		return -E2BIG;
 	if (ptrace(PTRACE_SEIZE, tid, 0, opts) < 0)
 		return -errno;
 	if ((err = pt__threads_add(t, tid, born))) {
+		/* (no memory: it goes on traced, unknown, until its first
+		 * stop lets it go: tracer.c) */
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return err;
 	}

@@ -304,6 +304,7 @@ void pt_tracee_set_clone_stops(struct pt_tracee *t, int on)
 	if (t->no_clone_stops == !on)
 		return;
 	t->no_clone_stops = !on;
+	t->unfollowed |= !on;
 	if (t->attached)
 		pt__follow_interrupt_stale(t);
 }
@@ -338,9 +339,11 @@ int pt_tracee_rescan(struct pt_tracee *t)
 	size_t n0 = t->n, added;
 	int err;
 
-	if (!t->attached || t->detaching)
+	/* (clone stops all along: every thread is known) */
+	if (!t->attached || t->detaching || !t->unfollowed)
 		return 0;
-	if ((err = seize_listed(t, &added)))
+	/* (over max_threads: those seized so far, the rest untraced) */
+	if ((err = seize_listed(t, &added)) && err != -E2BIG)
 		return err;
 	t->st.rescanned += added;
 	/* told as born, their parents unknown (0) */

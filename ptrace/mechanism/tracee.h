@@ -115,8 +115,9 @@ int pt_tracee_clone_stops(const struct pt_tracee *t);
 int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent);
 /* Seizes every thread of t that is listed in /proc but not known (created
  * by a thread before it was adopted, or while nobody followed them), each
- * told born (PT_EV_CLONE, parent 0) but counted from now. Returns how many,
- * or a negative errno. */
+ * told born (PT_EV_CLONE, parent 0) but counted from now; nothing if clone
+ * stops were never off (every thread is known). Returns how many, or a
+ * negative errno. */
 int pt_tracee_rescan(struct pt_tracee *t);
 struct pt_watch;
 /* pt_tracer_watch and pt_tracer_unwatch (tracer.h) on t's tracer. */

@@ -75,7 +75,11 @@ void pt_tracer_woke(struct pt_tracer *tr)
 
 int pt_tracer_watch(struct pt_tracer *tr, int fd, struct pt_watch *w)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+	/* Edge-triggered: an event whose thread has ended answers every poll
+	 * with EPOLLHUP, which level-triggered would report for ever (the
+	 * sampler spinning until the thread is forgotten: a leader that ended
+	 * before its threads stays a zombie until they all have). */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.ptr = w };
 
 	if (tr->watch_fd < 0 && (tr->watch_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		return -errno;
@@ -114,8 +118,10 @@ int pt_tracer_run_watches(struct pt_tracer *tr)
 
 	if (!tr->watches)
 		return 0;
-	/* The doorbell's readiness, spent (its fds' own, spent by the poll). */
-	while (epoll_wait(tr->watch_fd, ev, 16, 0) == 16) {
+	/* The doorbell's readiness, spent (its fds' own, spent by the poll);
+	 * edge-triggered, an fd is not reported again before it is woken
+	 * again, so this ends (bounded all the same). */
+	for (int round = 0; round < 64 && epoll_wait(tr->watch_fd, ev, 16, 0) == 16; round++) {
 	}
 	for (struct pt_watch *w = tr->watches, *nx; w; w = nx, n++) {
 		nx = w->next;

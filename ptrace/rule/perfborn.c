@@ -20,23 +20,6 @@ struct pt__fwake {
 	struct pt_perfev *ev;
 };
 
-/* Queues a FORK record (a full queue: the rest are found by the next
- * rescan). */
-static void queue(struct pt_rule *r, pid_t parent, pid_t child, int woken)
-{
-	if (r->pb.nq < PT_PERFBORN_QUEUE) {
-		r->pb.q[r->pb.nq].parent = parent;
-		r->pb.q[r->pb.nq].child = child;
-		r->pb.q[r->pb.nq].woken = woken;
-		r->pb.nq++;
-	}
-}
-
-/* A FORK record of a wake event's ring. */
-static void on_fork_woken(void *arg, pid_t parent, pid_t child)
-{
-	queue(arg, parent, child, 1);
-}
 
 static void on_wake(struct pt_watch *w)
 {
@@ -64,7 +47,7 @@ static void open_wake(struct pt_rule *r, struct pt_thread *th)
 	}
 	fw->w.fn = on_wake;
 	fw->r = r;
-	c.on_fork = on_fork_woken;
+	c.on_fork = pt__perfborn_on_fork;
 	c.fork_arg = r;
 	if (pt_perfev_open_forks(&fw->ev, th->tid, &c) ||
 	    pt_tracee_watch(r->t, pt_perfev_fd(fw->ev), &fw->w)) {
@@ -100,7 +83,14 @@ void pt__perfborn_start(struct pt_rule *r)
 
 void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child)
 {
-	queue(arg, parent, child, 0);
+	struct pt_rule *r = arg;
+
+	/* (a full queue: the rest are found by the next rescan) */
+	if (r->pb.nq < PT_PERFBORN_QUEUE) {
+		r->pb.q[r->pb.nq].parent = parent;
+		r->pb.q[r->pb.nq].child = child;
+		r->pb.nq++;
+	}
 }
 
 void pt__perfborn_settle(struct pt_rule *r)
@@ -108,15 +98,15 @@ void pt__perfborn_settle(struct pt_rule *r)
 	int n = r->pb.nq;
 
 	r->pb.nq = 0;
-	if (!r->pb.on || !r->pf_on || pt_tracee_clone_stops(r->t))
-		return;   /* nobody samples (a rescan finds them), or clone events tell */
+	if (!r->pb.on)
+		return;
+	/* A child may come twice (its parent's wake ring and sampling ring):
+	 * known the second time, or gone. One a clone event reports (clone
+	 * stops back for the threadcreate profile) is traced already: the
+	 * adoption fails, nothing else. */
 	for (int i = 0; i < n; i++) {
 		struct pt_thread *parent = pt_threads_find(r->t, r->pb.q[i].parent);
 
-		/* A sampling ring's record of a parent with a wake event came
-		 * through that event first. */
-		if (!r->pb.q[i].woken && parent && pt__rt(parent)->pf_wake)
-			continue;
 		/* the child first: it runs meanwhile */
 		if (!pt_threads_find(r->t, r->pb.q[i].child) &&
 		    !pt_tracee_adopt(r->t, r->pb.q[i].child, r->pb.q[i].parent) &&
@@ -129,7 +119,7 @@ void pt__perfborn_settle(struct pt_rule *r)
 
 void pt__perfborn_tick(struct pt_rule *r, uint64_t now)
 {
-	if (!r->pb.on || !r->pf_on)
+	if (!r->pb.on)
 		return;
 	/* (a wake that never came: its ring is read here all the same) */
 	for (size_t i = 0; i < pt_threads_count(r->t); i++) {
@@ -139,7 +129,9 @@ void pt__perfborn_tick(struct pt_rule *r, uint64_t now)
 			(void)pt_perfev_drain(rt->pf_wake->ev, NULL, NULL, &r->st.perf_lost);
 	}
 	pt__perfborn_settle(r);
-	if (now < r->pb.rescan_ns + RESCAN_NS || pt_tracee_clone_stops(r->t))
+	/* (whatever the clone stops now: threads born while none were kept,
+	 * or born to a thread not yet adopted, are found only so) */
+	if (now < r->pb.rescan_ns + RESCAN_NS)
 		return;
 	r->pb.rescan_ns = now;
 	(void)pt_tracee_rescan(r->t);

@@ -273,8 +273,11 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 	int max = pt_tracee_opts(t)->max_per_tick;
 	uint64_t now = pt__now_ns();
 	struct drain d = { .r = r, .max = max };
-	size_t n = pt_threads_count(t);
+	size_t n;
 
+	/* New threads first (their events opened now are drained below). */
+	pt__perfborn_tick(r, now);
+	n = pt_threads_count(t);
 	/* A tick of sessions that take no CPU sample (block, the watch) on a
 	 * target nobody samples: its events stay off. */
 	if (!cbs->sample && !r->pf_on)
@@ -309,9 +312,9 @@ int pt__perf_tick(struct pt_rule *r, uint64_t period_ns, const struct pt_tick_cb
 	}
 	/* the batch is reported before the thread table changes */
 	d.reported += flush(&d);
-	/* threads told of by FORK records, or found (their events opened as
+	/* threads the rings' FORK records told of (their events opened as
 	 * they are: not resized below, which walks the first n) */
-	pt__perfborn_tick(r, now);
+	pt__perfborn_settle(r);
 	/* Stack copies resized to what the unwinds found. */
 	for (size_t i = 0; i < n; i++) {
 		struct pt_thread *th = pt_threads_at(t, i);

@@ -135,8 +135,7 @@ int pt__target_attach(struct pt_sampler *s, struct pt__target *tg)
 	if (pt_tracee_attached(tg->t)) {
 		/* Threads born while nobody followed them (no clone events:
 		 * perfborn.h) are seized for the new session. */
-		if (!pt_tracee_clone_stops(tg->t))
-			(void)pt_tracee_rescan(tg->t);
+		(void)pt_tracee_rescan(tg->t);
 		return 0;
 	}
 	if ((err = pt_tracee_attach(tg->t)))

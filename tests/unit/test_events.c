@@ -346,6 +346,18 @@ TEST(events_threads_followed_without_a_birth_stop)
 	ASSERT_EQ(stats(&k).clones, 1);
 	ASSERT((ev = clone_of(&k, tid)) != NULL && ev->tid == k.pid);
 	end_worker(&k, tid);
+
+	/* A parent whose first stop after the change is its clone event: the
+	 * child it created has the old options (the kernel's copy), and is
+	 * given the new ones in its birth stop too, not only the parent. (No
+	 * interrupt here: the setting changed behind the mechanism's back.) */
+	k.t->no_clone_stops = 1;
+	tid = start_worker(&k);
+	ASSERT(pt_threads_find(k.t, tid) != NULL);
+	ASSERT_EQ(stats(&k).clones, 2);
+	KID_UNTIL(k.tr, stats(&k).options_set == 4);
+	ASSERT_EQ(pt_threads_find(k.t, tid)->opts, pt_threads_find(k.t, k.pid)->opts);
+	end_worker(&k, tid);
 	kid_end(&k);
 }
 

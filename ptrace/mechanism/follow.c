@@ -34,20 +34,43 @@ void pt__follow_fix_tid(struct pt_tracee *t, pid_t tid, long parent_opts)
 		t->st.options_set++;
 }
 
+/* 1 if th is to be interrupted for its clone events: it lacks them, and
+ * they are wanted (without them it changes at its next stop of any kind,
+ * its first clone event included: see follow.h). */
+static int stale(long want, const struct pt_thread *th)
+{
+	return (want & PTRACE_O_TRACECLONE) && th->opts != want && !(th->flags & PT_TH_GONE);
+}
+
 void pt__follow_interrupt_stale(struct pt_tracee *t)
 {
 	long want = pt__follow_opts(t);
+	struct pt_thread *next = NULL;
 
-	if (t->detaching)
+	if (!t->reopt)
 		return;
+	if (t->detaching) {
+		t->reopt = 0;
+		return;
+	}
 	for (size_t i = 0; i < t->n; i++) {
 		struct pt_thread *th = t->th[i];
 
-		if (th->opts == want || (th->flags & (PT_TH_GONE | PT_TH_INTERRUPTING)))
+		if (!stale(want, th))
 			continue;
-		if (!ptrace(PTRACE_INTERRUPT, th->tid, 0, 0))
-			th->flags |= PT_TH_INTERRUPTING;
+		if (th->flags & PT_TH_INTERRUPTING)
+			return;   /* one at a time: its stop comes first */
+		if (!next)
+			next = th;
 	}
+	if (!next) {
+		t->reopt = 0;
+		return;
+	}
+	if (!ptrace(PTRACE_INTERRUPT, next->tid, 0, 0))
+		next->flags |= PT_TH_INTERRUPTING;
+	else
+		next->opts = want;   /* gone (its end comes): not waited for */
 }
 
 int pt__follow_seize(struct pt_tracee *t, pid_t tid, int born)

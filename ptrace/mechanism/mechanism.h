@@ -93,6 +93,7 @@ struct pt_tracee {
 	int clone_stacks;        /* clone events carry the parent's stack */
 	int no_clone_stops;      /* new threads adopted by the owner, not stopped (follow.h) */
 	int unfollowed;          /* clone stops were off once: threads may be untraced */
+	int reopt;               /* clone stops back: threads to interrupt, one at a time (follow.h) */
 	struct pt_capture *clone_cap;   /* the parent's capture at a clone, allocated at first use */
 	uint64_t *clone_frames;  /* max_frames */
 	int busy;                /* collecting: slots in use, no late captures */

@@ -139,8 +139,10 @@ void pt_tracee_clone_stacks(struct pt_tracee *t, int on)
 	if (t->clone_stacks == on)
 		return;
 	t->clone_stacks = on;
-	if (t->attached && t->no_clone_stops)
-		pt__follow_interrupt_stale(t);   /* its clone events back, or gone */
+	if (t->attached && t->no_clone_stops && on) {
+		t->reopt = 1;   /* its clone events back */
+		pt__follow_interrupt_stale(t);
+	}
 }
 
 uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
@@ -305,8 +307,10 @@ void pt_tracee_set_clone_stops(struct pt_tracee *t, int on)
 		return;
 	t->no_clone_stops = !on;
 	t->unfollowed |= !on;
-	if (t->attached)
+	if (t->attached && on) {
+		t->reopt = 1;
 		pt__follow_interrupt_stale(t);
+	}
 }
 
 int pt_tracee_clone_stops(const struct pt_tracee *t)

@@ -14,6 +14,7 @@
 #include "base/array.h"
 #include "base/mem.h"
 #include "ptrace/mechanism/events.h"
+#include "ptrace/mechanism/follow.h"
 #include "ptrace/space/mem.h"
 #include "ptrace/space/objects.h"
 #include "ptrace/proc/proc.h"
@@ -238,6 +239,7 @@ static int poll_events(struct pt_tracer *tr, int keep_woke)
 	tr->nreaped = 0;
 	for (struct pt_tracee *x = tr->tracees; x; x = x->next) {
 		pt_threads_compact(x);
+		pt__follow_interrupt_stale(x);   /* the next, once the last stopped */
 		for (size_t i = 0; i < x->n && !pending; i++)
 			pending = (x->th[i]->flags & PT_TH_LATE) != 0;
 	}

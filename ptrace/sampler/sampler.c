@@ -141,7 +141,7 @@ static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__
 					       uint64_t now, uint64_t period,
 					       struct pt_tick_cbs *cbs)
 {
-	int any = 0, states = 0, stacks = 0, samples = 0;
+	int any = 0, states = 0, samples = 0;
 
 	for (struct pt_session *ss = s->sessions; ss; ss = ss->next) {
 		/* A session's flag holds until its target's next tick: stops
@@ -157,15 +157,13 @@ static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__
 		if (ss->next_due < now)
 			ss->next_due = now + ss->period_ns;
 		any = 1;
-		states |= (ss->kind->flags & PT_KIND_F_STATES) != 0;
-		stacks |= (ss->kind->flags & PT_KIND_F_STATES) && !ss->states_no_stacks;
+		states |= (ss->kind->flags & PT_KIND_F_STATES) && !ss->no_states;
 		samples |= ss->kind->on_sample != NULL;
 	}
 	/* No session takes CPU samples (the watch, block): the tick stops no
 	 * running thread. */
 	*cbs = (struct pt_tick_cbs){ .sample = samples ? on_sample : NULL, .timing = on_timing,
-				     .state = states ? on_state : NULL, .state_no_stacks = !stacks,
-				     .arg = s };
+				     .state = states ? on_state : NULL, .arg = s };
 	return any ? cbs : NULL;
 }
 

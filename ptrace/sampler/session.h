@@ -49,9 +49,10 @@ struct pt_session {
 	int take;                    /* the current tick is this session's */
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
-	/* Set by start: its thread states need no blocked thread's stack (a Go
-	 * program's waits come from its goroutines): none is stopped for it. */
-	int states_no_stacks;
+	/* Set by start: it needs no thread states, despite its kind (a Go
+	 * program's waits come from its goroutines, at the tick's end): no
+	 * thread's state is read for it, none stopped. */
+	int no_states;
 	const char *cut;             /* at finish: the window was cut short (see pt_profile) */
 	uint64_t lost0, fail0;       /* the target's perf samples lost, opens failed, before it */
 	uint64_t draws0, drawn0;     /* its draws and threads drawn before it (ptrace) */

@@ -44,8 +44,9 @@
 #include "ptrace/sampler/log.h"
 #include "ptrace/sampler/request.h"
 #include "ptrace/sampler/session.h"
+#include "ptrace/sampler/targets.h"
 
-#define MIN_PERIOD_NS 20000000ull      /* looks at most 50 times a second */
+#define MIN_PERIOD_NS 10000000ull      /* looks at most 100 times a second */
 #define MAX_PERIOD_NS 5000000000ull
 #define COST_SHARE 50                  /* a look takes at most 1/50 of the period */
 #define MAX_GOROUTINES 100000          /* read per look (more: the rest left out, counted) */
@@ -61,14 +62,24 @@ struct wait {
 	int32_t block, mutex;    /* its entry in each table, or ID_* */
 };
 
+/* The goroutines of a target as read at a tick, shared by the sessions
+ * that look at that tick (a block and a mutex window at once read them
+ * once): one per target (pt__target_slot), its list kept while a session
+ * looks. */
+struct read {
+	uint64_t at_ns;              /* the tick read at, 0: none kept */
+	struct pt_go_g *list;
+	size_t n, cap, torn;
+	int users;                   /* the sessions that look at them */
+};
+
 struct pt__gowaits {
 	struct pt_session *ss;
 	struct pt_stacks *block, *mutex;
 	struct wait *prev, *cur;     /* the last look's waits, this look's */
 	size_t nprev, ncur, prev_cap, cur_cap;
 	struct base_map by_goid;     /* goid + 1 -> index into prev */
-	struct pt_go_g *list;        /* this look's goroutines */
-	size_t list_cap;
+	struct read *rd;             /* this look's goroutines: the target's read */
 	struct pt_go_parked *pk;
 	uint64_t at_ns;              /* the last look, 0 before the first */
 	uint64_t unwind_ns;          /* of the last look, spent unwinding new waits */
@@ -167,28 +178,49 @@ static void breathe(void *t)
 	pt_tracee_breathe(t);
 }
 
-/* One look: the goroutines parked now, each credited dt since the last
+/* The goroutines at now: read, or the read another session made at the
+ * same tick. Returns their count or a negative errno. */
+static int goroutines(struct pt__gowaits *gw, struct pt_go *go, uint64_t now)
+{
+	struct read *rd = gw->rd;
+	size_t max = pt_go_count(go) + 64;
+	int n;
+
+	if (rd->at_ns == now && now) {
+		gw->st.reads_shared++;
+		return (int)rd->n;
+	}
+	rd->at_ns = 0;
+	if (max > MAX_GOROUTINES)
+		max = MAX_GOROUTINES;
+	if (BASE_ARRAY_GROW(rd->list, rd->cap, max))
+		return -ENOMEM;
+	rd->torn = 0;
+	if ((n = pt_go_goroutines(go, rd->list, max, &rd->torn, breathe, gw->ss->t)) < 0)
+		return n;
+	gw->st.torn += rd->torn;
+	rd->n = (size_t)n;
+	rd->at_ns = now;
+	return n;
+}
+
+/* One look at now: the goroutines parked, each credited dt since the last
  * look (0 at the first: nothing counted). */
-static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint64_t dt)
+static int look(struct pt__gowaits *gw, struct pt_go *go, struct pt_rt *rt, uint64_t now, uint64_t dt)
 {
 	const struct pt_go_g *batch[PT_GO_BATCH];
-	size_t idx[PT_GO_BATCH], nb = 0, torn = 0, max = pt_go_count(go) + 64;
+	size_t idx[PT_GO_BATCH], nb = 0;
 	struct base_map next = { 0 };
 	int n, err = 0;
 
-	if (max > MAX_GOROUTINES)
-		max = MAX_GOROUTINES;
-	if (BASE_ARRAY_GROW(gw->list, gw->list_cap, max))
-		return -ENOMEM;
-	if ((n = pt_go_goroutines(go, gw->list, max, &torn, breathe, gw->ss->t)) < 0)
+	if ((n = goroutines(gw, go, now)) < 0)
 		return n;
-	gw->st.torn += torn;
 	gw->ncur = 0;
 	/* About as many parked as at the last look: one sizing, not a growth
 	 * per doubling (no room: the puts below grow it, or fail). */
 	(void)base_map_reserve(&next, gw->nprev);
 	for (int i = 0; i < n && !err; i++) {
-		const struct pt_go_g *g = &gw->list[i];
+		const struct pt_go_g *g = &gw->rd->list[i];
 		struct wait *w;
 		uint64_t *at;
 
@@ -241,7 +273,7 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 		return;
 	t0 = pt__now_ns();
 	gw->unwind_ns = 0;
-	err = look(gw, go, rt, gw->at_ns ? now - gw->at_ns : 0);
+	err = look(gw, go, rt, now, gw->at_ns ? now - gw->at_ns : 0);
 	gw->at_ns = now;
 	gw->st.looks++;
 	gw->st.look_ns = pt__now_ns() - t0;
@@ -257,19 +289,36 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 				gw->ss->kind->name, (int)gw->ss->req->pid, strerror(-err));
 }
 
+static void read_free(void *p)
+{
+	struct read *rd = p;
+
+	if (rd)
+		base_free(rd->list);
+	base_free(rd);
+}
+
+static int slot_key;   /* the target's struct read */
+
 int pt__gowaits_new(struct pt_session *ss, struct pt_stacks *block, struct pt_stacks *mutex,
 		    struct pt__gowaits **out)
 {
 	struct pt__gowaits *gw;
 	struct pt_rt *rt;
+	void **slot;
 
 	*out = NULL;
 	if (!(rt = pt_runtimes_get(pt_tracee_runtimes(ss->t), "go")))
 		return 0;
+	if (!(slot = pt__target_slot(ss, &slot_key, read_free, NULL)) ||
+	    (!*slot && !(*slot = base_calloc(1, sizeof(struct read)))))
+		return -ENOMEM;
 	if (!(gw = base_calloc(1, sizeof(*gw))) || !(gw->pk = base_malloc(sizeof(*gw->pk)))) {
 		base_free(gw);
 		return -ENOMEM;
 	}
+	gw->rd = *slot;
+	gw->rd->users++;
 	gw->ss = ss;
 	gw->block = block;
 	gw->mutex = mutex;
@@ -297,9 +346,14 @@ void pt__gowaits_free(struct pt__gowaits *gw)
 {
 	if (!gw)
 		return;
+	/* The last to look: the list's room goes (256 processes' of up to
+	 * MAX_GOROUTINES each would stay otherwise). */
+	if (!--gw->rd->users) {
+		base_free(gw->rd->list);
+		*gw->rd = (struct read){ 0 };
+	}
 	base_free(gw->prev);
 	base_free(gw->cur);
-	base_free(gw->list);
 	base_free(gw->pk);
 	base_map_free(&gw->by_goid);
 	base_free(gw);

@@ -11,7 +11,8 @@ struct pt__gowaits;
 
 /* What the looks found, for the profile's comment and the logs. */
 struct pt__gowaits_stats {
-	uint64_t looks;         /* reads of every goroutine, the first included */
+	uint64_t looks;         /* looks at every goroutine, the first included */
+	uint64_t reads_shared;  /* looks that took another session's read of that tick */
 	uint64_t waits;         /* goroutine waits seen (the contentions) */
 	uint64_t torn;          /* waits left out of a look: the goroutine moved while read */
 	uint64_t parked;        /* goroutines parked at the last look */

@@ -283,7 +283,7 @@ int pt__watched_start(struct pt_session *ss, struct pt__watched **out)
 	    (err = pt__gowaits_new(ss, w->block->stacks, w->mutex->stacks, &w->go)))
 		return err;
 	w->block->go = w->mutex->go = w->go;
-	ss->states_no_stacks = w->go != NULL;   /* the goroutines', not the threads' */
+	ss->no_states = w->go != NULL;   /* the goroutines', not the threads' */
 	*out = w;
 	return 0;
 }
@@ -370,7 +370,7 @@ static int waiting_start(struct pt_session *ss)
 			return 0;
 		err = pt__gowaits_new(ss, futex_only ? NULL : ws->w->stacks,
 				      futex_only ? ws->w->stacks : NULL, &ws->w->go);
-		ss->states_no_stacks = ws->w->go != NULL;   /* the goroutines', not the threads' */
+		ss->no_states = ws->w->go != NULL;   /* the goroutines', not the threads' */
 		return err;
 	}
 	if (!(watch = watched_waits(ss, futex_only)))
@@ -454,9 +454,10 @@ static int waiting_finish(struct pt_session *ss)
 		}
 	}
 	if (ws->go_version[0])
-		pt__log(ss->s, 1, "%s: pid=%d %s: %llu looks at the goroutines, the last %.2f ms, "
-				"every %.0f ms; %llu parked", ss->kind->name, (int)ss->req->pid,
-				ws->go_version, (unsigned long long)ws->go.looks,
+		pt__log(ss->s, 1, "%s: pid=%d %s: %llu looks at the goroutines (%llu on another "
+				"session's read), the last %.2f ms, every %.0f ms; %llu parked",
+				ss->kind->name, (int)ss->req->pid, ws->go_version,
+				(unsigned long long)ws->go.looks, (unsigned long long)ws->go.reads_shared,
 				(double)ws->go.look_ns / 1e6, (double)ws->go.period_ns / 1e6,
 				(unsigned long long)ws->go.parked);
 	pt__log(ss->s, 1, "%s: done pid=%d waits=%llu stacks=%zu%s%s", ss->kind->name,

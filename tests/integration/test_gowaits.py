@@ -64,6 +64,9 @@ def check_release(release, stripped):
     st, _, threads = http(pp.port, "/debug/pprof/block?seconds=1&view=threads")
     st2, _, text = http(pp.port, "/debug/pprof/block?debug=1")   # --wait-seconds
     pp.stop(), f.stop()
+    for l in pp.log().splitlines():
+        if "looks at the goroutines" in l and "block:" in l:
+            print("  info: %s: %s" % (tag, l[l.index("block:"):]))
 
     block, mutex, own = paths["block"], paths["mutex"], paths["own_block"]
     comment = lib.pprof("-raw", block)

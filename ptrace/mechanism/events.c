@@ -89,8 +89,9 @@ static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int 
 			pt__events_detach_thread(th, 0);
 			return PT__EV_GONE;
 		}
+		if (!(th->flags & PT_TH_GROUPSTOP))
+			t->st.group_stops++;   /* (an interrupt while in it traps again) */
 		th->flags |= PT_TH_GROUPSTOP;
-		t->st.group_stops++;
 		ptrace(PTRACE_LISTEN, th->tid, 0, 0);
 		return PT__EV_HANDLED;
 	}
@@ -343,7 +344,11 @@ enum pt__ev pt__events_on_status(struct pt_tracee *t, struct pt_thread *th, int 
 	if (!WIFSTOPPED(status))
 		return PT__EV_NONE;
 	/* Any stop is where its options can change (follow.h); a thread it
-	 * created before this stop has the options it had then. */
+	 * created before this stop has the options it had then. An exec's
+	 * stop comes under the leader's tid from whichever thread exec'd,
+	 * whose options may not be the leader's: set them. */
+	if ((status >> 16) == PTRACE_EVENT_EXEC)
+		th->opts = -1;
 	opts = th->opts;
 	pt__follow_fix(t, th);
 	switch (status >> 16) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sys/ptrace.h>
 
+#include "ptrace/core/internal.h"
 #include "ptrace/mechanism/mechanism.h"
 #include "ptrace/mechanism/threads.h"
 
@@ -42,10 +43,17 @@ static int stale(long want, const struct pt_thread *th)
 	return (want & PTRACE_O_TRACECLONE) && th->opts != want && !(th->flags & PT_TH_GONE);
 }
 
+/* How long an interrupt may go unanswered before the next thread is
+ * interrupted anyway: a thread that never stops for it (a leader that
+ * ended before its threads, a long uninterruptible sleep) must not keep
+ * the others from their clone events. */
+#define REOPT_WAIT_NS 50000000ull
+
 void pt__follow_interrupt_stale(struct pt_tracee *t)
 {
 	long want = pt__follow_opts(t);
 	struct pt_thread *next = NULL;
+	uint64_t now = 0;
 
 	if (!t->reopt)
 		return;
@@ -58,8 +66,13 @@ void pt__follow_interrupt_stale(struct pt_tracee *t)
 
 		if (!stale(want, th))
 			continue;
-		if (th->flags & PT_TH_INTERRUPTING)
-			return;   /* one at a time: its stop comes first */
+		if (th->flags & PT_TH_INTERRUPTING) {
+			if (!now)
+				now = pt__now_ns();
+			if (now - th->t_interrupt < REOPT_WAIT_NS)
+				return;   /* one at a time: its stop comes first */
+			continue;   /* overdue: given its options when it stops */
+		}
 		if (!next)
 			next = th;
 	}
@@ -67,10 +80,12 @@ void pt__follow_interrupt_stale(struct pt_tracee *t)
 		t->reopt = 0;
 		return;
 	}
-	if (!ptrace(PTRACE_INTERRUPT, next->tid, 0, 0))
+	if (!ptrace(PTRACE_INTERRUPT, next->tid, 0, 0)) {
 		next->flags |= PT_TH_INTERRUPTING;
-	else
+		next->t_interrupt = now ? now : pt__now_ns();
+	} else {
 		next->opts = want;   /* gone (its end comes): not waited for */
+	}
 }
 
 int pt__follow_seize(struct pt_tracee *t, pid_t tid, int born)

@@ -104,7 +104,9 @@ void pt_tracee_clone_stacks(struct pt_tracee *t, int on);
  * off, new threads are not traced until their owner adopts them
  * (pt_tracee_adopt, pt_tracee_rescan), with no stop; clone stacks asked
  * for keep the clone events all the same. Threads already seized change in
- * their next stop, each interrupted for it once (resumed at once). */
+ * their next stop: turned off, whenever it comes (none is stopped for it);
+ * turned on, each interrupted for it once, one thread at a time (resumed
+ * at once; follow.h). */
 void pt_tracee_set_clone_stops(struct pt_tracee *t, int on);
 /* 1 if new threads are to stop at their birth now (see above). */
 int pt_tracee_clone_stops(const struct pt_tracee *t);

@@ -68,9 +68,11 @@ struct wait {
  * looks. */
 struct read {
 	uint64_t at_ns;              /* the tick read at, 0: none kept */
+	uint64_t read_ns;            /* what the read took (a sharer's cost too) */
 	struct pt_go_g *list;
 	size_t n, cap, torn;
-	int users;                   /* the sessions that look at them */
+	int users;                   /* the sessions that look at them: the list kept */
+	int refs;                    /* users and the target's slot: the read kept */
 };
 
 struct pt__gowaits {
@@ -83,6 +85,7 @@ struct pt__gowaits {
 	struct pt_go_parked *pk;
 	uint64_t at_ns;              /* the last look, 0 before the first */
 	uint64_t unwind_ns;          /* of the last look, spent unwinding new waits */
+	int shared;                  /* the last look took another session's read */
 	struct pt__gowaits_stats st;
 	char version[32];
 };
@@ -184,10 +187,13 @@ static int goroutines(struct pt__gowaits *gw, struct pt_go *go, uint64_t now)
 {
 	struct read *rd = gw->rd;
 	size_t max = pt_go_count(go) + 64;
+	uint64_t t0;
 	int n;
 
-	if (rd->at_ns == now && now) {
+	gw->shared = rd->at_ns == now && now;
+	if (gw->shared) {
 		gw->st.reads_shared++;
+		gw->st.torn += rd->torn;
 		return (int)rd->n;
 	}
 	rd->at_ns = 0;
@@ -196,8 +202,10 @@ static int goroutines(struct pt__gowaits *gw, struct pt_go *go, uint64_t now)
 	if (BASE_ARRAY_GROW(rd->list, rd->cap, max))
 		return -ENOMEM;
 	rd->torn = 0;
+	t0 = pt__now_ns();
 	if ((n = pt_go_goroutines(go, rd->list, max, &rd->torn, breathe, gw->ss->t)) < 0)
 		return n;
+	rd->read_ns = pt__now_ns() - t0;
 	gw->st.torn += rd->torn;
 	rd->n = (size_t)n;
 	rd->at_ns = now;
@@ -268,15 +276,25 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 	uint64_t t0;
 	int err;
 
-	if (!gw || (!force && now < gw->at_ns + gw->st.period_ns) || now <= gw->at_ns ||
-	    !(go = go_of(gw, &rt)))
+	if (!gw || now <= gw->at_ns)
+		return;
+	/* Not due yet, but another session read the goroutines at this tick
+	 * and half the period has passed: looked at now too, so that the
+	 * sessions keep in step and go on sharing (a session's due time is
+	 * its own start's phase, at most one tick from another's). */
+	if (!force && now < gw->at_ns + gw->st.period_ns &&
+	    !(gw->rd->at_ns == now && now >= gw->at_ns + gw->st.period_ns / 2))
+		return;
+	if (!(go = go_of(gw, &rt)))
 		return;
 	t0 = pt__now_ns();
 	gw->unwind_ns = 0;
 	err = look(gw, go, rt, now, gw->at_ns ? now - gw->at_ns : 0);
 	gw->at_ns = now;
 	gw->st.looks++;
-	gw->st.look_ns = pt__now_ns() - t0;
+	/* A look on another's read costs that read too: both keep the same
+	 * period, so they stay in step (and the log says what a look costs). */
+	gw->st.look_ns = pt__now_ns() - t0 + (gw->shared ? gw->rd->read_ns : 0);
 	/* Reading at most 1/COST_SHARE of a core, however many goroutines
 	 * (a new wait's unwinding is paid once, not each look). */
 	gw->st.period_ns = (gw->st.look_ns - gw->unwind_ns) * COST_SHARE;
@@ -289,13 +307,20 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 				gw->ss->kind->name, (int)gw->ss->req->pid, strerror(-err));
 }
 
+/* Drops a reference to rd (its slot's, or a session's): the last frees it. */
+static void read_put(struct read *rd)
+{
+	if (rd && !--rd->refs) {
+		base_free(rd->list);
+		base_free(rd);
+	}
+}
+
+/* The target's slot goes (the target forgotten, podprof ending); a
+ * session may still hold the read. */
 static void read_free(void *p)
 {
-	struct read *rd = p;
-
-	if (rd)
-		base_free(rd->list);
-	base_free(rd);
+	read_put(p);
 }
 
 static int slot_key;   /* the target's struct read */
@@ -310,15 +335,20 @@ int pt__gowaits_new(struct pt_session *ss, struct pt_stacks *block, struct pt_st
 	*out = NULL;
 	if (!(rt = pt_runtimes_get(pt_tracee_runtimes(ss->t), "go")))
 		return 0;
-	if (!(slot = pt__target_slot(ss, &slot_key, read_free, NULL)) ||
-	    (!*slot && !(*slot = base_calloc(1, sizeof(struct read)))))
+	if (!(slot = pt__target_slot(ss, &slot_key, read_free, NULL)))
 		return -ENOMEM;
+	if (!*slot) {
+		if (!(*slot = base_calloc(1, sizeof(struct read))))
+			return -ENOMEM;
+		((struct read *)*slot)->refs = 1;   /* the slot's */
+	}
 	if (!(gw = base_calloc(1, sizeof(*gw))) || !(gw->pk = base_malloc(sizeof(*gw->pk)))) {
 		base_free(gw);
 		return -ENOMEM;
 	}
 	gw->rd = *slot;
 	gw->rd->users++;
+	gw->rd->refs++;
 	gw->ss = ss;
 	gw->block = block;
 	gw->mutex = mutex;
@@ -350,8 +380,11 @@ void pt__gowaits_free(struct pt__gowaits *gw)
 	 * MAX_GOROUTINES each would stay otherwise). */
 	if (!--gw->rd->users) {
 		base_free(gw->rd->list);
-		*gw->rd = (struct read){ 0 };
+		gw->rd->list = NULL;
+		gw->rd->cap = gw->rd->n = 0;
+		gw->rd->at_ns = 0;
 	}
+	read_put(gw->rd);
 	base_free(gw->prev);
 	base_free(gw->cur);
 	base_free(gw->pk);

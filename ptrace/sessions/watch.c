@@ -41,10 +41,6 @@ static void watch_on_state(struct pt_session *ss, const struct pt_thread_state *
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
 
 	pt__watched_on_state(ws->w, st);
-	if (st->at_ns >= ws->memory_at + MEMORY_EVERY_NS) {
-		ws->memory_at = st->at_ns;
-		pt__memory_look(ss);
-	}
 }
 
 static void watch_on_tick(struct pt_session *ss, uint64_t now)
@@ -52,6 +48,12 @@ static void watch_on_tick(struct pt_session *ss, uint64_t now)
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
 
 	pt__watched_on_tick(ws->w, now);
+	/* (at the tick, not at its thread states: a Go program's watch reads
+	 * none, its waits are its goroutines') */
+	if (now >= ws->memory_at + MEMORY_EVERY_NS) {
+		ws->memory_at = now;
+		pt__memory_look(ss);
+	}
 }
 
 static void watch_on_clone(struct pt_session *ss, pid_t parent, pid_t child)

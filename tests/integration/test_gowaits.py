@@ -64,9 +64,16 @@ def check_release(release, stripped):
     st, _, threads = http(pp.port, "/debug/pprof/block?seconds=1&view=threads")
     st2, _, text = http(pp.port, "/debug/pprof/block?debug=1")   # --wait-seconds
     pp.stop(), f.stop()
+    # The two windows look at the same ticks: one reads the goroutines,
+    # the other takes its read (not a second read of every goroutine).
+    shares = []
     for l in pp.log().splitlines():
-        if "looks at the goroutines" in l and "block:" in l:
-            print("  info: %s: %s" % (tag, l[l.index("block:"):]))
+        m = re.search(r"(block|mutex): pid=%d .*: (\d+) looks at the goroutines \((\d+) on another" % f.pid, l)
+        if m and len(shares) < 2:   # the 3 s windows end first
+            print("  info: %s: %s" % (tag, l[l.index(m.group(1) + ":"):]))
+            shares.append((int(m.group(2)), int(m.group(3))))
+    check(len(shares) == 2 and max(sh for _, sh in shares) >= 0.8 * min(n for n, _ in shares),
+          "%s: the windows' looks (looks, on another's read): %s" % (tag, shares))
 
     block, mutex, own = paths["block"], paths["mutex"], paths["own_block"]
     comment = lib.pprof("-raw", block)

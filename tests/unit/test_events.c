@@ -355,11 +355,13 @@ TEST(events_threads_followed_without_a_birth_stop)
 	pt_tracee_set_clone_stops(k.t, 1);
 	ASSERT(pt_threads_find(k.t, k.pid)->flags & PT_TH_INTERRUPTING);
 	ASSERT(!(pt_threads_find(k.t, tid)->flags & PT_TH_INTERRUPTING));
-	while (stats(&k).options_set < 4) {
+	for (uint64_t until = kid_now_ns() + 2000000000ull; stats(&k).options_set < 4;) {
 		struct pt_thread *a = pt_threads_find(k.t, k.pid), *b = pt_threads_find(k.t, tid);
 
 		ASSERT(!((a->flags & b->flags) & PT_TH_INTERRUPTING));
+		ASSERT(kid_now_ns() < until);
 		pt_tracer_poll(k.tr);
+		kid_nap();
 	}
 	ASSERT(!(pt_threads_find(k.t, k.pid)->flags & PT_TH_INTERRUPTING));
 	ASSERT(!(pt_threads_find(k.t, tid)->flags & PT_TH_INTERRUPTING));
@@ -370,6 +372,38 @@ TEST(events_threads_followed_without_a_birth_stop)
 	ASSERT((ev = clone_of(&k, tid2)) != NULL && ev->tid == k.pid);
 	end_worker(&k, tid2);
 	ASSERT_EQ(stats(&k).options_set, 4);
+	kid_end(&k);
+}
+
+/* Clone events wanted back while a thread never answers its interrupt (a
+ * leader that ended before its threads, a long uninterruptible sleep:
+ * here, the leader marked interrupted a second ago, never sent one): the
+ * others are not kept waiting for it; it is given them once it stops. */
+TEST(events_clone_stops_back_past_a_thread_that_never_stops)
+{
+	struct kid k;
+	struct pt_thread *lead;
+	pid_t tid;
+
+	kid_start(&k, KID_THREADS);
+	pt_tracee_clone_stacks(k.t, 0);
+	pt_tracee_set_clone_stops(k.t, 0);
+	tid = start_worker(&k);   /* by a clone event: both drop theirs there */
+	KID_UNTIL(k.tr, stats(&k).options_set == 2);
+	lead = pt_threads_find(k.t, k.pid);
+	lead->flags |= PT_TH_INTERRUPTING;
+	lead->t_interrupt = kid_now_ns() - 1000000000ull;
+	pt_tracee_set_clone_stops(k.t, 1);
+	ASSERT(pt_threads_find(k.t, tid)->flags & PT_TH_INTERRUPTING);
+	KID_UNTIL(k.tr, stats(&k).options_set == 3);
+	ASSERT(pt_threads_find(k.t, tid)->opts & PTRACE_O_TRACECLONE);
+	ASSERT(!(pt_threads_find(k.t, k.pid)->opts & PTRACE_O_TRACECLONE));
+	/* It stops at last (the interrupt sent now): given them there. */
+	ASSERT_EQ(ptrace(PTRACE_INTERRUPT, k.pid, 0, 0), 0);
+	KID_UNTIL(k.tr, stats(&k).options_set == 4);
+	ASSERT(!(pt_threads_find(k.t, k.pid)->flags & PT_TH_INTERRUPTING));
+	ASSERT(pt_threads_find(k.t, k.pid)->opts & PTRACE_O_TRACECLONE);
+	end_worker(&k, tid);
 	kid_end(&k);
 }
 

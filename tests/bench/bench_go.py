@@ -17,9 +17,14 @@ provisioned it, Go 1.26:
 - the share of the labelled goroutine's CPU samples that carry its labels
   (perf_event and ptrace backends; goal 100 %);
 - where the goroutines wait (block?seconds=3 of a Go program: podprof
-  looks at every goroutine every 20 ms or more): its looks, what one took
+  looks at every goroutine every 10 ms or more): its looks, what one took
   and how often (podprof's log), podprof's CPU over the window, and the hot
-  goroutine's progress in the window against its neighbours alone.
+  goroutine's progress in the window against its neighbours alone;
+- short waits, sampled: a block and a mutex window at once over the
+  fixture's -churn goroutines (main.contender waits 15 ms of every 20 for
+  a mutex), beside the program's own block profile: main.contender's delay
+  against Go's own in each window (median, range), the looks and those on
+  the other window's read, and podprof's CPU over the window.
 
 Called by bench.py (--only go)."""
 import os
@@ -165,8 +170,8 @@ def waits_row(b, release):
         rate = (f.rounds() - r0) / (time.monotonic() - t0)
         cpu.append(cpu_ms(pp.pid) - c0)
         log = b.stop_podprof(pp)
-        m = re.search(r"block: pid=\d+ \S+: (\d+) looks at the goroutines, the last ([\d.]+) ms, every (\d+) ms; "
-                      r"(\d+) parked", log)
+        m = re.search(r"block: pid=\d+ \S+: (\d+) looks at the goroutines \(\d+ on another session's read\), "
+                      r"the last ([\d.]+) ms, every (\d+) ms; (\d+) parked", log)
         if m:
             looks.append(tuple(float(x) for x in m.groups()))
         return rate
@@ -179,6 +184,46 @@ def waits_row(b, release):
         release, statistics.median(x[3] for x in looks), statistics.median(x[0] for x in looks),
         statistics.median(x[1] for x in looks), statistics.median(x[2] for x in looks),
         statistics.median(cpu), spread(ratios["block"])))
+
+
+def churn_row(b, release):
+    """main.contender's delay in podprof's block profile against the
+    program's own, over windows of a block and a mutex window at once."""
+    from test_gowaits import LOCK, delay   # (go tool pprof's reading of the delay)
+    f = Fixture(fixture_exe(b, release), ["-churn", "-blockrate", "-hot=false"])
+    ratios, cpu, looks, shared = [], [], [], []
+    for i in range(max(b.reps, 3) * 2):
+        pp, port = b.start_podprof(f.pid)
+        got = {}
+
+        def fetch(p, name, key):
+            got[key] = get(p, "/debug/pprof/%s?seconds=%d" % (name, WINDOW_S), timeout=WINDOW_S + 60)[1]
+        ts = [threading.Thread(target=fetch, args=a) for a in
+              ((port, "block", "block"), (port, "mutex", "mutex"), (f.port, "block", "own"))]
+        c0 = cpu_ms(pp.pid)
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        cpu.append(cpu_ms(pp.pid) - c0)
+        log = b.stop_podprof(pp)
+        paths = {}
+        for k in ("block", "own"):
+            paths[k] = os.path.join(b.tmp, "churn-%s-%s-%d.pb.gz" % (release, k, i))
+            with open(paths[k], "wb") as fh:
+                fh.write(got[k])
+        theirs = delay(paths["own"], "main.contender")
+        ratios.append(delay(paths["block"], "main.contender", LOCK) / theirs
+                      if theirs else float("nan"))
+        for m in re.finditer(r"(?:block|mutex): pid=%d \S+: (\d+) looks at the goroutines \((\d+) on another" %
+                             f.pid, log):
+            looks.append(int(m.group(1)))
+            shared.append(int(m.group(2)))
+    f.stop()
+    print("| %s | %d | %.2f (%.2f-%.2f) | %.0f | %.0f | %.0f |" % (
+        release, len(ratios), statistics.median(ratios), min(ratios), max(ratios),
+        statistics.median(looks) if looks else 0, sum(shared) / max(1, len(ratios)),
+        statistics.median(cpu)))
 
 
 def labels_row(b, release, backend):
@@ -234,4 +279,11 @@ def run(b):
     print("|---|---|---|---|---|---|---|")
     for r in rel:
         waits_row(b, r)
+    print("\n## Go: short waits, sampled: main.contender (a mutex held 15 ms of every 20), a %.0f s block "
+          "and mutex window at once beside the program's own block profile\n" % WINDOW_S)
+    print("| Go | windows | main.contender's delay / Go's own, median (range) | looks a window (each) | "
+          "of them on the other window's read (both) | podprof CPU in the window, ms |")
+    print("|---|---|---|---|---|---|")
+    for r in rel:
+        churn_row(b, r)
     print()

@@ -133,7 +133,6 @@ struct pt_tick_cbs {
 	pt_sample_cb sample;
 	pt_timing_cb timing;
 	pt_state_cb state;
-	int state_no_stacks;   /* state: no blocked thread's stack wanted (no stop for one) */
 	void *arg;
 };
 

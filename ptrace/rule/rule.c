@@ -466,7 +466,7 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 		ncap = r->io.collect(r->t, sel, nsel, 0, 0, &ops);
 	}
 	if (cbs->state)
-		pt__states_report(r, now, !cbs->state_no_stacks, cbs->state, cbs->timing, cbs->arg);
+		pt__states_report(r, now, cbs->state, cbs->timing, cbs->arg);
 	pt_threads_compact(r->t);
 	return ncap;
 }

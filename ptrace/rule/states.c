@@ -106,11 +106,11 @@ static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel
 	return nsel;
 }
 
-void pt__states_report(struct pt_rule *r, uint64_t now, int stacks, pt_state_cb state,
+void pt__states_report(struct pt_rule *r, uint64_t now, pt_state_cb state,
 		       pt_timing_cb timing, void *arg)
 {
 	struct pt_thread *sel[256];
-	int max = stacks ? pt_tracee_opts(r->t)->max_per_tick : 0;
+	int max = pt_tracee_opts(r->t)->max_per_tick;
 	int nsel = update_states(r, now, sel, max < 256 ? max : 256);
 	size_t n;
 

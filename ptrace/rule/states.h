@@ -13,11 +13,10 @@
 struct pt_rule;
 
 /* Reports every live thread's state to state(arg, ...), after stopping once
- * the blocked threads whose stack is not cached yet if stacks (their
- * pauses to timing, which may be NULL); without, stops none and reports
- * what is cached. now: the tick's time (a thread whose CPU moved at this
- * tick has moved_at == now). */
-void pt__states_report(struct pt_rule *r, uint64_t now, int stacks, pt_state_cb state,
+ * the blocked threads whose stack is not cached yet (their pauses to
+ * timing, which may be NULL). now: the tick's time (a thread whose CPU
+ * moved at this tick has moved_at == now). */
+void pt__states_report(struct pt_rule *r, uint64_t now, pt_state_cb state,
 		       pt_timing_cb timing, void *arg);
 
 #endif

@@ -6,8 +6,8 @@
  * counts down the bytes it allocates from an exponential draw of mean RATE
  * (PODPROF_ALLOC_RATE, default 512 KiB; 0 turns sampling off); the
  * allocation that crosses zero is recorded with its stack (agent/records.c)
- * and the next countdown drawn. The fast path is a subtraction, and a free
- * one load. The blocks stay glibc's own, so malloc_usable_size and every
+ * and the next countdown drawn. The fast path is a compare and a
+ * subtraction, and a free one load. The blocks stay glibc's own, so malloc_usable_size and every
  * other libc call work on any of them.
  *
  * The agent never harms its host: it never blocks on podprof (podprof reads
@@ -42,7 +42,7 @@ extern void *__libc_pvalloc(size_t n);
 /* Per thread, initial-exec (a preloaded library's TLS is static: no
  * allocation on first use). Zero: not seeded yet. */
 struct tl {
-	int64_t left;           /* bytes until the next sample */
+	uint64_t left;          /* the allocation of at least this many bytes is sampled */
 	uint64_t rng;
 	uint8_t busy;           /* inside the agent: pass through */
 	uint8_t seeded;
@@ -61,7 +61,7 @@ static uint64_t next_random(void)
 }
 
 /* An exponential draw of mean rate, in [1, 64 * rate]. */
-static int64_t draw(uint64_t rate)
+static uint64_t draw(uint64_t rate)
 {
 	double u, x;
 
@@ -73,7 +73,7 @@ static int64_t draw(uint64_t rate)
 		x = 1;
 	if (x > 64.0 * (double)rate)
 		x = 64.0 * (double)rate;
-	return (int64_t)x;
+	return (uint64_t)x;
 }
 
 static void seed(void)
@@ -97,21 +97,26 @@ static __attribute__((noinline)) int due(size_t n)
 {
 	int r;
 
-	if (tl.busy)
-		return 0;   /* an allocation of the agent's own: the next one samples */
+	if (tl.busy) {
+		tl.left = 0;   /* an allocation of the agent's own: the next one samples */
+		return 0;
+	}
 	tl.busy = 1;
 	r = ppa_records_ready();
 	if (r < 0) {
-		tl.left = INT64_MAX;   /* sampling off: never come back */
+		tl.left = UINT64_MAX;  /* sampling off: never come back */
 	} else if (r == 0) {
 		tl.left = 0;           /* being set up by another thread: the next one looks again */
 	} else if (!tl.seeded) {
 		/* The thread's first countdown, which this allocation starts:
-		 * it is sampled if it crosses it, as any other. */
+		 * it is sampled if it reaches it, as any other. */
+		uint64_t c;
+
 		seed();
-		tl.left = draw(ppa_records_rate()) - (int64_t)(n & INT64_MAX);
-		if (tl.left <= 0)
+		c = draw(ppa_records_rate());
+		if (n >= c)
 			return 1;
+		tl.left = c - n;
 	} else {
 		return 1;
 	}
@@ -149,12 +154,25 @@ static __attribute__((constructor)) void start(void)
 }
 
 /* Go's rule: an allocation is sampled when it reaches the countdown's end
- * (size >= what was left). */
+ * (size >= what was left). Unsigned: one compare, and the countdown
+ * stored only when it goes on (a signed subtraction stored every time,
+ * with free's multiplying hash, cost 0.3-0.6 ns a pair more: see
+ * docs/BENCHMARKS.md). */
+static inline __attribute__((always_inline)) int counted(size_t n)
+{
+	uint64_t l = tl.left;
+
+	if (__builtin_expect(l > n, 1)) {
+		tl.left = l - n;
+		return 1;
+	}
+	return 0;
+}
+
 static inline __attribute__((always_inline)) void note(void *p, size_t n)
 {
-	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) > 0, 1))
-		return;
-	sample(p, n);
+	if (!counted(n))
+		sample(p, n);
 }
 
 /* Counts p's free if it was sampled. Returns 1 with *b set if it was. */
@@ -181,12 +199,14 @@ static __attribute__((noinline)) void *malloc_sampled(size_t n)
 
 	if (p)
 		sample(p, n);
+	else
+		tl.left = 0;   /* the countdown ended all the same: the next one samples */
 	return p;
 }
 
 EXPORT void *malloc(size_t n)
 {
-	if (__builtin_expect((tl.left -= (int64_t)(n & INT64_MAX)) > 0, 1))
+	if (counted(n))
 		return __libc_malloc(n);
 	return malloc_sampled(n);
 }

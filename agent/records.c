@@ -1,14 +1,14 @@
 /* The agent's records (see records.h and area.h). One anonymous private
  * mapping, set up on the first sampled allocation:
  *
- *   [struct ppa_area][stack records ...][stack index][live table][filter]
+ *   [struct ppa_area][stack records ...][stack index][live table]
  *
  * The first two are what podprof reads. The index finds a stack's record
  * by its hash; the live table holds each sampled block still allocated
  * (address, stack, size; open addressing, at most half full, removal by
- * backward shift); the filter counts live sampled blocks per hash of the
- * address (a byte each, stuck at 255), so that a free of any other block
- * costs one load. A spin lock, taken only for sampled events and frees the
+ * backward shift). The filter, in the agent's own data (records.h), counts
+ * live sampled blocks per hash of the address (a byte each, stuck at 255),
+ * so that a free of any other block costs one load. A spin lock, taken only for sampled events and frees the
  * filter lets through, guards the tables; a thread that cannot take it
  * soon drops the event and counts it, so nothing ever waits long, not even
  * a fork child that inherited the lock held (vfork, _Fork). Stacks are
@@ -59,7 +59,7 @@ __attribute__((visibility("default"))) struct ppa_header podprof_alloc_header = 
 	{ 'P', 'O', 'D', 'P', 'R', 'O', 'F', 'A' }, PPA_VERSION, sizeof(struct ppa_header), 0, 0,
 };
 
-uint8_t *ppa__filter;   /* see records.h; atomic loads and stores */
+uint8_t ppa__filter[1u << PPA_FILTER_BITS];   /* see records.h; atomic loads and stores */
 
 static struct {
 	int state;                      /* ST_*, atomic */
@@ -143,8 +143,7 @@ static void setup(void)
 	size_t off_stacks = ROUND(sizeof(struct ppa_area));
 	size_t off_index = off_stacks + ROUND((size_t)MAX_STACKS * STACK_SIZE);
 	size_t off_live = off_index + ROUND(INDEX_SLOTS * sizeof(uint32_t));
-	size_t off_filter = off_live + ROUND(LIVE_SLOTS * sizeof(struct live));
-	size_t len = off_filter + ROUND((size_t)1 << PPA_FILTER_BITS);
+	size_t len = off_live + ROUND(LIVE_SLOTS * sizeof(struct live));
 	struct timespec ts;
 	unsigned char *m;
 
@@ -181,7 +180,6 @@ static void setup(void)
 	 * half written by another would abort. The state's release below
 	 * publishes it. */
 	_Unwind_Backtrace(stop, NULL);
-	__atomic_store_n(&ppa__filter, m + off_filter, __ATOMIC_RELEASE);
 	podprof_alloc_header.area_size = (uint64_t)off_index;   /* what podprof may read */
 	__atomic_store_n(&podprof_alloc_header.area, (uint64_t)(uintptr_t)m, __ATOMIC_RELEASE);
 	__atomic_store_n(&R.state, ST_READY, __ATOMIC_RELEASE);
@@ -380,6 +378,8 @@ int ppa_records_free(const void *p, struct ppa_block *b)
 	struct live *e;
 	struct ppa_stack *s;
 
+	if (__atomic_load_n(&R.state, __ATOMIC_ACQUIRE) != ST_READY)
+		return 0;   /* a fork child's records, stopped */
 	if (!lock_take()) {
 		count(&R.area->lost_frees);
 		return 0;
@@ -401,6 +401,8 @@ void ppa_records_unfree(const void *p, const struct ppa_block *b)
 {
 	struct ppa_stack *s;
 
+	if (__atomic_load_n(&R.state, __ATOMIC_ACQUIRE) != ST_READY)
+		return;
 	if (!lock_take()) {
 		count(&R.area->lost_frees);
 		return;
@@ -439,8 +441,8 @@ void ppa_records_fork_child(void)
 	/* Another thread held the lock at the fork: its tables may be half
 	 * updated. Or one was walking the loader's list (findobj.c), whose
 	 * lock the child holds for no one: an unwinding would wait forever.
-	 * The child's records stop (its frees pass the filter by). */
+	 * The child's records stop (a free the filter lets through finds
+	 * them off). */
 	R.area->flags |= PPA_F_STOPPED;
-	__atomic_store_n(&ppa__filter, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&R.state, ST_OFF, __ATOMIC_RELEASE);
 }

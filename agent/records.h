@@ -50,24 +50,30 @@ static inline __attribute__((always_inline)) uint32_t ppa_records_capture(uint64
 /* Records a sampled allocation of size bytes at p, made at stack
  * f[0 .. n) (ppa_records_capture's). */
 void ppa_records_alloc(void *p, size_t size, const uint64_t *f, uint32_t n);
-/* The filter of live sampled blocks (a count per hash of the address), NULL
- * until the records are set up: private to records.c but for the inline
- * test below, which free's fast path makes without a call. */
+/* The filter of live sampled blocks (a count per hash of the address), in
+ * the agent's own zeroed data (no pointer to load, no NULL to test: free's
+ * fast path is a shift, a mask, one load and a branch not taken): private to
+ * records.c but for the inline test below, which free's fast path makes
+ * without a call. Untouched pages of it cost no memory. */
 #define PPA_FILTER_BITS 16
-extern uint8_t *ppa__filter __attribute__((visibility("hidden")));
+extern uint8_t ppa__filter[1u << PPA_FILTER_BITS] __attribute__((visibility("hidden")));
 
+/* The filter's byte of block p: its address in 16-byte units (glibc's
+ * blocks are 16-byte aligned), modulo the filter's size, so that a live
+ * sampled block also lets through the frees of blocks a multiple of 1 MiB
+ * away (a lookup that finds nothing: a little time, never a wrong count).
+ * A shift and a mask, cheaper on free's fast path than a multiplying hash
+ * (see hooks.c's countdown). */
 static inline size_t ppa__filter_at(const void *p)
 {
-	return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - PPA_FILTER_BITS));
+	return (size_t)(((uintptr_t)p >> 4) & ((1u << PPA_FILTER_BITS) - 1));
 }
 
 /* 1 when p may be a sampled block (then call ppa_records_free), 0 when it
- * surely is not. Two loads. */
+ * surely is not. One load. */
 static inline int ppa_records_maybe(const void *p)
 {
-	uint8_t *f = __atomic_load_n(&ppa__filter, __ATOMIC_ACQUIRE);
-
-	return f && __atomic_load_n(&f[ppa__filter_at(p)], __ATOMIC_RELAXED);
+	return __atomic_load_n(&ppa__filter[ppa__filter_at(p)], __ATOMIC_RELAXED) != 0;
 }
 /* A live sampled block, as ppa_records_free found it. */
 struct ppa_block {

@@ -5,10 +5,11 @@
  * constructor), and samples like Go's runtime.MemProfileRate: each thread
  * counts down the bytes it allocates from an exponential draw of mean RATE
  * (PODPROF_ALLOC_RATE, default 512 KiB; 0 turns sampling off); the
- * allocation that crosses zero is recorded with its stack (agent/records.c)
- * and the next countdown drawn. The fast path is a compare and a
- * subtraction, and a free one load. The blocks stay glibc's own, so malloc_usable_size and every
- * other libc call work on any of them.
+ * allocation that reaches the countdown's end is recorded with its stack
+ * (agent/records.c) and the next countdown drawn. The fast path is a
+ * compare and a subtraction, and a free one load. The blocks stay glibc's
+ * own, so malloc_usable_size and every other libc call work on any of
+ * them.
  *
  * The agent never harms its host: it never blocks on podprof (podprof reads
  * its records from outside), never aborts, never calls the hooked functions
@@ -40,7 +41,10 @@ extern void *__libc_valloc(size_t n);
 extern void *__libc_pvalloc(size_t n);
 
 /* Per thread, initial-exec (a preloaded library's TLS is static: no
- * allocation on first use). Zero: not seeded yet. */
+ * allocation on first use), zero at first: left 0 sends the next allocation
+ * to due() (a thread's first, or the next one after an allocation of the
+ * agent's own, a failed malloc, records being set up), which seeds the
+ * thread's draws once (seeded). */
 struct tl {
 	uint64_t left;          /* the allocation of at least this many bytes is sampled */
 	uint64_t rng;
@@ -157,7 +161,9 @@ static __attribute__((constructor)) void start(void)
  * (size >= what was left). Unsigned: one compare, and the countdown
  * stored only when it goes on (a signed subtraction stored every time,
  * with free's multiplying hash, cost 0.3-0.6 ns a pair more: see
- * docs/BENCHMARKS.md). */
+ * docs/BENCHMARKS.md). A signal handler's allocation between the load and
+ * the store is counted, or its fresh draw overwritten, once: a small bias
+ * of that one countdown, never a stuck one. */
 static inline __attribute__((always_inline)) int counted(size_t n)
 {
 	uint64_t l = tl.left;
@@ -190,9 +196,9 @@ static inline int forget(void *p, struct ppa_block *b)
 	return r;
 }
 
-/* malloc's sampled case, out of line: the common case is a subtraction
- * and a tail call to glibc's (an allocation that fails counts down all the
- * same). */
+/* malloc's sampled case, out of line: the common case is a compare, a
+ * subtraction and a tail call to glibc's (an allocation that fails counts
+ * down all the same). */
 static __attribute__((noinline)) void *malloc_sampled(size_t n)
 {
 	void *p = __libc_malloc(n);

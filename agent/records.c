@@ -292,6 +292,24 @@ static struct live *live_find(uint64_t addr)
 	}
 }
 
+/* Whether addr is in the table, looked at without the lock (a free that
+ * could not take it): the table is always mapped and at most half full, so
+ * the look is safe and ends, but its answer may be stale. */
+static int live_seen(uint64_t addr)
+{
+	uint32_t i = live_home(addr);
+
+	for (int k = 0; k < 64; k++, i = (i + 1) & (LIVE_SLOTS - 1)) {
+		uint64_t a = __atomic_load_n(&R.live[i].addr, __ATOMIC_RELAXED);
+
+		if (!a)
+			return 0;
+		if (a == addr)
+			return 1;
+	}
+	return 0;
+}
+
 static void filter_add(const void *p, int d)
 {
 	uint8_t *c = &ppa__filter[ppa__filter_at(p)];
@@ -381,7 +399,10 @@ int ppa_records_free(const void *p, struct ppa_block *b)
 	if (__atomic_load_n(&R.state, __ATOMIC_ACQUIRE) != ST_READY)
 		return 0;   /* a fork child's records, stopped */
 	if (!lock_take()) {
-		count(&R.area->lost_frees);
+		/* Only a sampled block's free is lost: not the free of another
+		 * that shares its filter byte. */
+		if (live_seen((uint64_t)(uintptr_t)p))
+			count(&R.area->lost_frees);
 		return 0;
 	}
 	if (!(e = live_find((uint64_t)(uintptr_t)p))) {
@@ -402,7 +423,7 @@ void ppa_records_unfree(const void *p, const struct ppa_block *b)
 	struct ppa_stack *s;
 
 	if (__atomic_load_n(&R.state, __ATOMIC_ACQUIRE) != ST_READY)
-		return;
+		return;   /* never after a free that found its block: defensive */
 	if (!lock_take()) {
 		count(&R.area->lost_frees);
 		return;

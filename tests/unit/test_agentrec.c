@@ -312,3 +312,35 @@ TEST(agent_weight_and_draw_match_libm)
 	ASSERT(ppa_weight(100, 1) == 1);
 	ASSERT(ppa_weight(0, 524288) == 1);
 }
+
+#include "agent/records.h"
+
+/* How many distinct filter bytes n blocks at base + k * step fall on. */
+static unsigned filter_spread(uintptr_t base, uintptr_t step, unsigned n)
+{
+	static uint8_t seen[1u << PPA_FILTER_BITS];
+	unsigned distinct = 0;
+
+	memset(seen, 0, sizeof(seen));
+	for (unsigned k = 0; k < n; k++) {
+		size_t i = ppa__filter_at((const void *)(base + k * step));
+
+		distinct += !seen[i];
+		seen[i] = 1;
+	}
+	return distinct;
+}
+
+/* free's filter: a byte shared with a live sampled block sends a free to
+ * the locked lookup, so blocks of any common alignment must spread over
+ * the filter, not only those packed 16 bytes apart. */
+TEST(agent_filter_spreads_aligned_blocks)
+{
+	uintptr_t heap = 0x5581c0de2000u, mmapped = 0x7f3a41200010u;   /* a brk heap; glibc's mmapped chunk: page + 16 */
+	unsigned n = 1u << PPA_FILTER_BITS;
+
+	ASSERT(filter_spread(heap, 16, n) == n);                 /* 1 MiB of small blocks: every byte once */
+	ASSERT(filter_spread(heap, 4096, 4096) >= 4000);         /* page-aligned buffers */
+	ASSERT(filter_spread(mmapped, 4096, 4096) >= 4000);      /* glibc's own mmapped chunks */
+	ASSERT(filter_spread(0x7f0000000000u, 1u << 20, 4096) >= 4000);   /* MiB-aligned (huge-page buffers) */
+}

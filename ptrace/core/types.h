@@ -69,6 +69,8 @@ struct pt_sample {
 	int cached;             /* snapshot: not stopped, its last stack still holds */
 	unsigned int flags;     /* PT_SAMPLE_F_* (sampler.h), set by sessions for their results */
 	uint64_t sp, pc;        /* where it stopped (0: not stopped now) */
+	uint64_t tick;          /* a CPU sample: the tick (pt_tick_cbs) whose sessions it is
+				 * for, which may be some ticks ago (0: the current one) */
 };
 typedef void (*pt_sample_cb)(void *arg, const struct pt_sample *s);
 /* Receives each pause (interrupt sent .. thread resumed) and unwind time. */
@@ -134,6 +136,7 @@ struct pt_tick_cbs {
 	pt_timing_cb timing;
 	pt_state_cb state;
 	void *arg;
+	uint64_t tick;          /* the tick's number: its samples carry it (pt_sample) */
 };
 
 /* The sampling rule's counters, cumulative since its creation. */

@@ -164,6 +164,7 @@ static void perf_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 	struct pt_rule *r = arg;
 
 	smp->cpu_ns = r->pf_w[r->pf_wi++];
+	smp->tick = r->cbs.tick;
 	smp->state = 'R';   /* it was on a core: the kernel sampled it there */
 	pt__rt(th)->pf_learned = 1;
 	if (r->cbs.sample)

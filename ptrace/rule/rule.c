@@ -165,6 +165,7 @@ static int look(struct pt_rule *r, struct pt_thread *th, uint64_t cpu_period_ns,
 	 * busy threads on two cores, before). */
 	rt->cpu_ns += rt->acc_ns;
 	rt->acc_ns = 0;
+	rt->sel_tick = r->cbs.tick;
 	return 1;
 }
 
@@ -351,9 +352,10 @@ static void tick_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 	struct pt_rule_thread *rt = pt__rt(th);
 
 	smp->cpu_ns = rt->cpu_ns;
+	smp->tick = rt->sel_tick;
 	rt->cpu_ns = 0;
-	if (r->cbs.sample)
-		r->cbs.sample(r->cbs.arg, smp);
+	if (r->out)
+		r->out(r->out_arg, smp);
 }
 
 static void tick_timing(void *arg, uint64_t pause_ns, uint64_t unwind_ns)
@@ -452,6 +454,10 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 	/* Late captures belong to the previous tick's sessions and weights. */
 	pt_stop_report_late(r->t);
 	r->cbs = *cbs;
+	if (cbs->sample) {
+		r->out = cbs->sample;
+		r->out_arg = cbs->arg;
+	}
 	if (r->backend == PT_BACKEND_PERF) {
 		/* The kernel sampled: nothing to stop. The threads are still
 		 * looked at for a state report (its CPU clocks). */

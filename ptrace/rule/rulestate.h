@@ -38,6 +38,7 @@ struct pt_rule_thread {
 	 * selections in a row were dropped (see keep_stop in rule.c) */
 	uint64_t tick_ns, tick_wait_ns, credit_paid;
 	int tick_cpu, preempted_in_a_row;
+	uint64_t sel_tick;       /* the tick its pending sample is for (pt_sample's tick) */
 	/* the kernel time (its stat's stime) it had at its first tick stop,
 	 * and the CPU its samples at system call exits carried since (see
 	 * kernel_time_pays in rule.c) */
@@ -94,6 +95,12 @@ struct pt_rule {
 	uint64_t pcpu_last;      /* the process's CPU clock at the last tick, 0: unknown */
 	uint64_t full_at;        /* when a tick last looked at every thread */
 	struct pt_tick_cbs cbs;  /* the last tick's: its samples go there, late ones too */
+	/* The last sample callback a tick gave: a tick's late stops may come
+	 * after a tick that takes no CPU sample (a thread-states session's),
+	 * and still go to the sessions of theirs (the sample's tick says
+	 * which). */
+	pt_sample_cb out;
+	void *out_arg;
 	/* a snapshot's or a state report's stops: where they go */
 	pt_sample_cb snap_cb;
 	pt_timing_cb snap_timing;

@@ -47,7 +47,8 @@ static void on_sample(void *arg, const struct pt_sample *smp)
 	struct pt_sampler *s = arg;
 
 	for (struct pt_session *ss = s->sessions; ss; ss = ss->next)
-		if (ss->take && ss->kind->on_sample && pt_tracee_pid(ss->t) == smp->pid)
+		if (ss->kind->on_sample && pt_tracee_pid(ss->t) == smp->pid &&
+		    pt__session_took(ss, smp->tick))
 			ss->kind->on_sample(ss, smp);
 }
 
@@ -144,14 +145,15 @@ static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__
 	int any = 0, states = 0, samples = 0;
 
 	for (struct pt_session *ss = s->sessions; ss; ss = ss->next) {
-		/* A session's flag holds until its target's next tick: stops
-		 * that come after the tick are its samples too. */
+		/* The ticks a session took say which samples are its, even
+		 * those whose stops come after later ticks (pt__session_took). */
 		if (ss->target != tg)
 			continue;
-		ss->take = 0;
-		if (!ss->period_ns || now + period / 2 < ss->next_due)
+		if (!ss->period_ns || now + period / 2 < ss->next_due) {
+			pt__session_tick(ss, s->ticks, 0);
 			continue;
-		ss->take = 1;
+		}
+		pt__session_tick(ss, s->ticks, 1);
 		ss->scale = ss->period_ns > period ? (double)ss->period_ns / (double)period : 1.0;
 		ss->next_due += ss->period_ns;
 		if (ss->next_due < now)
@@ -163,7 +165,7 @@ static const struct pt_tick_cbs *tick_sessions(struct pt_sampler *s, struct pt__
 	/* No session takes CPU samples (the watch, block): the tick stops no
 	 * running thread. */
 	*cbs = (struct pt_tick_cbs){ .sample = samples ? on_sample : NULL, .timing = on_timing,
-				     .state = states ? on_state : NULL, .arg = s };
+				     .state = states ? on_state : NULL, .arg = s, .tick = s->ticks };
 	return any ? cbs : NULL;
 }
 

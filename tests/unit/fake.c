@@ -84,6 +84,11 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 	(void)wait_ns;
 	F.calls++;
 	F.snap = snap;
+	for (int i = 0; i < F.ndeferred; i++) {
+		F.deferred[i]->flags &= ~PT_TH_INTERRUPTING;
+		ops->sample(ops->arg, F.deferred[i], &F.deferred_smp[i]);
+	}
+	F.ndeferred = 0;
 	for (int i = 0; i < nsel; i++) {
 		struct pt_sample smp = { .pid = sel[i]->pid, .tid = sel[i]->tid, .comm = sel[i]->comm,
 					 .state = sel[i]->state, .syscall = (int)F.regs.orig_rax,
@@ -114,6 +119,12 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 		F.kept++;
 		if (ops->timing)
 			ops->timing(ops->arg, 1000, 1000);
+		if (F.defer && F.ndeferred < 64) {
+			sel[i]->flags |= PT_TH_INTERRUPTING;   /* its stop still to come */
+			F.deferred[F.ndeferred] = sel[i];
+			F.deferred_smp[F.ndeferred++] = smp;
+			continue;
+		}
 		ops->sample(ops->arg, sel[i], &smp);
 		n++;
 	}
@@ -131,6 +142,7 @@ void fake_on_sample(void *arg, const struct pt_sample *s)
 	(void)arg;
 	if (F.nsampled < 64) {
 		F.sampled[F.nsampled] = s->tid;
+		F.tick[F.nsampled] = s->tick;
 		F.weight[F.nsampled++] = s->cpu_ns;
 	}
 }

@@ -36,9 +36,15 @@ struct fake {
 	int nframes;
 	int kept;                       /* stops keep() accepted */
 	int lose;                       /* stops that give no sample (a capture that failed) */
+	/* defer: the kept stops' samples come at the next collect call, before
+	 * its own (a late stop, reported by a later tick) */
+	int defer, ndeferred;
+	struct pt_thread *deferred[64];
+	struct pt_sample deferred_smp[64];
 	/* what fake_on_sample and fake_on_state got */
 	pid_t sampled[64];
 	uint64_t weight[64];
+	uint64_t tick[64];              /* the tick each sample said it is for */
 	int nsampled;
 	struct pt_thread_state states[64];
 	int nstates;

@@ -516,3 +516,29 @@ TEST(rule_budget_lowers_the_rate_and_restores_it)
 	ASSERT_EQ(r.div, 1);
 	ASSERT(down >= 2);
 }
+
+/* A tick's stop that comes late (after the next tick) is still that tick's
+ * sample: it says so (the sampler gives it to the sessions that took that
+ * tick), with all its weight, even when the next tick takes no CPU sample
+ * (a thread-states session's alone). */
+TEST(rule_late_stop_keeps_its_tick_and_weight_past_a_states_tick)
+{
+	struct pt_tick_cbs cpu = { .sample = fake_on_sample, .tick = 41 };
+	struct pt_tick_cbs states = { .state = fake_on_state, .tick = 42 };
+
+	fake_setup(2, 16);
+	fake_running(0);
+	fake_burn(0, 2 * PERIOD, 0);
+	F.defer = 1;   /* its stop comes after the next tick */
+	ASSERT_EQ(pt_rule_tick(F.r, PERIOD, &cpu), 0);
+	ASSERT(selected(0));
+	ASSERT_EQ(F.nsampled, 0);
+	F.defer = 0;
+	fake_burn(0, PERIOD / 2, 0);
+	pt_rule_tick(F.r, PERIOD, &states);
+	ASSERT_EQ(F.nsampled, 1);
+	ASSERT_EQ(F.sampled[0], TID0);
+	ASSERT_U64_EQ(F.tick[0], 41);
+	ASSERT_U64_EQ(F.weight[0], 2 * PERIOD);
+	fake_teardown();
+}

@@ -421,3 +421,30 @@ TEST(stacks_merge_with_sign_and_drop_zero)
 	pt_stacks_free(y);
 	fake_teardown();
 }
+
+/* A tick's samples are the sessions' that took it, whenever its stops come:
+ * one interrupted at tick 5 may stop after tick 6, which a session at a
+ * lower rate (or after a tick that came early) skipped. */
+TEST(session_gets_its_ticks_samples_after_a_tick_it_skipped)
+{
+	struct pt_session a = { 0 }, late = { 0 };
+
+	pt__session_tick(&a, 4, 1);
+	pt__session_tick(&a, 5, 1);
+	pt__session_tick(&a, 6, 0);          /* skipped */
+	ASSERT(pt__session_took(&a, 5));     /* tick 5's stop, come after tick 6 */
+	ASSERT(pt__session_took(&a, 4));
+	ASSERT(!pt__session_took(&a, 6));    /* not its tick */
+	ASSERT(!pt__session_took(&a, 7));    /* a tick it has not seen */
+	ASSERT(!pt__session_took(&a, 0));    /* untagged: the current tick's flag */
+	pt__session_tick(&a, 7, 1);
+	ASSERT(pt__session_took(&a, 0) && pt__session_took(&a, 7) && pt__session_took(&a, 5));
+	/* A session that starts later gets none of the ticks before it. */
+	pt__session_tick(&late, 7, 1);
+	ASSERT(pt__session_took(&late, 7) && !pt__session_took(&late, 5));
+	/* 64 ticks on, a tick's stop is no session's (its window long over). */
+	pt__session_tick(&a, 7 + 64, 1);
+	ASSERT(!pt__session_took(&a, 7) && pt__session_took(&a, 7 + 64));
+	pt__session_tick(&a, 7 + 64 + 200, 0);
+	ASSERT(!pt__session_took(&a, 7 + 64));
+}

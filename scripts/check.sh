@@ -42,9 +42,10 @@ for flavour in release asan; do
 	stage "$flavour"
 done
 # make stress, short: every test that compares shares, rates or times
-# (marked @figures) once more, with both cores taken by busy processes (make
-# stress runs each ten times and prints each figure's spread). About 8
-# minutes on 2 cores.
+# (marked @figures) once more, with both cores taken by busy processes, and
+# once more under ptrace those the release stage's first pass sampled with
+# perf_event (make stress runs each ten times and prints each figure's
+# spread).
 python3 tests/stress/figures.py build/release --runs "${STRESS_RUNS_SHORT:-1}" | record |
 	grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed)'
 stage stress

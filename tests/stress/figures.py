@@ -7,7 +7,10 @@ and under load; issue 22: stacks right every time, not most of the time).
 
 Starts K busy processes (default: one per core) that spin for the whole
 run, then runs each test marked @figures in the integration suite (or the
-ones named) N times, each in its own run.py. Prints one PASS/FAIL line per
+ones named) N times, each in its own run.py; and again with
+PODPROF_BACKEND=ptrace (as the suite's it-ptrace pass: "stress-ptrace/"),
+those the suite's first pass found sampling with perf_event
+(<build>/it-backend-tests.txt; all of them without that list). Prints one PASS/FAIL line per
 test (FAIL if any run failed, with that run's message), then per test the
 spread of every figure its runs printed ("info:" lines with the numbers
 taken out: the same line of every run side by side, its worst and best
@@ -30,6 +33,7 @@ ap.add_argument("build")
 ap.add_argument("--runs", type=int, default=10, help="runs of each test (10)")
 ap.add_argument("--hogs", type=int, default=os.cpu_count() or 1,
                 help="busy processes beside the tests (one per core)")
+ap.add_argument("--no-ptrace", action="store_true", help="skip the PODPROF_BACKEND=ptrace runs")
 ap.add_argument("tests", nargs="*", help="tests to run (default: every one marked @figures)")
 args = ap.parse_args()
 if not args.tests:
@@ -46,10 +50,27 @@ def hog():
     return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
 
 
-def one(name):
+def ptrace_pass(tests):
+    """The tests to run again under ptrace: those whose podprof sampled
+    with perf_event in the suite's first pass (its list), else all."""
+    if args.no_ptrace:
+        return []
+    try:
+        with open(os.path.join(args.build, "it-backend-tests.txt")) as f:
+            listed = set(f.read().split())
+    except OSError:
+        return list(tests)
+    return [t for t in tests if t in listed]
+
+
+def one(name, backend):
     """(status, message, [info lines]) of one run of one test."""
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, RUN, args.build, name], capture_output=True, text=True, timeout=600)
+    env = dict(os.environ)
+    if backend:
+        env["PODPROF_BACKEND"] = backend
+    r = subprocess.run([sys.executable, RUN, args.build, name], capture_output=True, text=True, timeout=600,
+                       env=env)
     out = r.stdout.splitlines()
     status = next((ln.split()[0] for ln in out if ln.split()[:1] in (["PASS"], ["FAIL"], ["SKIP"])
                    and ln.split()[1:2] and ln.split()[1].split("/", 1)[1:] == [name]), "FAIL")
@@ -78,13 +99,14 @@ def spread(runs):
 def main():
     hogs = [hog() for _ in range(args.hogs)]
     passed = failed = skipped = 0
+    todo = [(t, None, "stress") for t in args.tests] + [(t, "ptrace", "stress-ptrace") for t in ptrace_pass(args.tests)]
     try:
-        print("stress: %d runs of %d tests, %d busy processes on %d cores" % (
-            args.runs, len(args.tests), args.hogs, os.cpu_count() or 1), flush=True)
-        for name in args.tests:
+        print("stress: %d runs of %d tests (%d of them again under ptrace), %d busy processes on %d cores" % (
+            args.runs, len(args.tests), len(todo) - len(args.tests), args.hogs, os.cpu_count() or 1), flush=True)
+        for name, backend, tag in todo:
             runs, bad, skip, secs = [], [], None, []
             for i in range(args.runs):
-                status, msg, infos, dt = one(name)
+                status, msg, infos, dt = one(name, backend)
                 secs.append(dt)
                 if status == "SKIP":
                     skip = msg
@@ -93,16 +115,16 @@ def main():
                 if status != "PASS":
                     bad.append((i + 1, msg))
             if skip is not None:
-                print("SKIP stress/%s: %s" % (name, skip.strip()), flush=True)
+                print("SKIP %s/%s: %s" % (tag, name, skip.strip()), flush=True)
                 skipped += 1
                 continue
             if bad:
-                print("FAIL stress/%s: %d of %d runs failed; the first (run %d):\n%s" % (
-                    name, len(bad), len(runs), bad[0][0], bad[0][1]), flush=True)
+                print("FAIL %s/%s: %d of %d runs failed; the first (run %d):\n%s" % (
+                    tag, name, len(bad), len(runs), bad[0][0], bad[0][1]), flush=True)
                 failed += 1
             else:
-                print("PASS stress/%s: %d of %d runs (%.0f-%.0f s each)" % (
-                    name, len(runs), len(runs), min(secs), max(secs)), flush=True)
+                print("PASS %s/%s: %d of %d runs (%.0f-%.0f s each)" % (
+                    tag, name, len(runs), len(runs), min(secs), max(secs)), flush=True)
                 passed += 1
             for (shape, _), vals in sorted(spread(runs).items()):
                 cols = list(zip(*[v for _, v in vals if len(v) == len(vals[0][1])]))

@@ -70,9 +70,13 @@ struct pt_sample {
 	unsigned int flags;     /* PT_SAMPLE_F_* (sampler.h), set by sessions for their results */
 	uint64_t sp, pc;        /* where it stopped (0: not stopped now) */
 	uint64_t tick;          /* a CPU sample: the tick (pt_tick_cbs) whose sessions it is
-				 * for, which may be some ticks ago (0: the current one) */
+				 * for, which may be some ticks ago (0: the current one;
+				 * PT_TICK_DRAW: a draw, every CPU session's, unscaled) */
 };
 typedef void (*pt_sample_cb)(void *arg, const struct pt_sample *s);
+/* pt_sample's tick of a draw (ptrace/rule/cpudraw.h): stopped by the CPU
+ * its thread used, not by a tick, its weight a whole period of it. */
+#define PT_TICK_DRAW UINT64_MAX
 /* Receives each pause (interrupt sent .. thread resumed) and unwind time. */
 typedef void (*pt_timing_cb)(void *arg, uint64_t pause_ns, uint64_t unwind_ns);
 

@@ -98,7 +98,7 @@ int pt__draw_own_signal(void *arg, struct pt_thread *th, const siginfo_t *si)
 	 * whose capture was lost is carried by the next. */
 	rt->cpu_ns += rt->dw_armed;
 	rt->dw_armed = 0;
-	rt->sel_tick = r->cbs.tick;   /* the sessions that sample now */
+	rt->sel_tick = PT_TICK_DRAW;   /* no tick's: every CPU session's */
 	r->st.draws++;
 	/* Armed again before the thread runs on (pt_cpuwake_arm); not
 	 * armed, the ticks sample it from its next look on. */

@@ -451,7 +451,7 @@ int pt_rule_tick(struct pt_rule *r, uint64_t cpu_period_ns, const struct pt_tick
 		max = 256;
 	if (!pt_tracee_attached(r->t) || pt_tracee_detaching(r->t) || pt_tracee_exec_pending(r->t))
 		return 0;
-	/* Late captures belong to the previous tick's sessions and weights. */
+	/* Late captures first: each sample says its own tick's sessions. */
 	pt_stop_report_late(r->t);
 	r->cbs = *cbs;
 	if (cbs->sample) {

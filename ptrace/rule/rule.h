@@ -40,7 +40,8 @@ uint64_t pt_rule_pending_ns(struct pt_rule *r, pt_rule_pending_fn fn, void *arg)
  * (pt_stop_collect) and passed to cbs->sample with the CPU they used since
  * their last sample as weight. A thread that stops later (one that was
  * runnable but not on a core) is captured by pt_tracer_poll and reported by
- * the next tick, with this tick's callbacks. A thread has at most one
+ * a later tick, to the last sample callback a tick gave, with this tick's
+ * number (pt_sample's tick). A thread has at most one
  * interrupt pending: it is not selected again until its stop came. With
  * cbs->state, every thread is looked at and reported. Under the perf_event
  * backend no thread is stopped: what the kernel sampled since the last tick

@@ -94,7 +94,7 @@ struct pt_rule {
 	size_t rr;               /* round-robin start of the next tick's selection */
 	uint64_t pcpu_last;      /* the process's CPU clock at the last tick, 0: unknown */
 	uint64_t full_at;        /* when a tick last looked at every thread */
-	struct pt_tick_cbs cbs;  /* the last tick's: its samples go there, late ones too */
+	struct pt_tick_cbs cbs;  /* the last tick's (late samples go to `out`) */
 	/* The last sample callback a tick gave: a tick's late stops may come
 	 * after a tick that takes no CPU sample (a thread-states session's),
 	 * and still go to the sessions of theirs (the sample's tick says

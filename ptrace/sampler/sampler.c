@@ -213,7 +213,7 @@ static void tick(struct pt_sampler *s, uint64_t now)
 
 		if (!tg->nsessions || !pt_tracee_attached(tg->t))
 			continue;
-		/* The last tick's late stops, under that tick's flags. */
+		/* The earlier ticks' late stops, to the sessions of theirs. */
 		pt_stop_report_late(tg->t);
 		if (tick_sessions(s, tg, now, period, &cbs)) {
 			pt_rule_tick(tg->rule, period, &cbs);

@@ -35,6 +35,8 @@ struct pt_tracee;
  * as its first member and recovers itself with PT_SESSION_OF. */
 struct pt__target;
 
+#define PT_TOOK_TICKS 1024
+
 struct pt_session {
 	const struct pt_session_kind *kind;
 	struct pt_sampler *s;
@@ -47,10 +49,11 @@ struct pt_session {
 	/* the sampler's, for the tick schedule */
 	uint64_t period_ns, next_due;
 	int take;                    /* the current tick is this session's */
-	/* The ticks it took, bit k for tick took_at - k: a tick's stops may
-	 * come after the next tick, which this session may not take (see
-	 * on_sample in sampler.c). */
-	uint64_t took_mask, took_at;
+	/* The last PT_TOOK_TICKS ticks, a bit each (tick % PT_TOOK_TICKS) set
+	 * if it took it; took_at the last tick it was told of, first_tick the
+	 * first (see pt__session_took). */
+	uint64_t took[PT_TOOK_TICKS / 64];
+	uint64_t took_at, first_tick;
 	double scale;                /* this session's period over the tick's */
 	struct pt__target *target;   /* the sampler's record of the target */
 	/* Set by start: it needs no thread states, despite its kind (a Go
@@ -66,33 +69,54 @@ struct pt_session {
 
 #define PT_SESSION_OF(ss, type) ((type *)(void *)(ss))
 
-/* Tick number tick (the sampler's count): ss takes it or not. */
-static inline void pt__session_tick(struct pt_session *ss, uint64_t tick, int take)
+static inline void pt__session_took_bit(struct pt_session *ss, uint64_t tick, int on)
 {
-	uint64_t d = tick - ss->took_at;
+	uint64_t bit = 1ull << (tick % 64);
 
-	ss->took_mask = d >= 64 ? 0 : ss->took_mask << d;
-	ss->took_at = tick;
-	ss->take = take;
-	ss->took_mask |= (uint64_t)(take != 0);
+	if (on)
+		ss->took[tick / 64 % (PT_TOOK_TICKS / 64)] |= bit;
+	else
+		ss->took[tick / 64 % (PT_TOOK_TICKS / 64)] &= ~bit;
 }
 
-/* Whether a sample of tick (0: the current one) is ss's. A tick's samples
- * go to the sessions that took it, whenever its stops come: on a loaded
- * machine a thread interrupted at one tick may stop after the next, which a
- * session may not take (its own rate, or a tick that came early after an
- * overrun), and the sample was lost with the CPU it carried (a ptrace
- * profile of eight busy threads beside two busy processes held 0.88-0.93
- * of their CPU). */
+/* Tick number tick (the sampler's count, from 1 up): ss takes it or not. */
+static inline void pt__session_tick(struct pt_session *ss, uint64_t tick, int take)
+{
+	if (!ss->first_tick || tick - ss->took_at >= PT_TOOK_TICKS) {
+		for (size_t i = 0; i < PT_TOOK_TICKS / 64; i++)
+			ss->took[i] = 0;
+		if (!ss->first_tick)
+			ss->first_tick = tick;
+	} else {
+		for (uint64_t k = ss->took_at + 1; k < tick; k++)
+			pt__session_took_bit(ss, k, 0);   /* ticks it was not told of */
+	}
+	pt__session_took_bit(ss, tick, take);
+	ss->took_at = tick;
+	ss->take = take;
+}
+
+/* Whether a sample of tick (0: the current one; PT_TICK_DRAW: a draw) is
+ * ss's. A tick's samples go to the sessions that took it, whenever its
+ * stops come: on a loaded machine a thread interrupted at one tick may stop
+ * after the next, which a session may not take (its own rate, or a tick
+ * that came early after an overrun), and the sample was lost with the CPU
+ * it carried (a ptrace profile of eight busy threads beside two busy
+ * processes held 0.88-0.93 of their CPU). A stop later than PT_TOOK_TICKS
+ * ticks (a thread throttled by its CPU quota): the session's if it was
+ * there then and takes the current tick, as before. A draw: every session
+ * that has begun its ticks. */
 static inline int pt__session_took(const struct pt_session *ss, uint64_t tick)
 {
-	uint64_t d;
-
 	if (!tick)
 		return ss->take;
-	if (tick > ss->took_at || (d = ss->took_at - tick) >= 64)
+	if (tick == PT_TICK_DRAW)
+		return ss->first_tick != 0;
+	if (!ss->first_tick || tick > ss->took_at || tick < ss->first_tick)
 		return 0;
-	return (int)((ss->took_mask >> d) & 1);
+	if (ss->took_at - tick >= PT_TOOK_TICKS)
+		return ss->take;
+	return (int)((ss->took[tick / 64 % (PT_TOOK_TICKS / 64)] >> (tick % 64)) & 1);
 }
 
 #define PT_KIND_F_ATTACH 0x1u   /* needs the target traced (seized) */

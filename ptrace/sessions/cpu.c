@@ -256,11 +256,14 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 	/* The CPU a thread used since it was last looked at covers one tick
 	 * period, or the session's if that is longer. */
-	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * ss->scale) };
+	/* A draw comes to every CPU session: its weight is its thread's CPU,
+	 * not one of this session's ticks'. */
+	double scale = smp->tick == PT_TICK_DRAW ? 1.0 : ss->scale;
+	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * scale) };
 	int id;
 
 	cs->thread_samples++;
-	cs->scaled |= ss->scale > 1.0;
+	cs->scaled |= scale > 1.0;
 	if ((id = pt_stacks_add(cs->stacks, smp, v)) < 0) {
 		cs->dropped_ns += (uint64_t)v[1];
 		if (smp->tid > 0)

@@ -86,7 +86,7 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 	F.snap = snap;
 	for (int i = 0; i < F.ndeferred; i++) {
 		F.deferred[i]->flags &= ~PT_TH_INTERRUPTING;
-		ops->sample(ops->arg, F.deferred[i], &F.deferred_smp[i]);
+		F.deferred_ops[i].sample(F.deferred_ops[i].arg, F.deferred[i], &F.deferred_smp[i]);
 	}
 	F.ndeferred = 0;
 	for (int i = 0; i < nsel; i++) {
@@ -122,6 +122,7 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 		if (F.defer && F.ndeferred < 64) {
 			sel[i]->flags |= PT_TH_INTERRUPTING;   /* its stop still to come */
 			F.deferred[F.ndeferred] = sel[i];
+			F.deferred_ops[F.ndeferred] = *ops;
 			F.deferred_smp[F.ndeferred++] = smp;
 			continue;
 		}

@@ -41,6 +41,7 @@ struct fake {
 	int defer, ndeferred;
 	struct pt_thread *deferred[64];
 	struct pt_sample deferred_smp[64];
+	struct pt_stop_ops deferred_ops[64];   /* the ops of their own tick, as t->late keeps */
 	/* what fake_on_sample and fake_on_state got */
 	pid_t sampled[64];
 	uint64_t weight[64];

@@ -439,12 +439,23 @@ TEST(session_gets_its_ticks_samples_after_a_tick_it_skipped)
 	ASSERT(!pt__session_took(&a, 0));    /* untagged: the current tick's flag */
 	pt__session_tick(&a, 7, 1);
 	ASSERT(pt__session_took(&a, 0) && pt__session_took(&a, 7) && pt__session_took(&a, 5));
-	/* A session that starts later gets none of the ticks before it. */
+	/* A session that starts later gets none of the ticks before it; a
+	 * draw (no tick's) goes to every session that has begun its ticks. */
+	ASSERT(!pt__session_took(&late, PT_TICK_DRAW));
 	pt__session_tick(&late, 7, 1);
 	ASSERT(pt__session_took(&late, 7) && !pt__session_took(&late, 5));
-	/* 64 ticks on, a tick's stop is no session's (its window long over). */
-	pt__session_tick(&a, 7 + 64, 1);
-	ASSERT(!pt__session_took(&a, 7) && pt__session_took(&a, 7 + 64));
-	pt__session_tick(&a, 7 + 64 + 200, 0);
-	ASSERT(!pt__session_took(&a, 7 + 64));
+	ASSERT(pt__session_took(&late, PT_TICK_DRAW) && pt__session_took(&a, PT_TICK_DRAW));
+	/* Ticks it was not told of (its target not ticked) are not its. */
+	pt__session_tick(&a, 20, 1);
+	ASSERT(!pt__session_took(&a, 12) && pt__session_took(&a, 7) && pt__session_took(&a, 20));
+	/* A stop 1000 ticks late (a thread throttled by its CPU quota) is
+	 * still its tick's; past PT_TOOK_TICKS, the current tick's flag says. */
+	for (uint64_t k = 21; k <= 1020; k++)
+		pt__session_tick(&a, k, k % 2 == 0);
+	ASSERT(pt__session_took(&a, 20) && !pt__session_took(&a, 21) && pt__session_took(&a, 1020));
+	pt__session_tick(&a, 20 + PT_TOOK_TICKS, 1);
+	ASSERT(pt__session_took(&a, 20) && pt__session_took(&a, 7));
+	pt__session_tick(&a, 20 + PT_TOOK_TICKS + 1, 0);
+	ASSERT(!pt__session_took(&a, 20) && !pt__session_took(&a, 21 + PT_TOOK_TICKS - 2 - 1000));
+	ASSERT(!pt__session_took(&a, 2));   /* before its first tick */
 }

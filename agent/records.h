@@ -59,18 +59,18 @@ void ppa_records_alloc(void *p, size_t size, const uint64_t *f, uint32_t n);
 #define PPA_FILTER_BITS 16
 extern uint8_t ppa__filter[1u << PPA_FILTER_BITS] __attribute__((visibility("hidden")));
 
-/* The filter's byte of block p: its address in 16-byte units (glibc's
- * blocks are 16-byte aligned) folded with its bits from 64 KiB up, so that
- * page- and MiB-aligned blocks (buffer pools, glibc's own mmapped chunks)
- * spread over the filter as others do. A byte shared with a live sampled
- * block lets a free through to a lookup that finds nothing: some 50-100 ns,
- * never a wrong count. Shifts, a xor and a mask, cheaper on free's fast
- * path than a multiplying hash (see hooks.c's countdown). */
+/* The filter's byte of block p: the top 16 bits of the low 32 of its
+ * address times 0x09e3779b, which is 2^28 over the golden ratio: glibc's
+ * blocks are 16-byte aligned, so that is Fibonacci hashing of the block's
+ * 16-byte unit, and packed blocks, page- and MiB-aligned ones (buffer
+ * pools, glibc's own mmapped chunks) all spread over the filter. A byte
+ * shared with a live sampled block lets a free through to a lookup that
+ * finds nothing: some 50-100 ns, never a wrong count. One 32-bit multiply
+ * by an immediate and a shift: a 64-bit multiplying hash, or shifts and a
+ * xor, cost free's fast path 0.2-0.3 ns a pair more (docs/BENCHMARKS.md). */
 static inline size_t ppa__filter_at(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
-
-	return (size_t)(((a >> 4) ^ (a >> 16)) & ((1u << PPA_FILTER_BITS) - 1));
+	return (size_t)(((uint32_t)(uintptr_t)p * 0x09e3779bu) >> (32 - PPA_FILTER_BITS));
 }
 
 /* 1 when p may be a sampled block (then call ppa_records_free), 0 when it

@@ -342,8 +342,9 @@ def stacks_stay_whole_when_their_depth_changes():
     """podprof copies as much stack at each stop as the thread's last unwind
     needed, with room to spare. A thread that goes 97 frames (25 KiB) deeper
     after 400 ms of shallow work may lose only the first deep sample of
-    each spell to a short copy (counted in /metrics); the rest of its deep
-    stacks reach the thread's root. Under perf_event the kernel's copy is
+    each spell to a short copy (counted in /metrics: every deep sample not
+    whole must be one of them); the rest of its deep stacks reach the
+    thread's root. Under perf_event the kernel's copy is
     of the size the thread's event was opened with: what lies past it is
     read from the thread's memory (the samples stay whole), and the event
     is opened again larger at the tick after two samples in a row needed
@@ -355,21 +356,31 @@ def stacks_stay_whole_when_their_depth_changes():
         path = save(get_profile(pp, "seconds=4&hz=200"), "deep-%s.pb.gz" % backend)
         short = metrics(pp)["podprof_stack_copies_short_total"]
         pp.stop(), f.stop()
-        deep = whole = 0.0
-        for v, fr in traces(path):
+        deep = whole = ndeep = nwhole = 0.0
+        for (v, fr), (n, _) in zip(traces(path), traces(path, "samples")):
             if "deep_leaf" not in fr:
                 continue
             deep += v
+            ndeep += n
             if fr.count("deep_rec") == 97 and fr[-len(THREAD_TAIL) - 1:] == ["deep_worker"] + THREAD_TAIL:
                 whole += v
+                nwhole += n
         spells = 8   # 4 s of 600 ms spells, each counted where it starts: at most 8
-        print("  info: %s: %.0f%% of deep samples whole, %d short copies" % (
-            backend, 100 * whole / max(deep, 1), short))
+        print("  info: %s: %.0f%% of deep samples whole, %d short copies; by count %d of %d whole" % (
+            backend, 100 * whole / max(deep, 1), short, nwhole, ndeep))
         check(deep > 0, "%s: no sample in deep_leaf:\n%s" % (backend, pprof("-traces", path)[:3000]))
-        check(whole >= 0.85 * deep, "%s: only %.0f%% of the deep stacks are whole:\n%s" % (
-            backend, 100 * whole / deep, pprof("-traces", path)[:6000]))
+        # Every deep sample that is not whole is a short copy, counted.
+        check(ndeep - nwhole <= short, "%s: %d of %d deep samples cut, %d short copies:\n%s" % (
+            backend, ndeep - nwhole, ndeep, short, pprof("-traces", path)[:6000]))
         check(short <= per_spell * spells, "%s: %d short copies for at most %d deep spells" % (
             backend, short, spells))
+        # By CPU, the first sample of each spell is a small part only when a
+        # spell has many samples: not when busy neighbours leave the thread
+        # a third of a core (30-70 deep samples in all, 82-92 % whole by
+        # CPU, every cut one a counted short copy).
+        if ndeep >= 25 * spells:
+            check(whole >= 0.85 * deep, "%s: only %.0f%% of the deep stacks are whole:\n%s" % (
+                backend, 100 * whole / deep, pprof("-traces", path)[:6000]))
 
 
 def task_cpu_ns(pid):

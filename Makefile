@@ -171,10 +171,17 @@ $(BUILD)/fixtures/%: tests/fixtures/%.c
 
 # The agent's fast stack walk beside GCC's unwinder, linked with the
 # agent's objects (the walk itself, its object lookup, the renamed libgcc).
-$(BUILD)/fixtures/unwindcheck: tests/fixtures/unwindcheck.c $(BUILD)/agent/unwind.o $(BUILD)/agent/findobj.o $(BUILD)/agent/libgcc_eh.a
+# Beside it, one function built twice with frames of two sizes (the code
+# around its call the same), each a shared object it loads in turn.
+$(BUILD)/fixtures/unwindcheck: tests/fixtures/unwindcheck.c $(BUILD)/agent/unwind.o $(BUILD)/agent/findobj.o \
+	$(BUILD)/agent/libgcc_eh.a | $(BUILD)/fixtures/unwindframe-256.so $(BUILD)/fixtures/unwindframe-1024.so
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -pthread -Wall -Werror -D_GNU_SOURCE -I. -o $@ $< \
 		$(BUILD)/agent/unwind.o $(BUILD)/agent/findobj.o -static-libgcc $(BUILD)/agent/libgcc_eh.a -ldl
+
+$(BUILD)/fixtures/unwindframe-%.so: tests/fixtures/unwindframe/frame.c
+	@echo "  CC      $@"
+	$(Q)mkdir -p $(dir $@) && $(CC) -O2 -g -fomit-frame-pointer -fPIC -shared -Wall -Werror -DPAD=$* -o $@ $<
 
 # The same fixture with its names only in .gnu_debugdata (MiniDebugInfo).
 $(BUILD)/fixtures/busy-minidebug: $(BUILD)/fixtures/busy tests/fixtures/minidebug.sh

@@ -65,16 +65,43 @@ extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 typedef int find_fn(void *, struct dl_find_object *);
 
 static find_fn *real;   /* atomic: set once, by the constructor */
+static ppa_dlclose_fn *next_dlclose;   /* atomic: set once, by the constructor or a dlclose */
 static struct {
 	int closed;             /* atomic: a fork is being prepared */
 	int inside;             /* atomic: threads in dl_iterate_phdr here */
 } G;
+
+/* glibc's dlclose, the one after the agent's own (RTLD_NEXT), at its
+ * oldest version (libc.so.6 has it since 2.34, libdl.so.2 before). */
+static void find_dlclose(void)
+{
+	void *f;
+
+	if (!dlvsym)
+		return;
+	if ((f = dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.2.5")))
+		__atomic_store_n(&next_dlclose, (ppa_dlclose_fn *)f, __ATOMIC_RELEASE);
+	else if (dlerror)
+		(void)dlerror();
+}
+
+ppa_dlclose_fn *ppa_next_dlclose(void)
+{
+	ppa_dlclose_fn *f = __atomic_load_n(&next_dlclose, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		find_dlclose();   /* a dlclose called before the constructor ran */
+		f = __atomic_load_n(&next_dlclose, __ATOMIC_ACQUIRE);
+	}
+	return f;
+}
 
 void ppa_find_object_init(void)
 {
 	const char *no = getenv(PPA_NO_DLFO_ENV);
 	void *f;
 
+	find_dlclose();
 	if (!dlvsym || (no && *no == '1'))
 		return;
 	if (!(f = dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"))) {

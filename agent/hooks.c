@@ -1,5 +1,6 @@
 /* libpodprof-alloc.so: the allocation agent, loaded into an application
- * with LD_PRELOAD. It takes the place of the malloc family, passes every
+ * with LD_PRELOAD. It takes the place of the malloc family (and of
+ * dlclose, only to hear of unloads: agent/unwind.h), passes every
  * call to glibc's own allocator (its __libc_* entry points: no dlsym, so it
  * works from the first allocation the loader makes, before any
  * constructor), and samples like Go's runtime.MemProfileRate: each thread
@@ -27,6 +28,7 @@
 #include "agent/area.h"
 #include "agent/findobj.h"
 #include "agent/records.h"
+#include "agent/unwind.h"
 #include "agent/weight.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -321,4 +323,16 @@ EXPORT void *pvalloc(size_t n)
 	if (p)
 		note(p, n);
 	return p;
+}
+
+/* dlclose, passed to glibc's: the fast walk's cached rules read before it
+ * are not used after it (agent/unwind.h), since another object may be
+ * loaded where this one was. Without glibc's (none found: a glibc before
+ * 2.34 and no libdl.so.2 loaded) the call fails, as the loader's own
+ * would with no handle to close. */
+EXPORT int dlclose(void *handle)
+{
+	ppa_dlclose_fn *real = ppa_next_dlclose();
+
+	return real ? ppa_unwind_dlclose(handle, real) : -1;
 }

@@ -12,11 +12,17 @@
  * address's hash), each under a sequence count: a writer makes it odd,
  * writes, makes it even again; a reader that saw it change, or odd, takes
  * it for a miss. No thread ever waits: a writer that finds a slot being
- * written leaves it. Each slot also keeps the eight bytes of code that
- * hold the call's last byte, compared at each hit: an object unloaded and
- * another loaded at the same address leaves the old rules in the table,
- * and the code there tells them apart (the read is safe: a return address
- * met on a walk whose rules were right is code that will run again).
+ * written leaves it. An object unloaded and another loaded at the same
+ * address would leave the old rules in the table: each slot keeps the
+ * count of dlcloses begun and ended when its rule was read (the agent's
+ * dlclose, hooks.c, counts one before and one after glibc's), and a rule
+ * read before the last dlclose began or ended is a miss. The same code
+ * at the call (two builds of one function with frames of other sizes)
+ * cannot fool that. Each slot also keeps the eight bytes of code that
+ * hold the call's last byte, compared at each hit: code replaced with no
+ * dlclose the agent saw (glibc's own unloading of its modules) is told
+ * apart by them (the read is safe: a return address met on a walk whose
+ * rules were right is code that will run again).
  *
  * A miss reads the rule from the object's .eh_frame: GCC's unwinder's
  * _Unwind_Find_FDE (linked into the agent, finding objects through
@@ -62,14 +68,21 @@ struct rule {
 _Static_assert(sizeof(struct rule) == 8, "a rule is one word");
 
 struct slot {
-	uint64_t seq;                   /* odd: being written */
+	uint32_t seq;                   /* odd: being written */
+	uint32_t unloads;               /* `unloads` when its rule was read */
 	uint64_t key;                   /* the return address; 0: empty */
 	uint64_t code;                  /* the aligned word holding the call's last byte */
 	uint64_t rule;
 };
 
+_Static_assert(sizeof(struct slot) == 32, "two slots a cache line");
+
 static struct slot cache[SLOTS] __attribute__((aligned(64)));
 static struct ppa_unwind_stats stats;
+/* dlcloses begun and ended (two each): a rule read at another count may
+ * be an unloaded object's. 32 bits: a slot left untouched through 2^31
+ * dlcloses could be taken for current again. */
+static uint32_t unloads;
 
 static uint64_t rule_word(struct rule r)
 {
@@ -101,17 +114,23 @@ static uint64_t code_at(uint64_t ra)
 static int cache_get(uint64_t ra, struct rule *r)
 {
 	struct slot *s = slot_of(ra);
-	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+	uint32_t now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
+	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE), u;
 	uint64_t key, code, w;
 
 	if (q & 1)
 		return 0;
+	u = __atomic_load_n(&s->unloads, __ATOMIC_RELAXED);
 	key = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
 	code = __atomic_load_n(&s->code, __ATOMIC_RELAXED);
 	w = __atomic_load_n(&s->rule, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != q || key != ra)
 		return 0;
+	if (u != now) {
+		__atomic_fetch_add(&stats.unloaded, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	if (code != code_at(ra)) {
 		__atomic_fetch_add(&stats.stale, 1, __ATOMIC_RELAXED);
 		return 0;
@@ -120,15 +139,17 @@ static int cache_get(uint64_t ra, struct rule *r)
 	return 1;
 }
 
-static void cache_put(uint64_t ra, struct rule r)
+/* at: `unloads` before the rule was read. */
+static void cache_put(uint64_t ra, struct rule r, uint32_t at)
 {
 	struct slot *s = slot_of(ra);
-	uint64_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 
 	if ((q & 1) || !__atomic_compare_exchange_n(&s->seq, &q, q + 1, 0, __ATOMIC_ACQUIRE,
 						    __ATOMIC_RELAXED))
 		return;   /* another writer has it: this rule waits for the next miss */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->unloads, at, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->key, ra, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->code, code_at(ra), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->rule, rule_word(r), __ATOMIC_RELAXED);
@@ -531,10 +552,12 @@ static int rule_read(uint64_t ra, struct rule *r)
 
 static int rule_of(uint64_t ra, struct rule *r)
 {
+	uint32_t at;
 	int k;
 
 	if (cache_get(ra, r))
 		return r->kind;
+	at = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
 	k = rule_read(ra, r);
 	if (k == K_EMPTY)
 		return K_END;
@@ -543,8 +566,20 @@ static int rule_of(uint64_t ra, struct rule *r)
 		memset(r, 0, sizeof(*r));
 		r->kind = K_COMPLEX;
 	}
-	cache_put(ra, *r);
+	cache_put(ra, *r, at);
 	return k;
+}
+
+int ppa_unwind_dlclose(void *handle, int (*real)(void *))
+{
+	int rc;
+
+	/* Before: the object's rules stop being hits while it goes. After: a
+	 * rule read meanwhile (the loader's list changing) is not kept. */
+	__atomic_fetch_add(&unloads, 1, __ATOMIC_SEQ_CST);
+	rc = real(handle);
+	__atomic_fetch_add(&unloads, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 /* Built with frame pointers (the agent's flags): this function's caller
@@ -582,7 +617,7 @@ void ppa_unwind_fork_child(void)
 	/* A slot another thread was writing at the fork stays odd for good in
 	 * the child: it is only a miss, but a miss every time. */
 	for (unsigned i = 0; i < SLOTS; i++) {
-		uint64_t q = __atomic_load_n(&cache[i].seq, __ATOMIC_RELAXED);
+		uint32_t q = __atomic_load_n(&cache[i].seq, __ATOMIC_RELAXED);
 
 		if (q & 1) {
 			__atomic_store_n(&cache[i].key, 0, __ATOMIC_RELAXED);
@@ -596,6 +631,7 @@ void ppa_unwind_stats(struct ppa_unwind_stats *out)
 	out->misses = __atomic_load_n(&stats.misses, __ATOMIC_RELAXED);
 	out->complex = __atomic_load_n(&stats.complex, __ATOMIC_RELAXED);
 	out->stale = __atomic_load_n(&stats.stale, __ATOMIC_RELAXED);
+	out->unloaded = __atomic_load_n(&stats.unloaded, __ATOMIC_RELAXED);
 }
 
 #else
@@ -607,6 +643,11 @@ int ppa_unwind(uint64_t *f, uint32_t max, uint64_t skip_lo, uint64_t skip_hi)
 	(void)skip_lo;
 	(void)skip_hi;
 	return -1;   /* GCC's unwinder walks every stack */
+}
+
+int ppa_unwind_dlclose(void *handle, int (*real)(void *))
+{
+	return real(handle);
 }
 
 void ppa_unwind_fork_child(void)

@@ -25,11 +25,18 @@ int ppa_unwind(uint64_t *f, uint32_t max, uint64_t skip_lo, uint64_t skip_hi);
  * the parent are emptied. */
 void ppa_unwind_fork_child(void);
 
+/* dlclose(handle) through real (glibc's), the cache's rules read before
+ * it began or while it ran taken for misses from then on: the object's
+ * code may be unmapped and another object's mapped at the same address
+ * (hooks.c's exported dlclose calls it). Returns what real returned. */
+int ppa_unwind_dlclose(void *handle, int (*real)(void *));
+
 /* Figures for the tests: rules read from .eh_frame (misses), of them not
- * simple ones, and cached rules found stale (the code at their address
- * changed: an object unloaded and another loaded there). Process-wide. */
+ * simple ones, cached rules refused as read before a dlclose (unloaded),
+ * and cached rules refused as the code at their address changed with no
+ * dlclose seen (stale). Process-wide. */
 struct ppa_unwind_stats {
-	uint64_t misses, complex, stale;
+	uint64_t misses, complex, stale, unloaded;
 };
 void ppa_unwind_stats(struct ppa_unwind_stats *out);
 

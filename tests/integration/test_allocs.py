@@ -6,6 +6,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 
 from lib import (BUILD, PROCS, Podprof, check, get_profile, http, pprof, save, test)
 from test_views import NamedInBackground, total
@@ -322,8 +323,13 @@ def agent_fast_walk_agrees_with_gccs_unwinder():
     addresses as GCC's unwinder, frame for frame, on stacks of frameless
     code, alloca and large frames, libc's callbacks and threads, from
     .eh_frame and again from the cache; a signal frame makes the walk give
-    up (GCC's unwinder then walks), never guess. Run both ways of finding
-    objects (_dl_find_object, and the older glibc's dl_iterate_phdr)."""
+    up (GCC's unwinder then walks), never guess; after a dlclose, another
+    build of the same function loaded at the same address (the code at its
+    call the same, its frame larger) is walked by its own rule, not the
+    one kept from the first. Run both ways of finding objects
+    (_dl_find_object, and the older glibc's dl_iterate_phdr). Then the
+    agent's own dlclose, which tells the walk of unloads, in a program it
+    is preloaded into: the object is unloaded, as glibc's dlclose does."""
     for env in ({}, NO_DLFO):
         r = subprocess.run([UNWINDCHECK], capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, **env))
@@ -331,6 +337,16 @@ def agent_fast_walk_agrees_with_gccs_unwinder():
         print("  info: unwindcheck%s: %s" % (" (dl_iterate_phdr)" if env else "", last))
         check(r.returncode == 0 and last.startswith("ok:"), "unwindcheck exit %d:\n%s%s" % (
             r.returncode, r.stdout[-3000:], r.stderr[-1000:]))
+    lib_so = os.path.join(BUILD, "fixtures", "unwindframe-256.so")
+    prog = ("import ctypes, _ctypes\n"
+            "def mapped(): return %r in open('/proc/self/maps').read()\n"
+            "h = ctypes.CDLL(%r)._handle\n"
+            "print(mapped(), _ctypes.dlclose(h), mapped())\n" % (lib_so, lib_so))
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, LD_PRELOAD=AGENT))
+    print("  info: under the agent, mapped, dlclose's answer, mapped: %s" % r.stdout.strip())
+    check(r.returncode == 0 and r.stdout.split() == ["True", "None", "False"],
+          "dlclose under the agent: exit %d, %r %r" % (r.returncode, r.stdout, r.stderr[-500:]))
 
 
 @test

@@ -35,7 +35,9 @@ podprof's and perf's, each function's share against the fixture's own
 clocks, and the fixture's throughput and thread start latency alone and
 profiled; a Go program's goroutines (bench_go.py: a dump of 10,000
 goroutines by podprof and by the program itself, the hot goroutine's
-progress under each, pprof labels on CPU samples).
+progress under each, pprof labels on CPU samples); the signal-loss soak
+(bench_soak.py: podprof SIGKILLed mid-profile, a signal in flight each
+time, under each backend: kills, signals sent and delivered).
 """
 import argparse
 import os
@@ -57,8 +59,9 @@ ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--continuous-seconds", type=int, default=600, help="continuous: length of the run")
 ap.add_argument("--seconds", type=int, default=4)
 ap.add_argument("--only", default="", help="comma list of sections: cpu,snapshot,memory,http,views,heap,continuous,"
-                "python,jvm,tpr,pytpr,allocs,processes,flame,go (or one of allocs' parts: allocs-micro,allocs-server,"
+                "python,jvm,tpr,pytpr,allocs,processes,flame,go,soak (or one of allocs' parts: allocs-micro,allocs-server,"
                 "allocs-accuracy,allocs-memory)")
+ap.add_argument("--soak-kills", type=int, default=100, help="soak: podprof SIGKILLs a backend (make soak: 1000)")
 ap.add_argument("--tpr-rates", default="500,1000,2000", help="tpr: threads started a second, one row each")
 ap.add_argument("--tpr-us", type=int, default=300, help="tpr: CPU each short thread burns, in us")
 ap.add_argument("--configs", default="", help="cpu: only the configurations whose label contains one of "
@@ -840,7 +843,7 @@ def tpr_podprof(rate, seconds, hz, binary=None, extra=()):
     if c.wait() != 0:
         raise SystemExit("tpr: the profile request failed")
     f.stop()
-    stop_podprof(pp)
+    log = stop_podprof(pp)
     run_it.TMP = TMP
     tr = run_it.traces(out)
     w = tpr_account(tpr_window(m0, m1, seconds), sum(v for v, _ in tr),
@@ -852,6 +855,10 @@ def tpr_podprof(rate, seconds, hz, binary=None, extra=()):
     w["sampled"] = 100.0 * sum(v for v, fr in tr if not any(m in fr for m in marks)) / total
     w["short_sampled"] = 100.0 * sum(v for v, fr in tr if "short_work" in fr and
                                      not any(m in fr for m in marks)) / short
+    # the pause a stop cost its thread, as podprof logs it (perf_event's
+    # samples stop nobody: its figure is that of any stop it still made)
+    pm = re.search(r"pause_us p50=([\d.]+) p99=([\d.]+)", log)
+    w["pause50"], w["pause99"] = (float(pm.group(1)), float(pm.group(2))) if pm else (float("nan"),) * 2
     return w
 
 
@@ -947,13 +954,15 @@ def section_tpr():
           "each sample weighing the CPU since the one before.\n")
     print("| threads/s | sampled % perf_event | ptrace | short_work sampled % perf_event | ptrace "
           "| podprof ptrace total / CPU | short_work % ptrace (truth) | done/s ptrace "
-          "| start latency us p50/p99 ptrace |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| start latency us p50/p99 ptrace | pause a sample us p50/p99 perf_event | ptrace |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for rate, r in rows:
         pp, pt = r["podprof"], r["podprof ptrace"]
-        print("| %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f (%.1f) | %.0f | %.0f / %.0f |" % (
-            rate, pp["sampled"], pt["sampled"], pp["short_sampled"], pt["short_sampled"], pt["ratio"],
-            pt["short"], pt["truth_short"], pt["done_s"], pt["lat50"], pt["lat99"]))
+        print("| %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f (%.1f) | %.0f | %.0f / %.0f | %.0f / %.0f "
+              "| %.0f / %.0f |" % (
+                  rate, pp["sampled"], pt["sampled"], pp["short_sampled"], pt["short_sampled"], pt["ratio"],
+                  pt["short"], pt["truth_short"], pt["done_s"], pt["lat50"], pt["lat99"], pp["pause50"],
+                  pp["pause99"], pt["pause50"], pt["pause99"]))
     print()
     print("Throughput: short threads done a second. Start latency: from pthread_create to the thread's first "
           "instruction (the fixture's clock), which holds a traced thread's stop at its birth and its "
@@ -1077,7 +1086,7 @@ def section_pytpr():
 def main():
     only = set(args.only.split(",")) if args.only else {"cpu", "snapshot", "memory", "http", "views", "heap",
                                                         "continuous", "python", "jvm", "tpr", "pytpr", "allocs",
-                                                        "processes", "flame", "go"}
+                                                        "processes", "flame", "go", "soak"}
     print("podprof bench (%s)\n" % subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%h %s"],
                                                  capture_output=True, text=True).stdout.strip())
     if "snapshot" in only:
@@ -1121,6 +1130,10 @@ def main():
         import bench_go
         bench_go.run(types.SimpleNamespace(build=BUILD, root=ROOT, tmp=TMP, reps=args.reps,
                                            start_podprof=start_podprof, stop_podprof=stop_podprof))
+    if "soak" in only:
+        import types
+        import bench_soak
+        bench_soak.run(types.SimpleNamespace(build=BUILD, root=ROOT, kills=args.soak_kills))
     parts = [p for p in bench_allocs.PARTS if "allocs" in only or "allocs-" + p in only]
     if parts:
         bench_allocs.run(bench_allocs.Bench(BUILD, ROOT, TMP, args.reps, args.seconds, start_podprof, stop_podprof),

@@ -44,7 +44,7 @@ import time
 
 PARTS = ("micro", "server", "accuracy", "memory")
 MICRO_GOAL = 1.15      # issue 38: the agent at most 1.15x on a malloc-bound program
-SERVER_GOAL = 2.0      # at most 2 % lower throughput
+SERVER_GOAL = 2.0      # the agent: at most 2 % of the worker's CPU (issue 38)
 INUSE_GOAL = 25.0      # inuse_space per function within 25 %
 ALLOC_GOAL = 10.0      # alloc_space within 10 %
 
@@ -393,19 +393,22 @@ def part_server(b):
           "served, which the machine's other load disturbs less than requests/s; *agent's share* is the "
           "part of the worker's CPU samples (perf record -F 4999, one more run with the agent) in the agent's "
           "code and what it calls for a sample (ld.so's _dl_find_object, libm's log): what the agent costs "
-          "a CPU-bound worker, whatever its neighbours do. Goal: at most %.0f %% lower throughput.\n" % SERVER_GOAL)
-    print("| endpoint | requests/s without | with the agent | change % (min..max) | goal | worker CPU us/request "
-          "without | with | added us/request (%) | agent's share of the worker's CPU % (of it, the unwinder) |")
+          "a CPU-bound worker, whatever its neighbours do. Goal: the agent's share at most %.0f %% of the worker's "
+          "CPU (judged on the share: requests/s on a shared machine moves by more than that between runs).\n"
+          % SERVER_GOAL)
+    print("| endpoint | requests/s without | with the agent | change % (min..max) | worker CPU us/request "
+          "without | with | added us/request (%) | agent's share of the worker's CPU % (of it, the unwinder) | "
+          "goal |")
     print("|---|---|---|---|---|---|---|---|---|")
     for path, label in NGINX_PATHS:
         w, a = res[(path, False)], res[(path, True)]
         per = [100 * (y[0] / x[0] - 1) for x, y in zip(w, a)]
         cw, ca = med([x[1] for x in w]), med([x[1] for x in a])
         sh = share[path]
-        print("| %s (%s) | %.0f | %.0f | %+.1f (%s) | %s | %.1f | %.1f | %+.2f (%+.1f %%) | %s |" % (
+        print("| %s (%s) | %.0f | %.0f | %+.1f (%s) | %.1f | %.1f | %+.2f (%+.1f %%) | %s | %s |" % (
             path, label, med([x[0] for x in w]), med([x[0] for x in a]), med(per), span(per, "%+.1f"),
-            "met" if med(per) >= -SERVER_GOAL else "**missed**", cw, ca, ca - cw, 100 * (ca / cw - 1),
-            "%.2f (%.2f)" % sh if sh else "no perf"))
+            cw, ca, ca - cw, 100 * (ca / cw - 1), "%.2f (%.2f)" % sh if sh else "no perf",
+            ("met" if sh[0] <= SERVER_GOAL else "**missed**") if sh else "not judged (no perf)"))
     print()
     nginx_profile(b)
 

@@ -9,7 +9,12 @@ RSS (VmHWM, from start to the second profile's end; the goal: 32 MB), the
 time to attach every process (the log's "attached ...
 in X ms" lines, summed), the request's length beyond its 3 s, the
 profile's size, and the share of the tree's CPU the profile holds.
-Medians over the repetitions. Called by bench.py (--only processes)."""
+Medians over the repetitions. Called by bench.py (--only processes).
+
+tree=1 rather than the issue's pid=all: the bench runs in the machine's own
+PID namespace, where pid=all would take every process of the machine.
+Both are one group of sessions (ptrace/sampler/group.c) over the processes
+listed (sidecar/server/params.c); only the list differs."""
 import os
 import re
 import select

@@ -41,7 +41,8 @@ static const struct cfg_def cfg_table[] = {
 	     "take the selected process and its descendants, in one profile labelled by pid and process; "
 	     "with --comm or --exe matching several, their common root's tree (tree=0|1 per request)"),
 	INT("max-processes", "MAX_PROCESSES", 1, 256, 128, max_processes,
-	    "processes one profile takes (pid=all, a tree); past them, left out and said in the profile"),
+	    "processes one profile takes (pid=all, a tree), its root or first one counted; past them, "
+	    "left out and said in the profile"),
 	STR("listen", "LISTEN", "127.0.0.1:8008", listen, "HOST:PORT to serve pprof on (':8008' for all addresses)"),
 	STR("log-format", "LOG_FORMAT", "text", log_format, "text or json (one JSON object per line)"),
 	STR("log-level", "LOG_LEVEL", "info", log_level, "debug, info, warn or error"),

@@ -150,6 +150,36 @@ def tree_profile_of_a_prefork_server():
 
 
 @test
+def max_processes_counts_the_root_and_leaves_the_rest_out_saying_so():
+    """--max-processes 2 on a master with three workers: the profile holds
+    the master and the first worker found (the root counts), its comment
+    says how many were left out and by which limit, the log warns; the
+    limit takes at most 256, and 257 is refused naming the range."""
+    f = Prefork(workers=3)
+    tree = f.tree()
+    check(len(tree) == 4, "prefork's tree: %s" % tree)
+    pp = Podprof("--pid", str(f.pid), "--max-processes", "2")
+    path = save(get_profile(pp, "seconds=1&tree=1"), "capped.pb.gz")
+    pids = set(int(p) for p in tags_of(path, "pid"))
+    raw = pprof("-raw", path)
+    print("  info: pids %s of the tree %s" % (sorted(pids), tree))
+    check(len(pids - {f.pid}) == 1 and pids <= set(tree), "pids %s: the master and one worker of %s" % (pids, tree))
+    check("podprof: 2 more processes left out: --max-processes 2 reached" in raw and "root" in raw,
+          "no comment saying what was left out:\n%s" % raw[:2000])
+    pp.wait_log(r"2 processes past --max-processes 2 are left out", 5)
+    pp.stop()
+    pp = Podprof("--pid", str(f.pid), "--max-processes", "256")
+    body = get_profile(pp, "seconds=1&tree=1")
+    check("left out" not in pprof("-raw", save(body, "uncapped.pb.gz")), "256 left some of 4 processes out")
+    pp.stop()
+    r = subprocess.run([lib.PODPROF, "--pid", str(f.pid), "--max-processes", "257", "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=20)
+    check(r.returncode != 0 and "max-processes" in r.stderr and "256" in r.stderr,
+          "--max-processes 257: exit %d, %r" % (r.returncode, r.stderr[-500:]))
+    f.stop()
+
+
+@test
 def tree_option_takes_the_master_of_several_matches():
     """--comm prefork matches the master and its workers: alone that is the
     clear refusal naming them; with --tree podprof takes the master (the one

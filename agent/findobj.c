@@ -16,9 +16,10 @@
  * Locks. dlvsym takes the loader's dl_load_lock, which a thread in dlopen
  * holds while it runs the new objects' constructors (application code,
  * which may wait for a lock held by a thread now in malloc): a lookup from
- * inside malloc could then deadlock. So it runs once, from the agent's
- * constructor, at start-up (hooks.c), and malloc never waits for it: until
- * it has stored its answer, readers take the dl_iterate_phdr way.
+ * inside malloc could then deadlock. So it runs from the agent's
+ * constructor, at start-up (hooks.c), or from a dlclose (which takes that
+ * lock next anyway), and malloc never waits for it: until _dl_find_object
+ * is stored, readers take the dl_iterate_phdr way.
  * dl_iterate_phdr takes only dl_load_write_lock, not dl_load_lock: a
  * recursive lock the loader holds just to link or unlink an object,
  * calling nothing but free meanwhile (dlclose), where the agent never
@@ -40,10 +41,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Their oldest versions, which every glibc has: in libc.so.6 since 2.34,
- * and before in libdl.so.2, which the agent does not load itself (weak:
- * NULL when the application has not loaded it, and there is then no
- * _dl_find_object to find anyway). */
+/* Their oldest versions, which every glibc on x86-64 has: in libc.so.6
+ * since 2.34, and before in libdl.so.2, which the agent does not load
+ * itself (weak: NULL when libdl.so.2 is not among the objects loaded at
+ * start; there is then no _dl_find_object to find anyway, and no glibc
+ * dlclose for the agent's own to call: ppa_next_dlclose). */
 __asm__(".symver dlvsym,dlvsym@GLIBC_2.2.5");
 __asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
 extern __typeof(dlvsym) dlvsym __attribute__((weak));
@@ -184,6 +186,27 @@ int ppa_dl_find_object(void *pc, struct dl_find_object *out)
 		found = dl_iterate_phdr(visit, &q);
 	__atomic_fetch_sub(&G.inside, 1, __ATOMIC_RELEASE);
 	return found ? 0 : -1;   /* closed: the stack ends at the agent's frames */
+}
+
+static int first_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *out = arg;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+		*out = info->dlpi_subs;
+	return 1;   /* every object has the same count: the first one's will do */
+}
+
+unsigned long long ppa_find_object_unloads(void)
+{
+	unsigned long long subs = PPA_UNLOADS_UNKNOWN;
+
+	/* through the fork's gate, as a lookup (ppa_dl_find_object) */
+	__atomic_fetch_add(&G.inside, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&G.closed, __ATOMIC_SEQ_CST))
+		(void)dl_iterate_phdr(first_subs, &subs);
+	__atomic_fetch_sub(&G.inside, 1, __ATOMIC_RELEASE);
+	return subs;
 }
 
 static uint64_t now_ns(void)

@@ -19,10 +19,16 @@
 void ppa_find_object_init(void);
 /* glibc's dlclose, which the agent's own (hooks.c) calls: found by
  * ppa_find_object_init (or now, under the loader's lock, if it has not
- * run); NULL when the process has no dlclose to call (a glibc before 2.34
- * without libdl.so.2 loaded). Never from inside a malloc call. */
+ * run); NULL when none was found (a glibc before 2.34 whose libdl.so.2 was
+ * not among the objects loaded at start). Never from inside a malloc call. */
 typedef int ppa_dlclose_fn(void *);
 ppa_dlclose_fn *ppa_next_dlclose(void);
+/* How many objects the loader has unloaded so far (dl_iterate_phdr's
+ * dlpi_subs), or PPA_UNLOADS_UNKNOWN (a fork being prepared, a glibc
+ * without the count). Takes the loader's list lock: never from inside a
+ * malloc call. */
+#define PPA_UNLOADS_UNKNOWN (~0ull)
+unsigned long long ppa_find_object_unloads(void);
 /* _dl_find_object's contract: 0 with *out set (dlfo_map_start/end, and
  * dlfo_eh_frame, the object's PT_GNU_EH_FRAME or NULL) when a loaded object
  * maps pc, -1 when none does (or while a fork is prepared, but for the

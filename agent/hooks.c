@@ -326,10 +326,10 @@ EXPORT void *pvalloc(size_t n)
 }
 
 /* dlclose, passed to glibc's: the fast walk's cached rules read before it
- * are not used after it (agent/unwind.h), since another object may be
- * loaded where this one was. Without glibc's (none found: a glibc before
- * 2.34 and no libdl.so.2 loaded) the call fails, as the loader's own
- * would with no handle to close. */
+ * are not used after it if it unloaded an object (agent/unwind.h), since
+ * another object may be loaded where that one was. Without glibc's (none
+ * found: a glibc before 2.34 whose libdl.so.2 was not loaded at start) the
+ * call fails, with no message for dlerror. */
 EXPORT int dlclose(void *handle)
 {
 	ppa_dlclose_fn *real = ppa_next_dlclose();

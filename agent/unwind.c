@@ -13,16 +13,19 @@
  * writes, makes it even again; a reader that saw it change, or odd, takes
  * it for a miss. No thread ever waits: a writer that finds a slot being
  * written leaves it. An object unloaded and another loaded at the same
- * address would leave the old rules in the table: each slot keeps the
- * count of dlcloses begun and ended when its rule was read (the agent's
- * dlclose, hooks.c, counts one before and one after glibc's), and a rule
- * read before the last dlclose began or ended is a miss. The same code
- * at the call (two builds of one function with frames of other sizes)
- * cannot fool that. Each slot also keeps the eight bytes of code that
- * hold the call's last byte, compared at each hit: code replaced with no
- * dlclose the agent saw (glibc's own unloading of its modules) is told
- * apart by them (the read is safe: a return address met on a walk whose
- * rules were right is code that will run again).
+ * address would leave the old rules in the table: the agent's dlclose
+ * (hooks.c, ppa_unwind_dlclose) counts the dlcloses under way, and after
+ * glibc's, if the loader's count of unloaded objects moved, one more
+ * unload. Each slot keeps the unloads counted when its rule was read;
+ * while a dlclose is under way every lookup is a miss and no rule is
+ * kept, and after it a rule read before it is a miss. The same code at
+ * the call (two builds of one function with frames of other sizes) cannot
+ * fool that. Each slot also keeps the eight bytes of code that hold the
+ * call's last byte, compared at each hit: code replaced with no dlclose
+ * the agent saw (glibc's own unloading of its modules, a dlclose reached
+ * through dlvsym at GLIBC_2.34) is told apart by them where those bytes
+ * differ (the read is safe: a return address met on a walk whose rules
+ * were right is code that will run again).
  *
  * A miss reads the rule from the object's .eh_frame: GCC's unwinder's
  * _Unwind_Find_FDE (linked into the agent, finding objects through
@@ -34,6 +37,8 @@
  * stack, as it did before this cache. No FDE ends the walk, as it ends
  * GCC's. */
 #include "agent/unwind.h"
+
+#include "agent/findobj.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -79,10 +84,15 @@ _Static_assert(sizeof(struct slot) == 32, "two slots a cache line");
 
 static struct slot cache[SLOTS] __attribute__((aligned(64)));
 static struct ppa_unwind_stats stats;
-/* dlcloses begun and ended (two each): a rule read at another count may
- * be an unloaded object's. 32 bits: a slot left untouched through 2^31
- * dlcloses could be taken for current again. */
-static uint32_t unloads;
+/* On a line of their own (every hit reads them; the stats are written). */
+static struct {
+	uint32_t unloads;       /* dlcloses that unloaded something: a rule read
+				 * at another count may be an unloaded object's
+				 * (32 bits: a slot untouched through 2^32 such
+				 * dlcloses could be taken for current again) */
+	uint32_t closing;       /* dlcloses under way: every lookup a miss */
+	char pad[56];
+} U __attribute__((aligned(64)));
 
 static uint64_t rule_word(struct rule r)
 {
@@ -114,10 +124,13 @@ static uint64_t code_at(uint64_t ra)
 static int cache_get(uint64_t ra, struct rule *r)
 {
 	struct slot *s = slot_of(ra);
-	uint32_t now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
-	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE), u;
+	uint32_t now, q, u;
 	uint64_t key, code, w;
 
+	if (__atomic_load_n(&U.closing, __ATOMIC_ACQUIRE))
+		return 0;
+	now = __atomic_load_n(&U.unloads, __ATOMIC_ACQUIRE);
+	q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 	if (q & 1)
 		return 0;
 	u = __atomic_load_n(&s->unloads, __ATOMIC_RELAXED);
@@ -552,12 +565,13 @@ static int rule_read(uint64_t ra, struct rule *r)
 
 static int rule_of(uint64_t ra, struct rule *r)
 {
-	uint32_t at;
+	uint32_t closing, at;
 	int k;
 
 	if (cache_get(ra, r))
 		return r->kind;
-	at = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
+	closing = __atomic_load_n(&U.closing, __ATOMIC_ACQUIRE);
+	at = __atomic_load_n(&U.unloads, __ATOMIC_ACQUIRE);
 	k = rule_read(ra, r);
 	if (k == K_EMPTY)
 		return K_END;
@@ -566,19 +580,26 @@ static int rule_of(uint64_t ra, struct rule *r)
 		memset(r, 0, sizeof(*r));
 		r->kind = K_COMPLEX;
 	}
-	cache_put(ra, *r, at);
+	if (!closing)
+		cache_put(ra, *r, at);
 	return k;
 }
 
 int ppa_unwind_dlclose(void *handle, int (*real)(void *))
 {
+	unsigned long long before = ppa_find_object_unloads(), after;
 	int rc;
 
-	/* Before: the object's rules stop being hits while it goes. After: a
-	 * rule read meanwhile (the loader's list changing) is not kept. */
-	__atomic_fetch_add(&unloads, 1, __ATOMIC_SEQ_CST);
+	/* Under way: no hit, no rule kept (the object's destructors may
+	 * allocate, the object goes, another may be mapped there before the
+	 * count below moves). After: a rule read before is a miss, if an
+	 * object went (a handle still open elsewhere unloads nothing). */
+	__atomic_fetch_add(&U.closing, 1, __ATOMIC_SEQ_CST);
 	rc = real(handle);
-	__atomic_fetch_add(&unloads, 1, __ATOMIC_SEQ_CST);
+	after = ppa_find_object_unloads();
+	if (before == PPA_UNLOADS_UNKNOWN || after != before)
+		__atomic_fetch_add(&U.unloads, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&U.closing, 1, __ATOMIC_SEQ_CST);
 	return rc;
 }
 
@@ -614,6 +635,10 @@ __attribute__((noinline)) int ppa_unwind(uint64_t *f, uint32_t max, uint64_t ski
 
 void ppa_unwind_fork_child(void)
 {
+	/* A dlclose another thread had under way is not in the child: it may
+	 * have unloaded its object, and will not count it. */
+	__atomic_store_n(&U.closing, 0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&U.unloads, 1, __ATOMIC_RELEASE);
 	/* A slot another thread was writing at the fork stays odd for good in
 	 * the child: it is only a miss, but a miss every time. */
 	for (unsigned i = 0; i < SLOTS; i++) {

@@ -4,7 +4,7 @@
  * rsp or rbp plus a constant, the return address and the saved rbp lie at
  * constant offsets from it. A miss reads the rule from the object's
  * .eh_frame (found through GCC's unwinder's own lookup, agent/findobj.c),
- * once per return address and per loaded code. Frames whose rules are
+ * once per return address, and again after a dlclose that unloaded code. Frames whose rules are
  * anything else (signal frames, a CFA given by an expression or another
  * register) make the walk give up: the caller then unwinds with GCC's
  * unwinder, as before this cache. Internal to the agent; any thread, no
@@ -25,10 +25,11 @@ int ppa_unwind(uint64_t *f, uint32_t max, uint64_t skip_lo, uint64_t skip_hi);
  * the parent are emptied. */
 void ppa_unwind_fork_child(void);
 
-/* dlclose(handle) through real (glibc's), the cache's rules read before
- * it began or while it ran taken for misses from then on: the object's
- * code may be unmapped and another object's mapped at the same address
- * (hooks.c's exported dlclose calls it). Returns what real returned. */
+/* dlclose(handle) through real (glibc's): while it runs, the cache gives
+ * no rule and keeps none; after it, if it unloaded an object, the rules
+ * read before are misses (another object may now be mapped where the
+ * unloaded one was). hooks.c's exported dlclose calls it. Returns what
+ * real returned. */
 int ppa_unwind_dlclose(void *handle, int (*real)(void *));
 
 /* Figures for the tests: rules read from .eh_frame (misses), of them not

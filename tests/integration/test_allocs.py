@@ -329,7 +329,8 @@ def agent_fast_walk_agrees_with_gccs_unwinder():
     one kept from the first. Run both ways of finding objects
     (_dl_find_object, and the older glibc's dl_iterate_phdr). Then the
     agent's own dlclose, which tells the walk of unloads, in a program it
-    is preloaded into: the object is unloaded, as glibc's dlclose does."""
+    is preloaded into: the program's dlclose is the agent's, and the object
+    is unloaded, as glibc's dlclose does."""
     for env in ({}, NO_DLFO):
         r = subprocess.run([UNWINDCHECK], capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, **env))
@@ -340,12 +341,17 @@ def agent_fast_walk_agrees_with_gccs_unwinder():
     lib_so = os.path.join(BUILD, "fixtures", "unwindframe-256.so")
     prog = ("import ctypes, _ctypes\n"
             "def mapped(): return %r in open('/proc/self/maps').read()\n"
+            "def owner(a):\n"
+            "    for l in open('/proc/self/maps'):\n"
+            "        lo, hi = (int(x, 16) for x in l.split()[0].split('-'))\n"
+            "        if lo <= a < hi: return l.split()[-1].rsplit('/', 1)[-1]\n"
+            "dlclose = ctypes.cast(ctypes.CDLL(None).dlclose, ctypes.c_void_p).value\n"
             "h = ctypes.CDLL(%r)._handle\n"
-            "print(mapped(), _ctypes.dlclose(h), mapped())\n" % (lib_so, lib_so))
+            "print(owner(dlclose), mapped(), _ctypes.dlclose(h), mapped())\n" % (lib_so, lib_so))
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, LD_PRELOAD=AGENT))
-    print("  info: under the agent, mapped, dlclose's answer, mapped: %s" % r.stdout.strip())
-    check(r.returncode == 0 and r.stdout.split() == ["True", "None", "False"],
+    print("  info: under the agent: dlclose's object, mapped, dlclose's answer, mapped: %s" % r.stdout.strip())
+    check(r.returncode == 0 and r.stdout.split() == [os.path.basename(AGENT), "True", "None", "False"],
           "dlclose under the agent: exit %d, %r %r" % (r.returncode, r.stdout, r.stderr[-500:]))
 
 

@@ -93,9 +93,16 @@ struct pt_event {
 	 * clone (leaf first, as pt_unwind gives it), else NULL. */
 	const uint64_t *stack;
 	int n;
+	/* CLONE: when the thread was born (CLOCK_MONOTONIC), as the kernel
+	 * stamped its FORK record (its clocks then 0), or 0 where not known
+	 * (its birth stop, a rescan): it counts from when it is told, and
+	 * run_ns and wait_ns are its clocks then (before it was told it may
+	 * have run, and waited for a core to reach its birth stop). */
+	uint64_t born_ns;
 	/* EXIT: the thread's CPU time and its time runnable but waiting for a
 	 * core over its life, read at its end before it was reaped; both 0 if
-	 * unknown (an exit seen otherwise: through an exec, or reaped early). */
+	 * unknown (an exit seen otherwise: through an exec, or reaped early).
+	 * CLONE: see born_ns. */
 	uint64_t run_ns, wait_ns;
 };
 typedef void (*pt_event_cb)(void *arg, const struct pt_event *ev);

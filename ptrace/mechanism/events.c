@@ -37,6 +37,21 @@ void pt__events_emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pi
 		t->tr->event(t->tr->event_arg, &ev);
 }
 
+void pt__events_emit_clone(struct pt_tracee *t, pid_t parent, pid_t child, const uint64_t *stack, int n,
+			   uint64_t born_ns)
+{
+	struct pt_event ev = { .kind = PT_EV_CLONE, .pid = t->pid, .tid = parent, .child = child,
+			       .stack = stack, .n = n, .born_ns = born_ns };
+	struct pt_thread *th;
+
+	/* (its schedstat opened now is kept for the ticks that read it) */
+	if (!born_ns && (th = pt_threads_find(t, child)) &&
+	    pt_thread_read_sched(th, &ev.run_ns, &ev.wait_ns, NULL))
+		ev.run_ns = ev.wait_ns = 0;
+	if (t->tr->event)
+		t->tr->event(t->tr->event_arg, &ev);
+}
+
 static int is_stop_signal(int sig)
 {
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -243,7 +258,7 @@ static enum pt__ev on_clone(struct pt_tracee *t, struct pt_thread *th, long pare
 		n = unwind_clone_parent(t, cap);
 	if (took)
 		n = pt_runtimes_merge(t->rts, slot, cap, t->clone_frames, n, t->o.max_frames);
-	pt__events_emit(t, PT_EV_CLONE, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n);
+	pt__events_emit_clone(t, th->tid, (pid_t)newtid, took ? t->clone_frames : NULL, n, 0);
 	if (resumed < 0)
 		pt__events_emit(t, PT_EV_EXIT, (pid_t)newtid, 0, NULL, 0);
 	return e;

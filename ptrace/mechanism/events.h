@@ -40,6 +40,10 @@ enum pt__ev pt__events_poll(struct pt_tracee *t, struct pt_thread *th);
  * pt_event; stack: the parent's at a clone, n frames, or NULL). */
 void pt__events_emit(struct pt_tracee *t, enum pt_event_kind kind, pid_t tid, pid_t child,
 		     const uint64_t *stack, int n);
+/* PT_EV_CLONE of child by parent (0: not known): born at born_ns (a FORK
+ * record's time), or, born_ns 0, told now with its clocks read now. */
+void pt__events_emit_clone(struct pt_tracee *t, pid_t parent, pid_t child, const uint64_t *stack, int n,
+			   uint64_t born_ns);
 /* Lets th go (PTRACE_DETACH), with sig. */
 void pt__events_detach_thread(struct pt_thread *th, int sig);
 

@@ -318,7 +318,7 @@ int pt_tracee_clone_stops(const struct pt_tracee *t)
 	return (pt__follow_opts(t) & PTRACE_O_TRACECLONE) != 0;
 }
 
-int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent)
+int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent, uint64_t born_ns)
 {
 	char path[64];
 	int err;
@@ -334,7 +334,7 @@ int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent)
 		return err;
 	t->st.adopted++;
 	/* its parent's stack is not taken: no stop */
-	pt__events_emit(t, PT_EV_CLONE, parent, tid, NULL, 0);
+	pt__events_emit_clone(t, parent, tid, NULL, 0, born_ns);
 	return 0;
 }
 
@@ -352,7 +352,7 @@ int pt_tracee_rescan(struct pt_tracee *t)
 	t->st.rescanned += added;
 	/* told as born, their parents unknown (0) */
 	for (size_t i = n0; i < t->n; i++)
-		pt__events_emit(t, PT_EV_CLONE, 0, t->th[i]->tid, NULL, 0);
+		pt__events_emit_clone(t, 0, t->th[i]->tid, NULL, 0, 0);
 	return (int)added;
 }
 

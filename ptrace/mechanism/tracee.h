@@ -110,11 +110,12 @@ void pt_tracee_clone_stacks(struct pt_tracee *t, int on);
 void pt_tracee_set_clone_stops(struct pt_tracee *t, int on);
 /* 1 if new threads are to stop at their birth now (see above). */
 int pt_tracee_clone_stops(const struct pt_tracee *t);
-/* Seizes tid, a new thread of t created by parent, without a stop, and
- * tells it born (PT_EV_CLONE, no stack). Returns 0 (known already too),
+/* Seizes tid, a new thread of t created by parent at born_ns
+ * (CLOCK_MONOTONIC; 0: not known), without a stop, and tells it born
+ * (PT_EV_CLONE, no stack, born_ns). Returns 0 (known already too),
  * -ESRCH or -EPERM (ended or ending; traced already: one a clone event
  * reports), -E2BIG (max_threads), -ENOMEM. */
-int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent);
+int pt_tracee_adopt(struct pt_tracee *t, pid_t tid, pid_t parent, uint64_t born_ns);
 /* Seizes every thread of t that is listed in /proc but not known (created
  * by a thread before it was adopted, or while nobody followed them), each
  * told born (PT_EV_CLONE, parent 0) but counted from now; nothing if clone

@@ -39,7 +39,7 @@ struct pt_perfev {
 	int fd;
 	struct pt_ring ring;
 	size_t stack_bytes;
-	void (*on_fork)(void *arg, pid_t parent, pid_t child);   /* cfg->task */
+	void (*on_fork)(void *arg, pid_t parent, pid_t child, uint64_t born_ns);   /* cfg->task */
 	void *fork_arg;
 };
 
@@ -100,6 +100,8 @@ int pt_perfev_open_forks(struct pt_perfev **out, pid_t tid, const struct pt_perf
 	a.exclude_kernel = cfg->exclude_kernel ? 1 : 0;
 	a.exclude_hv = 1;
 	a.task = 1;
+	a.use_clockid = 1;   /* the FORK records' time: the thread's birth, */
+	a.clockid = CLOCK_MONOTONIC;   /* on the clock podprof reads */
 	/* Woken at every record: wakeup_events counts samples only, and a
 	 * FORK record alone woke nobody with it. */
 	a.watermark = 1;
@@ -278,13 +280,16 @@ static int on_record(void *arg, uint32_t type, const uint8_t *rec, size_t len)
 	struct pt_perfev_sample smp;
 
 	if (type == PERF_RECORD_FORK && d->e->on_fork) {
-		uint32_t ids[4];   /* pid, ppid, tid, ptid */
+		uint32_t ids[4];   /* pid, ppid, tid, ptid, then the time */
+		uint64_t time = 0;
 
 		if (len < sizeof(struct perf_event_header) + sizeof(ids))
 			return -1;
 		memcpy(ids, rec + sizeof(struct perf_event_header), sizeof(ids));
+		if (len >= sizeof(struct perf_event_header) + sizeof(ids) + sizeof(time))
+			memcpy(&time, rec + sizeof(struct perf_event_header) + sizeof(ids), sizeof(time));
 		if (ids[0] == ids[1])   /* a thread, not a process */
-			d->e->on_fork(d->e->fork_arg, (pid_t)ids[3], (pid_t)ids[2]);
+			d->e->on_fork(d->e->fork_arg, (pid_t)ids[3], (pid_t)ids[2], time);
 		return 0;
 	}
 	if (type != PERF_RECORD_SAMPLE)

@@ -24,8 +24,9 @@ struct pt_perfev_cfg {
 	                        * CAP_PERFMON at perf_event_paranoid 2) */
 	unsigned ring_samples; /* samples its ring holds at least (0: 3) */
 	/* Not NULL: the threads the event's thread creates are told, as the
-	 * kernel's FORK records come in a drain (task=1; no stop). */
-	void (*on_fork)(void *arg, pid_t parent, pid_t child);
+	 * kernel's FORK records come in a drain (task=1; no stop), with the
+	 * time the record was stamped at the thread's birth (CLOCK_MONOTONIC). */
+	void (*on_fork)(void *arg, pid_t parent, pid_t child, uint64_t born_ns);
 	void *fork_arg;
 };
 

@@ -81,7 +81,7 @@ void pt__perfborn_start(struct pt_rule *r)
 	pt_tracee_set_clone_stops(r->t, 0);
 }
 
-void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child)
+void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child, uint64_t born_ns)
 {
 	struct pt_rule *r = arg;
 
@@ -89,6 +89,7 @@ void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child)
 	if (r->pb.nq < PT_PERFBORN_QUEUE) {
 		r->pb.q[r->pb.nq].parent = parent;
 		r->pb.q[r->pb.nq].child = child;
+		r->pb.q[r->pb.nq].born_ns = born_ns;
 		r->pb.nq++;
 	}
 }
@@ -109,7 +110,7 @@ void pt__perfborn_settle(struct pt_rule *r)
 
 		/* the child first: it runs meanwhile */
 		if (!pt_threads_find(r->t, r->pb.q[i].child) &&
-		    !pt_tracee_adopt(r->t, r->pb.q[i].child, r->pb.q[i].parent) &&
+		    !pt_tracee_adopt(r->t, r->pb.q[i].child, r->pb.q[i].parent, r->pb.q[i].born_ns) &&
 		    pt_threads_find(r->t, r->pb.q[i].child))
 			r->st.perf_adopted++;
 		if (parent)

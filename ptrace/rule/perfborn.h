@@ -23,7 +23,7 @@ struct pt_thread;
 #define PT_PERFBORN_QUEUE 256
 struct pt__perfborn {
 	int on;                  /* followed without a stop (the backend is perf_event) */
-	struct { pid_t parent, child; } q[PT_PERFBORN_QUEUE];   /* FORK records to act on */
+	struct { pid_t parent, child; uint64_t born_ns; } q[PT_PERFBORN_QUEUE];   /* FORK records to act on */
 	int nq;
 	uint64_t rescan_ns;      /* the last rescan */
 };
@@ -33,7 +33,7 @@ struct pt__perfborn {
 void pt__perfborn_start(struct pt_rule *r);
 /* A FORK record (struct pt_perfev_cfg on_fork; arg: the rule): queued,
  * acted on by pt__perfborn_settle (never inside a drain). */
-void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child);
+void pt__perfborn_on_fork(void *arg, pid_t parent, pid_t child, uint64_t born_ns);
 /* Acts on the queued records: each child not known yet seized and told
  * born (its sampling event opens then, while a session samples:
  * pt_perftick_born), each parent given its wake event. */

@@ -121,7 +121,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 		if (pt_tracee_pid(ss->t) != ev->pid)
 			continue;
 		if (ev->kind == PT_EV_CLONE && ss->kind->on_clone)
-			ss->kind->on_clone(ss, ev->tid, ev->child);
+			ss->kind->on_clone(ss, ev);
 		else if (ev->kind == PT_EV_EXIT && ss->kind->on_exit)
 			ss->kind->on_exit(ss, &x);
 	}

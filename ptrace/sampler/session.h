@@ -150,8 +150,11 @@ struct pt_session_kind {
 	 * goroutines), outside every walk over the target's threads, so that
 	 * it may breathe (pt_tracee_breathe). May be NULL. */
 	void (*on_tick)(struct pt_session *ss, uint64_t now);
-	/* A thread of the target was created or ended while the session ran. */
-	void (*on_clone)(struct pt_session *ss, pid_t parent, pid_t child);
+	/* A thread of the target was created (ev: PT_EV_CLONE, its birth time
+	 * or its clocks as it was told: one followed with no stop is told after
+	 * it has run, maybe long after on a busy machine) or ended while the
+	 * session ran. */
+	void (*on_clone)(struct pt_session *ss, const struct pt_event *ev);
 	void (*on_exit)(struct pt_session *ss, const struct pt_exit *x);
 	/* The session ends (its window is over, its target exited or exec'd, or
 	 * the client left): fill the request's results. Returns 0 or a negative

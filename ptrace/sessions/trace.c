@@ -337,12 +337,14 @@ static void trace_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 						.kind = PT_TL_EV_SAMPLE });
 }
 
-static void trace_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+static void trace_on_clone(struct pt_session *ss, const struct pt_event *ev)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
+	uint64_t now = pt__now_ns();
 
-	(void)parent;
-	thread_get(ts, child, "", since_start(ss, pt__now_ns()), 1);
+	/* born when its FORK record says (followed with no stop), else now */
+	thread_get(ts, ev->child, "", since_start(ss, ev->born_ns >= ss->start_ns && ev->born_ns < now ?
+						  ev->born_ns : now), 1);
 }
 
 static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)

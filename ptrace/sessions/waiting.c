@@ -50,6 +50,9 @@ struct seen {
 	int32_t last;          /* the entry its last wait went to, or -1 */
 	uint64_t at_ns;        /* when it was last looked at */
 	uint64_t run_ns, rq_ns;   /* its CPU and its time waiting for a core, then */
+	uint64_t unseen_ns;    /* blocked between looks that found it not waiting
+				* (a short thread's nap, then a look while it
+				* waits for a core): unseen, told at its end */
 };
 
 /* Waits gathered from thread states: futex_only keeps the futex ones
@@ -178,6 +181,14 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 		sn->stack = id >= 0 ? id : -1;
 		if (id >= 0)
 			sn->last = id;
+	} else if (!w->futex_only && sn->at_ns && st->at_ns > since) {
+		/* not waiting now, but maybe since the last look: a wait no
+		 * tick saw (on a busy machine a look often finds a thread
+		 * back from its wait and waiting for a core) */
+		uint64_t b = blocked_ns(sn, since, st->at_ns, st->run_ns, st->wait_ns);
+
+		if (b >= UNSEEN_MIN_NS)
+			sn->unseen_ns += b;
 	}
 	sn->waiting = waiting;
 	sn->syscall = st->syscall;
@@ -188,7 +199,8 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 
 /* A thread ended: if it was waiting at its last look, its wait lasted until
  * its end, less what its clocks (read at its end) say it ran or waited for
- * a core since. Its record goes: a new thread may take its tid. */
+ * a core since; what it waited where no look saw it wait is unseen. Its
+ * record goes: a new thread may take its tid. */
 static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 {
 	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)x->tid);
@@ -208,20 +220,31 @@ static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 			w->unseen_ns += blocked;   /* where, no tick saw */
 		}
 	}
+	w->unseen_ns += sn->unseen_ns;   /* (0 for futex_only) */
 	if (sn->last >= 0)
 		base_map_put(&w->ended, (uint64_t)sn->last + 1, 1);   /* no memory: less to settle on */
 	seen_drop(w, x->tid);
 }
 
-/* A thread born: it counts from now, its clocks from 0 (a record of the
- * same tid, whose end was not seen, is forgotten). */
-static void waits_on_clone(struct waits *w, pid_t child, uint64_t at_ns)
+/* A thread born (ev, a PT_EV_CLONE): it counts from its birth, its clocks
+ * from 0, when its FORK record's time is known and within the waits;
+ * else from now, its clocks as they were read when it was told (it may
+ * have run and waited for a core before: not a wait). A record of the
+ * same tid, whose end was not seen, is forgotten. */
+static void waits_on_clone(struct waits *w, const struct pt_event *ev, uint64_t now)
 {
 	struct seen *sn;
 
-	seen_drop(w, child);
-	if ((sn = seen_get(w, child)))
-		sn->at_ns = at_ns;
+	seen_drop(w, ev->child);
+	if (!(sn = seen_get(w, ev->child)))
+		return;
+	if (ev->born_ns && ev->born_ns >= w->since_ns) {
+		sn->at_ns = ev->born_ns;
+	} else {
+		sn->at_ns = now;
+		sn->run_ns = ev->born_ns ? 0 : ev->run_ns;
+		sn->rq_ns = ev->born_ns ? 0 : ev->wait_ns;
+	}
 }
 
 static uint64_t ended_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
@@ -310,14 +333,14 @@ void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x)
 	waits_on_exit(w->mutex, x);
 }
 
-void pt__watched_on_clone(struct pt__watched *w, pid_t child)
+void pt__watched_on_clone(struct pt__watched *w, const struct pt_event *ev)
 {
 	uint64_t now = pt__now_ns();
 
 	if (w->go)
 		return;
-	waits_on_clone(w->block, child, now);
-	waits_on_clone(w->mutex, child, now);
+	waits_on_clone(w->block, ev, now);
+	waits_on_clone(w->mutex, ev, now);
 }
 
 /* The watch's waits of ss's target, or NULL if no watch runs on it. */
@@ -414,13 +437,12 @@ static void waiting_on_exit(struct pt_session *ss, const struct pt_exit *x)
 		waits_on_exit(ws->w, x);
 }
 
-static void waiting_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+static void waiting_on_clone(struct pt_session *ss, const struct pt_event *ev)
 {
 	struct waiting_session *ws = PT_SESSION_OF(ss, struct waiting_session);
 
-	(void)parent;
 	if (ws->w && !ws->w->go)
-		waits_on_clone(ws->w, child, pt__now_ns());
+		waits_on_clone(ws->w, ev, pt__now_ns());
 }
 
 static int waiting_finish(struct pt_session *ss)

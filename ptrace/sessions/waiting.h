@@ -30,7 +30,7 @@ void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *s
 /* ... and each of its ticks' end (a Go program's look at its goroutines). */
 void pt__watched_on_tick(struct pt__watched *w, uint64_t now);
 /* ... and each thread's birth and end. */
-void pt__watched_on_clone(struct pt__watched *w, pid_t child);
+void pt__watched_on_clone(struct pt__watched *w, const struct pt_event *ev);
 void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x);
 
 #endif

@@ -56,12 +56,11 @@ static void watch_on_tick(struct pt_session *ss, uint64_t now)
 	}
 }
 
-static void watch_on_clone(struct pt_session *ss, pid_t parent, pid_t child)
+static void watch_on_clone(struct pt_session *ss, const struct pt_event *ev)
 {
 	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
 
-	(void)parent;
-	pt__watched_on_clone(ws->w, child);
+	pt__watched_on_clone(ws->w, ev);
 }
 
 static void watch_on_exit(struct pt_session *ss, const struct pt_exit *x)

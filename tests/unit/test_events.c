@@ -321,22 +321,23 @@ TEST(events_threads_followed_without_a_birth_stop)
 	ASSERT_EQ(stats(&k).clones, 1);
 	ASSERT(clone_of(&k, tid) == NULL);
 	/* Adopted: traced, told born by its parent, with no stack; it runs. */
-	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid));
+	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid, 12345));
 	ASSERT(pt_threads_find(k.t, tid) != NULL);
 	ASSERT_EQ(tracer_of(k.pid, tid), (long)gettid());
 	ASSERT((ev = clone_of(&k, tid)) != NULL);
 	ASSERT_EQ(ev->tid, k.pid);
 	ASSERT(ev->stack == NULL && ev->n == 0);
+	ASSERT_U64_EQ(ev->born_ns, 12345);   /* its FORK record's time, passed on */
 	ASSERT_EQ(stats(&k).adopted, 1);
-	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid));   /* known already: nothing */
+	ASSERT_OK(pt_tracee_adopt(k.t, tid, k.pid, 0));   /* known already: nothing */
 	ASSERT_EQ(stats(&k).adopted, 1);
 	spins = k.pg->worker_spins;
 	KID_UNTIL(k.tr, k.pg->worker_spins > spins + 1000);
 	end_worker(&k, tid);
 	ASSERT(pt_threads_find(k.t, tid) == NULL);
 	/* One that ended is not adopted, nor a thread of another process. */
-	ASSERT_EQ(pt_tracee_adopt(k.t, tid, k.pid), -ESRCH);
-	ASSERT_EQ(pt_tracee_adopt(k.t, gettid(), k.pid), -ESRCH);
+	ASSERT_EQ(pt_tracee_adopt(k.t, tid, k.pid, 0), -ESRCH);
+	ASSERT_EQ(pt_tracee_adopt(k.t, gettid(), k.pid, 0), -ESRCH);
 	ASSERT_EQ(tracer_of(getpid(), gettid()), 0);
 
 	/* Found by a rescan, told born with no parent known. */

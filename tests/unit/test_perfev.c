@@ -384,15 +384,25 @@ TEST(perf_family_samples_a_new_thread_only_after_a_whole_period)
 
 struct forks {
 	pid_t parent, child;
+	uint64_t born_ns;
 	int n;
 };
 
-static void on_fork(void *arg, pid_t parent, pid_t child)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_fork(void *arg, pid_t parent, pid_t child, uint64_t born_ns)
 {
 	struct forks *k = arg;
 
 	k->parent = parent;
 	k->child = child;
+	k->born_ns = born_ns;
 	k->n++;
 }
 
@@ -408,7 +418,7 @@ TEST(perf_event_tells_the_threads_its_thread_creates)
 	struct pt_perfev_cfg cfg = { .period_ns = 100 * PERIOD_NS, .stack_bytes = 1024,
 				     .on_fork = on_fork, .fork_arg = &k };
 	struct pt_perfev *e = NULL;
-	uint64_t lost = 0;
+	uint64_t lost = 0, t0, t1;
 	pthread_t th;
 	pid_t tid = 0;
 	char why[320];
@@ -416,12 +426,17 @@ TEST(perf_event_tells_the_threads_its_thread_creates)
 	if (pt_perfev_probe(gettid(), &cfg, why, sizeof(why)))
 		SKIP("%s", why);
 	ASSERT_OK(pt_perfev_open(&e, gettid(), &cfg));
+	t0 = mono_ns();
 	ASSERT_EQ(pthread_create(&th, NULL, quick, &tid), 0);
+	t1 = mono_ns();
 	ASSERT_EQ(pthread_join(th, NULL), 0);
 	ASSERT(pt_perfev_drain(e, NULL, NULL, &lost) >= 0);
 	ASSERT_EQ(k.n, 1);
 	ASSERT_EQ(k.parent, gettid());
 	ASSERT_EQ(k.child, tid);
+	/* stamped at the birth (before pthread_create returned; the drain
+	 * comes after), on the clock podprof reads */
+	ASSERT(k.born_ns >= t0 && k.born_ns <= t1);
 	pt_perfev_close(e);
 }
 

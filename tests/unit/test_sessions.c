@@ -257,6 +257,72 @@ TEST(session_block_and_mutex_count_new_waits_and_their_time)
 	fake_teardown();
 }
 
+/* A thread followed with no stop is told born after it has run (the
+ * perf_event backend's FORK record, read late on a busy machine): its
+ * waits count from its birth, as the record stamped it, not from when
+ * podprof heard of it; one born before the window counts from then. One
+ * told at its birth stop counts from then, less what its clocks then
+ * said it had run and waited for a core (to reach that stop), which is
+ * no part of a wait since. */
+TEST(session_block_counts_a_late_told_thread_from_its_birth)
+{
+	struct pt_request req = { .duration_ns = 1000000000ull, .hz = 100 };
+	struct pt_session *b;
+	const struct pt_profile_sample *s;
+	struct pt_exit x = { .tid = 7 };
+	struct pt_event ev = { .kind = PT_EV_CLONE, .tid = 1 };
+	uint64_t t0, ms = 1000000ull;
+
+	fake_setup(1, 16);
+	b = begin(&pt_kind_block, &req);
+	t0 = b->start_ns;
+	/* tid 7 born at 10 ms, told now; seen in read() at 40 ms; ended at
+	 * 50 ms, having run 5 ms and waited 2 ms for a core in all: blocked
+	 * 30 ms to the look, 3 ms after it. */
+	ev.child = 7;
+	ev.born_ns = t0 + 10 * ms;
+	pt_kind_block.on_clone(b, &ev);
+	state(b, 7, t0, 40, 'S', SYS_read, 0);
+	x.at_ns = t0 + 50 * ms;
+	x.run_ns = 5 * ms;
+	x.wait_ns = 2 * ms;
+	pt_kind_block.on_exit(b, &x);
+	/* tid 8 born before the window: counted from when it was told */
+	ev.child = 8;
+	ev.born_ns = t0 - 500 * ms;
+	pt_kind_block.on_clone(b, &ev);
+	state(b, 8, t0, 40, 'S', SYS_read, 0);
+	/* tid 9 told at its birth stop (now), having run 2 ms and waited 3 ms
+	 * for a core; seen in read() at 40 ms with 4 and 5 ms: blocked the
+	 * 40 ms less 4 (less the little before now) */
+	ev.child = 9;
+	ev.born_ns = 0;
+	ev.run_ns = 2 * ms;
+	ev.wait_ns = 3 * ms;
+	pt_kind_block.on_clone(b, &ev);
+	{
+		static const uint64_t frames[1] = { 0x401000 };
+		struct pt_thread_state st9 = { .at_ns = t0 + 40 * ms, .tid = 9, .comm = "w", .state = 'S',
+					       .syscall = SYS_read, .stack = frames, .n = 1,
+					       .run_ns = 4 * ms, .wait_ns = 5 * ms };
+
+		pt_kind_block.on_thread_state(b, &st9);
+	}
+	ASSERT_OK(pt_kind_block.finish(b));
+	s = sample_of(req.profile, 9);
+	ASSERT(s);
+	ASSERT(s->value[1] > 35000000 && s->value[1] <= 36000000);
+	s = sample_of(req.profile, 7);
+	ASSERT(s);
+	ASSERT_EQ(s->value[1], 33000000);
+	s = sample_of(req.profile, 8);
+	ASSERT(s);
+	ASSERT(s->value[1] > 0 && s->value[1] <= 40000000);
+	pt_profile_free(req.profile);
+	end(b);
+	fake_teardown();
+}
+
 TEST(session_threads_delta_cancels_threads_that_did_not_change)
 {
 	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };

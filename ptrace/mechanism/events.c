@@ -44,12 +44,13 @@ void pt__events_emit_clone(struct pt_tracee *t, pid_t parent, pid_t child, const
 			       .stack = stack, .n = n, .born_ns = born_ns };
 	struct pt_thread *th;
 
-	/* (its schedstat opened now is kept for the ticks that read it) */
+	if (!t->tr->event)
+		return;
+	/* its schedstat alone, not its other files (pt_thread_open_later) */
 	if (!born_ns && (th = pt_threads_find(t, child)) &&
-	    pt_thread_read_sched(th, &ev.run_ns, &ev.wait_ns, NULL))
+	    pt_thread_read_sched_end(th, &ev.run_ns, &ev.wait_ns))
 		ev.run_ns = ev.wait_ns = 0;
-	if (t->tr->event)
-		t->tr->event(t->tr->event_arg, &ev);
+	t->tr->event(t->tr->event_arg, &ev);
 }
 
 static int is_stop_signal(int sig)

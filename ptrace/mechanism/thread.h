@@ -88,8 +88,9 @@ ssize_t pt__thread_pread_own(int *fd, const char *path, char *buf, size_t len);
  * Returns 0, -ESRCH or -EBADMSG. */
 int pt_thread_read_sched(struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns,
 			 uint64_t *slices);
-/* pt_thread_read_sched at th's end (a zombie not yet reaped), without
- * opening its other files: through its open schedstat if it has one. */
+/* pt_thread_read_sched at th's end (a zombie not yet reaped), or at its
+ * birth, without opening its other files: through its open schedstat if it
+ * has one. */
 int pt_thread_read_sched_end(const struct pt_thread *th, uint64_t *run_ns, uint64_t *wait_ns);
 /* Reads and parses th's /proc/<tid>/stat. Returns 0 or -ESRCH. */
 int pt_thread_read_stat(const struct pt_thread *th, struct pt_stat *st);

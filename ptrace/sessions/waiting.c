@@ -50,9 +50,17 @@ struct seen {
 	int32_t last;          /* the entry its last wait went to, or -1 */
 	uint64_t at_ns;        /* when it was last looked at */
 	uint64_t run_ns, rq_ns;   /* its CPU and its time waiting for a core, then */
-	uint64_t unseen_ns;    /* blocked between looks that found it not waiting
-				* (a short thread's nap, then a look while it
-				* waits for a core): unseen, told at its end */
+	/* A thread born in the window: its birth (at 0: not born in it, or
+	 * told too late to know its clocks then) and its clocks then, what its
+	 * waits put into stacks since, and whether a look found it stopped.
+	 * At its end its whole life's wait, from its final clocks, less what
+	 * went into stacks, is unseen: waits between looks that found it not
+	 * waiting (on a busy machine a look often finds a short thread back
+	 * from its nap and waiting for a core) count too. Not from the looks'
+	 * own clocks: a thread waiting for a core, or running, has clocks
+	 * that lag (its run delay is added when it gets its core back). */
+	uint64_t born_at, born_run, born_rq, stacked_ns;
+	int stopped;
 };
 
 /* Waits gathered from thread states: futex_only keeps the futex ones
@@ -168,6 +176,8 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 	if (st->at_ns <= sn->at_ns)
 		return;   /* a look from before its birth (a tick that began before the clone) */
 	sn->stack = -1;
+	if (st->state == 'T' || st->state == 't')
+		sn->stopped = 1;   /* a group stop or ours: neither running nor waiting */
 	if (waiting && (!w->futex_only || st->syscall == SYS_futex) && st->at_ns > since) {
 		int fresh = !sn->waiting || st->ran || st->syscall != sn->syscall;
 		int64_t v[PT_MAX_VALUES] = { fresh, (int64_t)blocked_ns(sn, since, st->at_ns,
@@ -179,16 +189,10 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 
 		w->samples++;
 		sn->stack = id >= 0 ? id : -1;
-		if (id >= 0)
+		if (id >= 0) {
 			sn->last = id;
-	} else if (!w->futex_only && sn->at_ns && st->at_ns > since) {
-		/* not waiting now, but maybe since the last look: a wait no
-		 * tick saw (on a busy machine a look often finds a thread
-		 * back from its wait and waiting for a core) */
-		uint64_t b = blocked_ns(sn, since, st->at_ns, st->run_ns, st->wait_ns);
-
-		if (b >= UNSEEN_MIN_NS)
-			sn->unseen_ns += b;
+			sn->stacked_ns += (uint64_t)v[1];
+		}
 	}
 	sn->waiting = waiting;
 	sn->syscall = st->syscall;
@@ -199,28 +203,40 @@ static void waits_on_state(struct waits *w, const struct pt_thread_state *st)
 
 /* A thread ended: if it was waiting at its last look, its wait lasted until
  * its end, less what its clocks (read at its end) say it ran or waited for
- * a core since; what it waited where no look saw it wait is unseen. Its
- * record goes: a new thread may take its tid. */
+ * a core since; what it waited where no look saw it wait is unseen (for
+ * one born in the window, from its whole life: struct seen). Its record
+ * goes: a new thread may take its tid. */
 static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 {
 	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)x->tid);
 	struct seen *sn = i ? &w->seen[*i] : NULL;
 
 	uint64_t blocked;
+	int life;
 
 	if (!sn)
 		return;
+	life = !w->futex_only && sn->born_at && !sn->stopped && x->run_ns && x->at_ns > sn->born_at &&
+	       x->run_ns >= sn->born_run && x->wait_ns >= sn->born_rq;
 	if (sn->at_ns && x->run_ns && x->at_ns > sn->at_ns) {
 		blocked = blocked_ns(sn, sn->at_ns, x->at_ns, x->run_ns, x->wait_ns);
 		if (sn->stack >= 0) {
 			int64_t v[PT_MAX_VALUES] = { 0, (int64_t)blocked };
 
 			pt_stacks_add_to(w->stacks, (size_t)sn->stack, v);
-		} else if (!w->futex_only && blocked >= UNSEEN_MIN_NS) {
+			sn->stacked_ns += blocked;
+		} else if (!w->futex_only && !life && !sn->stopped && blocked >= UNSEEN_MIN_NS) {
 			w->unseen_ns += blocked;   /* where, no tick saw */
 		}
 	}
-	w->unseen_ns += sn->unseen_ns;   /* (0 for futex_only) */
+	if (life) {
+		uint64_t span = x->at_ns - sn->born_at;
+		uint64_t busy = (x->run_ns - sn->born_run) + (x->wait_ns - sn->born_rq);
+		uint64_t all = span > busy ? span - busy : 0;
+
+		if (all > sn->stacked_ns && all - sn->stacked_ns >= UNSEEN_MIN_NS)
+			w->unseen_ns += all - sn->stacked_ns;   /* where, no tick saw */
+	}
 	if (sn->last >= 0)
 		base_map_put(&w->ended, (uint64_t)sn->last + 1, 1);   /* no memory: less to settle on */
 	seen_drop(w, x->tid);
@@ -228,9 +244,10 @@ static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 
 /* A thread born (ev, a PT_EV_CLONE): it counts from its birth, its clocks
  * from 0, when its FORK record's time is known and within the waits;
- * else from now, its clocks as they were read when it was told (it may
- * have run and waited for a core before: not a wait). A record of the
- * same tid, whose end was not seen, is forgotten. */
+ * else from now, with the clocks the event carries as it was told at its
+ * birth stop or a rescan (it may have run and waited for a core before:
+ * not a wait). A record of the same tid, whose end was not seen, is
+ * forgotten. */
 static void waits_on_clone(struct waits *w, const struct pt_event *ev, uint64_t now)
 {
 	struct seen *sn;
@@ -244,7 +261,12 @@ static void waits_on_clone(struct waits *w, const struct pt_event *ev, uint64_t 
 		sn->at_ns = now;
 		sn->run_ns = ev->born_ns ? 0 : ev->run_ns;
 		sn->rq_ns = ev->born_ns ? 0 : ev->wait_ns;
+		if (ev->born_ns)
+			return;   /* born before the waits, told late: its clocks at now are not known */
 	}
+	sn->born_at = sn->at_ns;
+	sn->born_run = sn->run_ns;
+	sn->born_rq = sn->rq_ns;
 }
 
 static uint64_t ended_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)

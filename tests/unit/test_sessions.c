@@ -323,6 +323,69 @@ TEST(session_block_counts_a_late_told_thread_from_its_birth)
 	fake_teardown();
 }
 
+/* One look at thread tid at t ms in state st with its clocks then. */
+static void look(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, uint64_t run_ms,
+		 uint64_t rq_ms)
+{
+	static const uint64_t frames[1] = { 0x401000 };
+	struct pt_thread_state s = { .at_ns = t0 + ms * 1000000ull, .tid = tid, .comm = "w", .state = st,
+				     .syscall = st == 'S' ? SYS_read : -1, .stack = st == 'S' ? frames : NULL,
+				     .n = st == 'S', .run_ns = run_ms * 1000000ull, .wait_ns = rq_ms * 1000000ull };
+
+	ss->kind->on_thread_state(ss, &s);
+}
+
+/* A short thread's waits that no look saw come from its whole life's
+ * clocks at its end, less what its seen waits put into stacks, not from
+ * the looks' clocks, which lag for a thread waiting for a core (its run
+ * delay is added when it gets one): they once made 17 ms of 9. A thread a
+ * look found stopped is left out of that. */
+TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
+{
+	struct pt_request req = { .duration_ns = 1000000000ull, .hz = 100 };
+	struct pt_session *b;
+	struct pt_event ev = { .kind = PT_EV_CLONE, .tid = 1 };
+	struct pt_exit x = { 0 };
+	uint64_t t0, ms = 1000000ull;
+
+	fake_setup(1, 16);
+	b = begin(&pt_kind_block, &req);
+	t0 = b->start_ns;
+	/* tid 10, born at 5 ms, seen in read() at 10 ms, ended at 15 ms having
+	 * run 1 ms: 9 ms on its stack, nothing unseen (and an ended stack for
+	 * the unseen to go to) */
+	ev.child = 10;
+	ev.born_ns = t0 + 5 * ms;
+	pt_kind_block.on_clone(b, &ev);
+	look(b, 10, t0, 10, 'S', 0, 0);
+	x = (struct pt_exit){ .tid = 10, .at_ns = t0 + 15 * ms, .run_ns = 1 * ms };
+	pt_kind_block.on_exit(b, &x);
+	/* tid 11, born at 10 ms; looks at 20 and 22 ms find it runnable, its
+	 * clocks still 0 at the first (it had waited for a core since 12 ms),
+	 * 4 and 6 ms at the second; ended at 30 ms with 5 and 6 ms: blocked 9 */
+	ev.child = 11;
+	ev.born_ns = t0 + 10 * ms;
+	pt_kind_block.on_clone(b, &ev);
+	look(b, 11, t0, 20, 'R', 0, 0);
+	look(b, 11, t0, 22, 'R', 4, 6);
+	x = (struct pt_exit){ .tid = 11, .at_ns = t0 + 30 * ms, .run_ns = 5 * ms, .wait_ns = 6 * ms };
+	pt_kind_block.on_exit(b, &x);
+	/* tid 12, born at 10 ms, found stopped at 20 ms (SIGSTOP), ended at
+	 * 40 ms having run 1 ms: its life cannot tell the stop from a wait */
+	ev.child = 12;
+	pt_kind_block.on_clone(b, &ev);
+	look(b, 12, t0, 20, 'T', 1, 0);
+	x = (struct pt_exit){ .tid = 12, .at_ns = t0 + 40 * ms, .run_ns = 1 * ms };
+	pt_kind_block.on_exit(b, &x);
+	ASSERT_OK(pt_kind_block.finish(b));
+	ASSERT(sample_of(req.profile, 10));
+	ASSERT_EQ(sample_of(req.profile, 10)->value[1], 9000000);
+	ASSERT_U64_EQ(req.profile->unsampled_ns, 9000000);
+	pt_profile_free(req.profile);
+	end(b);
+	fake_teardown();
+}
+
 TEST(session_threads_delta_cancels_threads_that_did_not_change)
 {
 	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };

@@ -15,9 +15,11 @@
  * each, more for a thread a loaded machine kept off its core at the
  * ticks), as far as the samples fall short: each thread's on its last stack
  * of the window under PT_MARK_PENDING (alone for a thread not sampled in
- * it). Settling only fills what the samples lack, so the total never
- * passes the process's CPU (a window's first samples carry what their
- * threads used before it); but where threads born in the window were
+ * it). A thread's first sample of the window carries what it used since
+ * its last one, less what it had pending at the window's start (which a
+ * profile just before may have settled: back to back, 13 % counted twice).
+ * Settling only fills what the samples lack, so the total never passes
+ * the process's CPU; but where threads born in the window were
  * drawn (ptrace/rule/cpudraw.h: each draw stands for a period of its
  * thread's CPU, so short threads' draws may carry more than they used),
  * what the samples carried over the process's CPU is taken off the ended
@@ -259,8 +261,19 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	/* A draw comes to every CPU session: its weight is its thread's CPU,
 	 * not one of this session's ticks'. */
 	double scale = smp->tick == PT_TICK_DRAW ? 1.0 : ss->scale;
-	int64_t v[PT_MAX_VALUES] = { 1, (int64_t)((double)smp->cpu_ns * scale) };
+	uint64_t cpu = smp->cpu_ns, *was;
+	int64_t v[PT_MAX_VALUES];
 	int id;
+
+	/* A thread's first sample of the window carries what it used since
+	 * its last one, before the window too (another profile's, maybe
+	 * settled there as pending): that part is not this window's. */
+	if (smp->tid > 0 && (was = base_map_get(&cs->before, (uint64_t)smp->tid))) {
+		cpu = cpu > *was ? cpu - *was : 0;
+		base_map_del(&cs->before, (uint64_t)smp->tid);
+	}
+	v[0] = 1;
+	v[1] = (int64_t)((double)cpu * scale);
 
 	cs->thread_samples++;
 	cs->scaled |= scale > 1.0;

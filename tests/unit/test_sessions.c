@@ -257,6 +257,28 @@ TEST(session_block_and_mutex_count_new_waits_and_their_time)
 	fake_teardown();
 }
 
+/* One look at thread tid at t ms in state st with its clocks then. */
+static void look(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, uint64_t run_ms,
+		 uint64_t rq_ms)
+{
+	static const uint64_t frames[1] = { 0x401000 };
+	struct pt_thread_state s = { .at_ns = t0 + ms * 1000000ull, .tid = tid, .comm = "w", .state = st,
+				     .syscall = st == 'S' ? SYS_read : -1, .stack = st == 'S' ? frames : NULL,
+				     .n = st == 'S', .run_ns = run_ms * 1000000ull, .wait_ns = rq_ms * 1000000ull };
+
+	ss->kind->on_thread_state(ss, &s);
+}
+
+/* Thread tid's birth told: at born_ns (its FORK record's time), or, with
+ * born_ns 0, now with its clocks then. */
+static void born(struct pt_session *ss, pid_t tid, uint64_t born_ns, uint64_t run_ns, uint64_t wait_ns)
+{
+	struct pt_event ev = { .kind = PT_EV_CLONE, .tid = 1, .child = tid, .born_ns = born_ns,
+			       .run_ns = run_ns, .wait_ns = wait_ns };
+
+	ss->kind->on_clone(ss, &ev);
+}
+
 /* A thread followed with no stop is told born after it has run (the
  * perf_event backend's FORK record, read late on a busy machine): its
  * waits count from its birth, as the record stamped it, not from when
@@ -270,7 +292,6 @@ TEST(session_block_counts_a_late_told_thread_from_its_birth)
 	struct pt_session *b;
 	const struct pt_profile_sample *s;
 	struct pt_exit x = { .tid = 7 };
-	struct pt_event ev = { .kind = PT_EV_CLONE, .tid = 1 };
 	uint64_t t0, ms = 1000000ull;
 
 	fake_setup(1, 16);
@@ -279,35 +300,20 @@ TEST(session_block_counts_a_late_told_thread_from_its_birth)
 	/* tid 7 born at 10 ms, told now; seen in read() at 40 ms; ended at
 	 * 50 ms, having run 5 ms and waited 2 ms for a core in all: blocked
 	 * 30 ms to the look, 3 ms after it. */
-	ev.child = 7;
-	ev.born_ns = t0 + 10 * ms;
-	pt_kind_block.on_clone(b, &ev);
+	born(b, 7, t0 + 10 * ms, 0, 0);
 	state(b, 7, t0, 40, 'S', SYS_read, 0);
 	x.at_ns = t0 + 50 * ms;
 	x.run_ns = 5 * ms;
 	x.wait_ns = 2 * ms;
 	pt_kind_block.on_exit(b, &x);
 	/* tid 8 born before the window: counted from when it was told */
-	ev.child = 8;
-	ev.born_ns = t0 - 500 * ms;
-	pt_kind_block.on_clone(b, &ev);
+	born(b, 8, t0 - 500 * ms, 0, 0);
 	state(b, 8, t0, 40, 'S', SYS_read, 0);
 	/* tid 9 told at its birth stop (now), having run 2 ms and waited 3 ms
 	 * for a core; seen in read() at 40 ms with 4 and 5 ms: blocked the
 	 * 40 ms less 4 (less the little before now) */
-	ev.child = 9;
-	ev.born_ns = 0;
-	ev.run_ns = 2 * ms;
-	ev.wait_ns = 3 * ms;
-	pt_kind_block.on_clone(b, &ev);
-	{
-		static const uint64_t frames[1] = { 0x401000 };
-		struct pt_thread_state st9 = { .at_ns = t0 + 40 * ms, .tid = 9, .comm = "w", .state = 'S',
-					       .syscall = SYS_read, .stack = frames, .n = 1,
-					       .run_ns = 4 * ms, .wait_ns = 5 * ms };
-
-		pt_kind_block.on_thread_state(b, &st9);
-	}
+	born(b, 9, 0, 2 * ms, 3 * ms);
+	look(b, 9, t0, 40, 'S', 4, 5);
 	ASSERT_OK(pt_kind_block.finish(b));
 	s = sample_of(req.profile, 9);
 	ASSERT(s);
@@ -323,18 +329,6 @@ TEST(session_block_counts_a_late_told_thread_from_its_birth)
 	fake_teardown();
 }
 
-/* One look at thread tid at t ms in state st with its clocks then. */
-static void look(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, uint64_t run_ms,
-		 uint64_t rq_ms)
-{
-	static const uint64_t frames[1] = { 0x401000 };
-	struct pt_thread_state s = { .at_ns = t0 + ms * 1000000ull, .tid = tid, .comm = "w", .state = st,
-				     .syscall = st == 'S' ? SYS_read : -1, .stack = st == 'S' ? frames : NULL,
-				     .n = st == 'S', .run_ns = run_ms * 1000000ull, .wait_ns = rq_ms * 1000000ull };
-
-	ss->kind->on_thread_state(ss, &s);
-}
-
 /* A short thread's waits that no look saw come from its whole life's
  * clocks at its end, less what its seen waits put into stacks, not from
  * the looks' clocks, which lag for a thread waiting for a core (its run
@@ -344,7 +338,6 @@ TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
 {
 	struct pt_request req = { .duration_ns = 1000000000ull, .hz = 100 };
 	struct pt_session *b;
-	struct pt_event ev = { .kind = PT_EV_CLONE, .tid = 1 };
 	struct pt_exit x = { 0 };
 	uint64_t t0, ms = 1000000ull;
 
@@ -354,26 +347,21 @@ TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
 	/* tid 10, born at 5 ms, seen in read() at 10 ms, ended at 15 ms having
 	 * run 1 ms: 9 ms on its stack, nothing unseen (and an ended stack for
 	 * the unseen to go to) */
-	ev.child = 10;
-	ev.born_ns = t0 + 5 * ms;
-	pt_kind_block.on_clone(b, &ev);
+	born(b, 10, t0 + 5 * ms, 0, 0);
 	look(b, 10, t0, 10, 'S', 0, 0);
 	x = (struct pt_exit){ .tid = 10, .at_ns = t0 + 15 * ms, .run_ns = 1 * ms };
 	pt_kind_block.on_exit(b, &x);
 	/* tid 11, born at 10 ms; looks at 20 and 22 ms find it runnable, its
 	 * clocks still 0 at the first (it had waited for a core since 12 ms),
 	 * 4 and 6 ms at the second; ended at 30 ms with 5 and 6 ms: blocked 9 */
-	ev.child = 11;
-	ev.born_ns = t0 + 10 * ms;
-	pt_kind_block.on_clone(b, &ev);
+	born(b, 11, t0 + 10 * ms, 0, 0);
 	look(b, 11, t0, 20, 'R', 0, 0);
 	look(b, 11, t0, 22, 'R', 4, 6);
 	x = (struct pt_exit){ .tid = 11, .at_ns = t0 + 30 * ms, .run_ns = 5 * ms, .wait_ns = 6 * ms };
 	pt_kind_block.on_exit(b, &x);
 	/* tid 12, born at 10 ms, found stopped at 20 ms (SIGSTOP), ended at
 	 * 40 ms having run 1 ms: its life cannot tell the stop from a wait */
-	ev.child = 12;
-	pt_kind_block.on_clone(b, &ev);
+	born(b, 12, t0 + 10 * ms, 0, 0);
 	look(b, 12, t0, 20, 'T', 1, 0);
 	x = (struct pt_exit){ .tid = 12, .at_ns = t0 + 40 * ms, .run_ns = 1 * ms };
 	pt_kind_block.on_exit(b, &x);

@@ -50,6 +50,9 @@ struct pt_rule_thread {
 	/* snapshot cache: the stack at the last snapshot stop (snapcache.c) */
 	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
 	int snap_n, snap_syscall, snap_restart;
+	/* the system call a stop of ours cut short, or -1: a timed wait so cut
+	 * goes on as restart_syscall, which says nothing of what it waits in */
+	int cut_syscall;
 	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
 	int snap_taken;          /* its snapshot stop was captured and reported */
 	uint64_t snap_run_ns, snap_sp, snap_pc;
@@ -141,6 +144,7 @@ static inline struct pt_rule_thread *pt__rt(struct pt_thread *th)
 		rt->moved_at = th->opened_ns;
 		rt->credit_ns = PT_NEW_CREDIT;
 		rt->syscall = -1;
+		rt->cut_syscall = -1;
 		rt->pf_mark = th->open_run_ns;
 	}
 	return rt;

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "base/mem.h"
 #include "ptrace/proc/proc.h"
@@ -26,7 +27,12 @@ static void keep(struct pt_rule *r, struct pt_thread *th, const struct pt_sample
 	rt->snap_ok = 1;
 	rt->snap_sp = smp->sp;
 	rt->snap_pc = smp->pc;
-	rt->snap_syscall = smp->syscall;
+	/* Stopped in the restart of a call an earlier stop of ours cut (one
+	 * that came too late to be kept): it still waits in that call. */
+	if (smp->syscall == SYS_restart_syscall && rt->cut_syscall >= 0)
+		rt->snap_syscall = rt->cut_syscall;
+	else
+		rt->snap_syscall = rt->cut_syscall = smp->syscall;
 	rt->snap_restart = 1;
 	r->st.snapshot_stops++;
 }

@@ -58,10 +58,13 @@ static void thread_state(struct pt_thread *th, int ran)
 		rt->sys_sp = sp;
 		rt->sys_pc = pc;
 	}
-	/* A sleep that a stop of ours interrupted goes on as restart_syscall:
-	 * name the call it restarts, as captured at that stop. */
-	if (rt->syscall == SYS_restart_syscall && rt->snap_ok && rt->snap_syscall >= 0)
-		rt->syscall = rt->snap_syscall;
+	/* A timed wait that a stop of ours interrupted goes on as
+	 * restart_syscall: name the call it restarts, as read before the stop
+	 * or captured at it. Any other call ends that wait. */
+	if (rt->syscall != SYS_restart_syscall)
+		rt->cut_syscall = -1;
+	else if (rt->cut_syscall >= 0)
+		rt->syscall = rt->cut_syscall;
 	if (pt_thread_read_state(th))
 		th->state = '?';
 }
@@ -101,6 +104,7 @@ static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel
 			continue;
 		rt->snap_run_ns = rt->last_run_ns;
 		rt->snap_ok = 0;   /* until the stop comes and is captured */
+		rt->cut_syscall = rt->syscall;   /* what the stop will cut, if it is late */
 		sel[nsel++] = th;
 	}
 	return nsel;

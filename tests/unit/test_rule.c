@@ -457,6 +457,49 @@ TEST(rule_state_report_stops_a_blocked_thread_once_per_wait)
 	fake_teardown();
 }
 
+/* A timed futex wait (pthread_mutex_timedlock) cut by our stop goes on as
+ * restart_syscall. When the stop came too late to be kept (its thread
+ * waited past the tick for a core), the next stop finds only the restart:
+ * the thread still waits in futex, and says so. */
+TEST(rule_state_report_names_the_call_a_late_stop_cut)
+{
+	struct pt_tick_cbs cbs = { .state = fake_on_state };
+
+	fake_setup(1, 16);
+	F.regs.rsp = 0x7000;
+	F.regs.rip = 0x401234;
+	F.lose = 1;   /* the stop is late: nothing captured */
+	F.nsel = F.nstates = 0;
+	pt_rule_tick(F.r, PERIOD, &cbs);
+	ASSERT_EQ(F.nsel, 1);
+	ASSERT_EQ(F.states[0].syscall, SYS_futex);
+	ASSERT(!F.states[0].stack);
+	/* It came later, and the wait went on as restart_syscall; this tick's
+	 * stop captures it there. */
+	fake_burn(0, 20000, 0);
+	fake_blocked(0, SYS_restart_syscall, 0x7000, 0x401234);
+	F.regs.orig_rax = SYS_restart_syscall;
+	F.nsel = F.nstates = 0;
+	pt_rule_tick(F.r, PERIOD, &cbs);
+	ASSERT_EQ(F.nsel, 1);
+	ASSERT_EQ(F.states[0].syscall, SYS_futex);
+	ASSERT(F.states[0].stack);
+	/* Still there, no stop: still futex, from the cache. */
+	F.nsel = F.nstates = 0;
+	pt_rule_tick(F.r, PERIOD, &cbs);
+	ASSERT_EQ(F.nsel, 0);
+	ASSERT_EQ(F.states[0].syscall, SYS_futex);
+	/* It ran and sleeps anew in a call of its own: that call, and a
+	 * restart seen after it is not taken for the futex. */
+	fake_burn(0, PERIOD / 10, 0);
+	fake_blocked(0, SYS_nanosleep, 0x6000, 0x405000);
+	F.regs.orig_rax = SYS_nanosleep;
+	F.nsel = F.nstates = 0;
+	pt_rule_tick(F.r, PERIOD, &cbs);
+	ASSERT_EQ(F.states[0].syscall, SYS_nanosleep);
+	fake_teardown();
+}
+
 static int dumped, dumped_cached;
 
 static void on_dump(void *arg, const struct pt_sample *s)

@@ -132,7 +132,6 @@ int pt_tracee_reads_in_stop(const struct pt_tracee *t)
 {
 	return pt_runtimes_read_in_stop(t->rts);
 }
-uint64_t pt_tracee_woke_ns(const struct pt_tracee *t) { return t->tr->woke_ns; }
 
 void pt_tracee_clone_stacks(struct pt_tracee *t, int on)
 {

@@ -85,9 +85,6 @@ int pt_tracee_thread_name(struct pt_tracee *t, pid_t tid, char *buf, size_t len)
  * line: the first call after a detection that found one (supported or
  * not) returns it, every other call NULL. */
 const char *pt_tracee_rt_note(struct pt_tracee *t);
-/* When t's tracer last woke from a sleep (pt_tracer_woke), 0 if it has
- * polled since. */
-uint64_t pt_tracee_woke_ns(const struct pt_tracee *t);
 /* The CPU time the process used so far, all its threads, the exited ones
  * too (the sums of each thread's schedstat); once it has ended, what it
  * used in all (read as its leader's end was reported, before the reaping);

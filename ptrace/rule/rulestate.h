@@ -33,11 +33,11 @@ struct pt_rule_thread {
 	uint64_t acc_ns;         /* CPU used since its last tick-sample */
 	uint64_t credit_ns;      /* CPU not yet paid for by a sample (see pt_rule_tick) */
 	uint64_t wait_ns;        /* time runnable but waiting for a core, at its last look */
-	/* its last selection for a CPU sample: when that tick began, its wait
-	 * then, the credit the selection took, its CPU then, and how many
-	 * selections in a row were dropped (see keep_stop in rule.c) */
-	uint64_t tick_ns, tick_wait_ns, credit_paid;
-	int tick_cpu, preempted_in_a_row;
+	/* its last selection for a CPU sample: its wait then, the credit the
+	 * selection took, and how many selections in a row were dropped (see
+	 * keep_stop in rule.c) */
+	uint64_t tick_wait_ns, credit_paid;
+	int preempted_in_a_row;
 	uint64_t sel_tick;       /* the tick its pending sample is for (pt_sample's tick) */
 	/* the kernel time (its stat's stime) it had at its first tick stop,
 	 * and the CPU its samples at system call exits carried since (see

@@ -102,13 +102,13 @@ static void cpu_on_exit(struct pt_session *ss, const struct pt_exit *x)
 /* At the end, each live thread's CPU since its last sample: summed per
  * entry of its last stack of the window (by_entry: entry + 1 -> ns), or
  * alone for a thread not sampled in it (or no room), less what it had
- * pending at the start. */
+ * pending at the start and its samples did not carry. */
 static void note_pending(void *arg, pid_t tid, uint64_t ns)
 {
 	struct cpu_session *cs = arg;
 	uint64_t *id = base_map_get(&cs->last, (uint64_t)tid), *sum, *was;
 
-	if (!id && (was = base_map_get(&cs->before, (uint64_t)tid)))
+	if ((was = base_map_get(&cs->before, (uint64_t)tid)))
 		ns = ns > *was ? ns - *was : 0;
 	cs->pend_sum += ns;
 	if (!id)
@@ -265,12 +265,19 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	int64_t v[PT_MAX_VALUES];
 	int id;
 
-	/* A thread's first sample of the window carries what it used since
+	/* A thread's first samples of the window carry what it used since
 	 * its last one, before the window too (another profile's, maybe
-	 * settled there as pending): that part is not this window's. */
+	 * settled there as pending): that part is not this window's. Mostly
+	 * the first carries it all; one kept at a biased place carries only a
+	 * period (rule.c's drop_stop), and the rest comes with the next. */
 	if (smp->tid > 0 && (was = base_map_get(&cs->before, (uint64_t)smp->tid))) {
-		cpu = cpu > *was ? cpu - *was : 0;
-		base_map_del(&cs->before, (uint64_t)smp->tid);
+		if (cpu >= *was) {
+			cpu -= *was;
+			base_map_del(&cs->before, (uint64_t)smp->tid);
+		} else {
+			*was -= cpu;
+			cpu = 0;
+		}
 	}
 	v[0] = 1;
 	v[1] = (int64_t)((double)cpu * scale);

@@ -128,6 +128,66 @@ TEST(session_cpu_weighs_samples_and_names_their_frames)
 	fake_teardown();
 }
 
+static uint64_t process_cpu_now(void);
+
+/* The CPU the profile holds for thread tid, all its stacks. */
+static uint64_t cpu_of(const struct pt_profile *p, pid_t tid)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].tid == tid)
+			sum += (uint64_t)p->samples[i].value[1];
+	return sum;
+}
+
+/* What a thread had pending as a window began is not the window's. Its
+ * first sample mostly carries it all; one kept at a biased place carries a
+ * period only (ptrace/rule/rule.c's drop_stop), the rest coming with its
+ * next sample, or at the end as pending. Either way the window holds only
+ * its own CPU: here two periods for each thread. */
+TEST(session_cpu_takes_the_pending_from_before_off_the_samples_that_carry_it)
+{
+	const uint64_t P = FAKE_PERIOD;
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+	struct pt_session *ss;
+	volatile uint64_t spin = 0;
+	uint64_t t0;
+
+	fake_setup(2, 16);
+	pt__rt(F.th[0])->acc_ns = 16 * P;
+	pt__rt(F.th[1])->acc_ns = 16 * P;
+	ss = begin(&pt_kind_cpu, &req);
+	/* Thread 0: a biased stop kept with a period, then a fair one with
+	 * the 16 left and one more. */
+	smp.tid = FAKE_TID0;
+	smp.cpu_ns = P;
+	pt_kind_cpu.on_sample(ss, &smp);
+	smp.cpu_ns = 17 * P;
+	pt_kind_cpu.on_sample(ss, &smp);
+	pt__rt(F.th[0])->acc_ns = 0;
+	/* Thread 1: the biased one only; the 16 left and one more pending at
+	 * the end. */
+	smp.tid = FAKE_TID0 + 1;
+	smp.cpu_ns = P;
+	pt_kind_cpu.on_sample(ss, &smp);
+	pt__rt(F.th[1])->acc_ns = 17 * P;
+	/* The process uses 60 ms or so in the window: room for the pending
+	 * (what the samples did not carry: 40 ms). */
+	t0 = process_cpu_now();
+	while (process_cpu_now() - t0 < 6 * P)
+		spin++;
+	ASSERT_OK(pt_kind_cpu.finish(ss));
+	ASSERT(req.profile);
+	ASSERT_U64_EQ(cpu_of(req.profile, FAKE_TID0), 2 * P);
+	ASSERT_U64_EQ(req.profile->pending_ns, 2 * P);   /* thread 1's: 17 less the 15 left */
+	pt_profile_free(req.profile);
+	end(ss);
+	fake_teardown();
+}
+
 static uint64_t process_cpu_now(void)
 {
 	struct timespec ts;

@@ -126,11 +126,10 @@ typedef void (*pt_state_cb)(void *arg, const struct pt_thread_state *st);
 
 /* What a batch of stops reports to whoever chose the threads. */
 struct pt_stop_ops {
-	/* th, interrupted for a CPU sample (PT_TH_TICK), stopped at about
-	 * stop_ns with registers regs and is still stopped: 1 to take the
-	 * sample, 0 to resume it without one. NULL: every stop is taken. */
-	int (*keep)(void *arg, struct pt_thread *th, uint64_t stop_ns,
-		    const struct user_regs_struct *regs);
+	/* th, interrupted for a CPU sample (PT_TH_TICK), stopped with
+	 * registers regs and is still stopped: 1 to take the sample, 0 to
+	 * resume it without one. NULL: every stop is taken. */
+	int (*keep)(void *arg, struct pt_thread *th, const struct user_regs_struct *regs);
 	/* Each capture, unwound, once every thread of the batch runs again;
 	 * the caller may set smp's cpu_ns and state before passing it on. */
 	void (*sample)(void *arg, struct pt_thread *th, struct pt_sample *smp);

@@ -122,7 +122,7 @@ static int take(struct pt_tracee *t, struct pt_thread *th, int slot, const struc
 	/* A stop seen as it came (this tick's) came about now; a late one
 	 * when it woke us (see poll_ns). */
 	drop = ok && (th->flags & PT_TH_TICK) && ops->keep &&
-	       !ops->keep(ops->arg, th, late ? tr->late_from : pt__now_ns(), &t->caps[slot].regs);
+	       !ops->keep(ops->arg, th, &t->caps[slot].regs);
 	cont(th);
 	th->flags &= ~PT_TH_TICK;
 	t->slot_pause[slot] = pt__now_ns() - from;

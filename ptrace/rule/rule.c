@@ -316,14 +316,12 @@ static int drop_stop(struct pt_rule_thread *rt, uint64_t *count)
 
 /* The mechanism's question for a tick's stop (struct pt_stop_ops keep):
  * 1 to take the sample, 0 to drop the stop (th stays due). */
-static int keep_stop(void *arg, struct pt_thread *th, uint64_t stop_ns,
-		     const struct user_regs_struct *regs)
+static int keep_stop(void *arg, struct pt_thread *th, const struct user_regs_struct *regs)
 {
 	struct pt_rule *r = arg;
 	struct pt_rule_thread *rt = pt__rt(th);
 	int sys = completed_syscall(regs), keep = 1;
 
-	(void)stop_ns;
 	if (unborn(regs)) {
 		give_back(rt);
 		r->st.unborn_stops++;

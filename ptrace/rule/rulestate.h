@@ -50,9 +50,11 @@ struct pt_rule_thread {
 	/* snapshot cache: the stack at the last snapshot stop (snapcache.c) */
 	uint64_t *snap;          /* max_frames, allocated at the first snapshot */
 	int snap_n, snap_syscall, snap_restart;
-	/* the system call a stop of ours cut short, or -1: a timed wait so cut
-	 * goes on as restart_syscall, which says nothing of what it waits in */
+	/* the system call a stop of ours cut short, or -1, and where it was
+	 * made: a timed wait so cut goes on as restart_syscall from the same
+	 * place, which says nothing of what it waits in */
 	int cut_syscall;
+	uint64_t cut_sp, cut_pc;
 	int snap_ok;             /* snap is the stack of the stop at snap_run_ns */
 	int snap_taken;          /* its snapshot stop was captured and reported */
 	uint64_t snap_run_ns, snap_sp, snap_pc;

@@ -14,6 +14,19 @@
 #include "ptrace/rule/rulestate.h"
 #include "ptrace/mechanism/tracee.h"
 
+void pt__cut_note(struct pt_rule_thread *rt, int nr, uint64_t sp, uint64_t pc)
+{
+	rt->cut_syscall = nr;
+	rt->cut_sp = sp;
+	rt->cut_pc = pc;
+}
+
+int pt__cut_here(const struct pt_rule_thread *rt, uint64_t sp, uint64_t pc)
+{
+	return rt->cut_syscall >= 0 && rt->cut_syscall != SYS_restart_syscall && pc &&
+	       sp == rt->cut_sp && pc == rt->cut_pc;
+}
+
 /* Keeps smp's stack (just captured) in th's cache. */
 static void keep(struct pt_rule *r, struct pt_thread *th, const struct pt_sample *smp)
 {
@@ -28,11 +41,15 @@ static void keep(struct pt_rule *r, struct pt_thread *th, const struct pt_sample
 	rt->snap_sp = smp->sp;
 	rt->snap_pc = smp->pc;
 	/* Stopped in the restart of a call an earlier stop of ours cut (one
-	 * that came too late to be kept): it still waits in that call. */
-	if (smp->syscall == SYS_restart_syscall && rt->cut_syscall >= 0)
-		rt->snap_syscall = rt->cut_syscall;
-	else
-		rt->snap_syscall = rt->cut_syscall = smp->syscall;
+	 * that came too late to be kept), from the same place: it still
+	 * waits in that call. */
+	rt->snap_syscall = smp->syscall;
+	if (smp->syscall == SYS_restart_syscall) {
+		if (pt__cut_here(rt, smp->sp, smp->pc))
+			rt->snap_syscall = rt->cut_syscall;
+	} else {
+		pt__cut_note(rt, smp->syscall, smp->sp, smp->pc);
+	}
 	rt->snap_restart = 1;
 	r->st.snapshot_stops++;
 }
@@ -43,6 +60,8 @@ static void snap_sample(void *arg, struct pt_thread *th, struct pt_sample *smp)
 
 	smp->cpu_ns = 0;   /* not a CPU sample */
 	keep(r, th, smp);
+	if (pt__rt(th)->snap_ok && smp->syscall == SYS_restart_syscall)
+		smp->syscall = pt__rt(th)->snap_syscall;   /* the call it goes on with, as cached */
 	pt__rt(th)->snap_taken = 1;   /* reported, even if the cache could not keep it */
 	if (r->snap_cb)
 		r->snap_cb(r->snap_arg, smp);

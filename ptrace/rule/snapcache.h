@@ -9,6 +9,7 @@
 #include "ptrace/core/types.h"
 
 struct pt_rule;
+struct pt_rule_thread;
 struct pt_thread;
 
 /* What a snapshot's or a state report's stops report to (arg: the rule):
@@ -26,6 +27,12 @@ int pt__snapcache_same_place(struct pt_thread *th);
  * Returns how many were captured now. */
 int pt__snapcache_collect(struct pt_rule *r, struct pt_thread **sel, int nsel, uint64_t wait_ns,
 			  pt_sample_cb cb, pt_timing_cb timing, void *arg);
+/* A stop of ours is to cut (or cut) system call nr, made at sp and pc
+ * (nr < 0: none): a timed wait goes on as restart_syscall. */
+void pt__cut_note(struct pt_rule_thread *rt, int nr, uint64_t sp, uint64_t pc);
+/* 1 if a restart_syscall at sp and pc goes on with the call a stop of ours
+ * cut there (rt->cut_syscall). */
+int pt__cut_here(const struct pt_rule_thread *rt, uint64_t sp, uint64_t pc);
 /* Frees th's cache (the mechanism forgets or resets th). */
 void pt__snapcache_drop(struct pt_thread *th);
 

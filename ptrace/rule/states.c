@@ -63,7 +63,7 @@ static void thread_state(struct pt_thread *th, int ran)
 	 * or captured at it. Any other call ends that wait. */
 	if (rt->syscall != SYS_restart_syscall)
 		rt->cut_syscall = -1;
-	else if (rt->cut_syscall >= 0)
+	else if (pt__cut_here(rt, sp, pc))
 		rt->syscall = rt->cut_syscall;
 	if (pt_thread_read_state(th))
 		th->state = '?';
@@ -104,7 +104,7 @@ static int update_states(struct pt_rule *r, uint64_t now, struct pt_thread **sel
 			continue;
 		rt->snap_run_ns = rt->last_run_ns;
 		rt->snap_ok = 0;   /* until the stop comes and is captured */
-		rt->cut_syscall = rt->syscall;   /* what the stop will cut, if it is late */
+		pt__cut_note(rt, rt->syscall, rt->sys_sp, rt->sys_pc);   /* if the stop is late */
 		sel[nsel++] = th;
 	}
 	return nsel;

@@ -111,7 +111,7 @@ static int fake_collect(struct pt_tracee *t, struct pt_thread **sel, int nsel, u
 			continue;
 		}
 		if ((sel[i]->flags & PT_TH_TICK) && ops->keep &&
-		    !ops->keep(ops->arg, sel[i], pt__now_ns(), &F.regs)) {
+		    !ops->keep(ops->arg, sel[i], &F.regs)) {
 			sel[i]->flags &= ~PT_TH_TICK;
 			continue;
 		}

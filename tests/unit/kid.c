@@ -315,13 +315,11 @@ const struct pt_event *kid_event(const struct kid *k, int kind, pid_t tid)
 
 /* ---- the recorder -------------------------------------------------- */
 
-static int rec_keep(void *arg, struct pt_thread *th, uint64_t stop_ns,
-		    const struct user_regs_struct *regs)
+static int rec_keep(void *arg, struct pt_thread *th, const struct user_regs_struct *regs)
 {
 	struct rec *r = arg;
 
 	(void)th;
-	(void)stop_ns;
 	(void)regs;
 	r->nkeep++;
 	return 1;

@@ -74,7 +74,16 @@ def collapsed_stacks_hold_the_profiles_shares():
     share_p, total_p = hot_share(traces(path))
     print("  info: hot_a %.1f%% folded, %.1f%% pprof; %.2f s and %.2f s, the fixture used %.2f s and %.2f s" %
           (share_c, share_p, total_c / 1e9, total_p / 1e9, used_c / 1e9, used_p / 1e9))
-    check(abs(share_c - share_p) <= 8, "hot_a: %.1f%% folded, %.1f%% in pprof" % (share_c, share_p))
+    # Two windows, each its own sampling noise: 8 points, or 4.5 standard
+    # deviations of the difference of two windows of the pprof one's
+    # samples, if more (a loaded machine gives the fixture fewer: under
+    # ptrace beside four busy processes they once differed by 8.5 points,
+    # 76.9 against 68.4).
+    n = sum(v for v, fr in traces(path, "samples") if "hot_a" in fr or "hot_b" in fr)
+    p = share_p / 100
+    lim = max(8.0, 4.5 * 100 * (2 * p * (1 - p) / n) ** 0.5 if n else 100.0)
+    check(abs(share_c - share_p) <= lim, "hot_a: %.1f%% folded, %.1f%% in pprof (%d samples: within %.1f)" % (
+        share_c, share_p, n, lim))
     for what, total, used in (("folded", total_c, used_c), ("pprof", total_p, used_p)):
         check(0.8 * used - 3 * tick <= total <= 1.05 * used + 3 * tick,
               "%s total %.2f s, the fixture used %.2f s meanwhile" % (what, total / 1e9, used / 1e9))

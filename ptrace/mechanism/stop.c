@@ -119,7 +119,7 @@ static int take(struct pt_tracee *t, struct pt_thread *th, int slot, const struc
 	int late = th->t_interrupt <= tr->poll_ns, drop;
 	uint64_t from = late ? tr->late_from : th->t_interrupt;
 
-	/* A stop seen as it came (this tick's) came about now; a late one
+	/* Its pause counts from the interrupt, or for a late stop from
 	 * when it woke us (see poll_ns). */
 	drop = ok && (th->flags & PT_TH_TICK) && ops->keep &&
 	       !ops->keep(ops->arg, th, &t->caps[slot].regs);

@@ -298,7 +298,7 @@ static int kernel_time_pays(struct pt_thread *th, struct pt_rule_thread *rt)
 /* A tick's stop at a biased place (*count): dropped, th staying due, at
  * most PREEMPTED_MAX times in a row; then kept, carrying no more than the
  * period its selection paid for, the rest left for the next sample. */
-static int drop_stop(struct pt_rule_thread *rt, uint64_t *count)
+static int biased_stop(struct pt_rule_thread *rt, uint64_t *count)
 {
 	if (rt->preempted_in_a_row >= PREEMPTED_MAX) {
 		rt->preempted_in_a_row = 0;
@@ -330,11 +330,11 @@ static int keep_stop(void *arg, struct pt_thread *th, const struct user_regs_str
 	if (!rt->sys_seen && !pt_thread_read_kernel_ns(th, &rt->sys_base_ns))
 		rt->sys_seen = 1;   /* its kernel time from its first stop on */
 	if (handler_entry(regs))
-		keep = drop_stop(rt, &r->st.handler_stops);
+		keep = biased_stop(rt, &r->st.handler_stops);
 	else if (sys && waited_for_a_core(th, rt))
-		keep = drop_stop(rt, &r->st.preempted_stops);
+		keep = biased_stop(rt, &r->st.preempted_stops);
 	else if (sys && !kernel_time_pays(th, rt))
-		keep = drop_stop(rt, &r->st.unpaid_stops);
+		keep = biased_stop(rt, &r->st.unpaid_stops);
 	else
 		rt->preempted_in_a_row = 0;
 	if (keep && sys)

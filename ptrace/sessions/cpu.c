@@ -15,7 +15,7 @@
  * each, more for a thread a loaded machine kept off its core at the
  * ticks), as far as the samples fall short: each thread's on its last stack
  * of the window under PT_MARK_PENDING (alone for a thread not sampled in
- * it). A thread's first sample of the window carries what it used since
+ * it). A thread's first samples of the window carry what it used since
  * its last one, less what it had pending at the window's start (which a
  * profile just before may have settled: back to back, 13 % counted twice).
  * Settling only fills what the samples lack, so the total never passes
@@ -269,7 +269,7 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	 * its last one, before the window too (another profile's, maybe
 	 * settled there as pending): that part is not this window's. Mostly
 	 * the first carries it all; one kept at a biased place carries only a
-	 * period (rule.c's drop_stop), and the rest comes with the next. */
+	 * period (rule.c's biased_stop), and the rest comes with the next. */
 	if (smp->tid > 0 && (was = base_map_get(&cs->before, (uint64_t)smp->tid))) {
 		if (cpu >= *was) {
 			cpu -= *was;

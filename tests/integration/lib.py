@@ -490,6 +490,14 @@ class PltFrames:
                     any(lo <= int(m.group(2), 16) < hi for lo, hi in self.ranges))
 
 
+def share_bound(share, n, tol, windows=1):
+    """How far a share (in %) of n samples may be from another's: tol,
+    or 4.5 standard deviations of its sampling noise, if more; windows=2
+    for the difference of two windows of n samples each."""
+    p = share / 100
+    return max(tol, 4.5 * 100 * (windows * p * (1 - p) / n) ** 0.5 if n else 100.0)
+
+
 def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_tails=(MAIN_TAIL,),
                        exe=None):
     """Names, complete stacks and the hot_a share of a busy fixture profile."""
@@ -529,9 +537,7 @@ def check_busy_profile(path, truth_a=None, tol=3.0, extra=(), min_hot=0.9, main_
         # samples actually taken, if more: on a machine whose cores other
         # processes take, the fixture runs less and is sampled less.
         n = sum(v for v, fr in traces(path, "samples") if fr[0] in ("hot_a", "hot_b"))
-        p = share / 100
-        sd = 100 * (p * (1 - p) / n) ** 0.5 if n else 100.0
-        lim = max(tol, 4.5 * sd)
+        lim = share_bound(share, n, tol)
         check(abs(share - truth_a) <= lim, "hot_a share %.2f%% vs truth %.2f%% (%d samples: within %.2f)" % (
             share, truth_a, n, lim))
     return share

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 
 import lib
-from lib import Fixture, Podprof, check, cpu_ticks, http, save, test, figures, traces
+from lib import Fixture, Podprof, check, cpu_ticks, http, save, test, figures, traces, share_bound
 
 OUT = os.path.join(lib.ROOT, "tests", "out", "flame")
 SPEEDSCOPE_UNITS = {"none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"}
@@ -80,8 +80,7 @@ def collapsed_stacks_hold_the_profiles_shares():
     # ptrace beside four busy processes they once differed by 8.5 points,
     # 76.9 against 68.4).
     n = sum(v for v, fr in traces(path, "samples") if "hot_a" in fr or "hot_b" in fr)
-    p = share_p / 100
-    lim = max(8.0, 4.5 * 100 * (2 * p * (1 - p) / n) ** 0.5 if n else 100.0)
+    lim = share_bound(share_p, n, 8.0, windows=2)
     check(abs(share_c - share_p) <= lim, "hot_a: %.1f%% folded, %.1f%% in pprof (%d samples: within %.1f)" % (
         share_c, share_p, n, lim))
     for what, total, used in (("folded", total_c, used_c), ("pprof", total_p, used_p)):

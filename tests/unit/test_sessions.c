@@ -143,7 +143,7 @@ static uint64_t cpu_of(const struct pt_profile *p, pid_t tid)
 
 /* What a thread had pending as a window began is not the window's. Its
  * first sample mostly carries it all; one kept at a biased place carries a
- * period only (ptrace/rule/rule.c's drop_stop), the rest coming with its
+ * period only (ptrace/rule/rule.c's biased_stop), the rest coming with its
  * next sample, or at the end as pending. Either way the window holds only
  * its own CPU: here two periods for each thread. */
 TEST(session_cpu_takes_the_pending_from_before_off_the_samples_that_carry_it)

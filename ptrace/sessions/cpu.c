@@ -22,8 +22,8 @@
  * the process's CPU; but where threads born in the window were
  * drawn (ptrace/rule/cpudraw.h: each draw stands for a period of its
  * thread's CPU, so short threads' draws may carry more than they used),
- * what the samples carried over the process's CPU is taken off the ended
- * threads' stacks, in proportion to their CPU. The profile's comment says
+ * what the samples and the live threads' pending pass the process's CPU
+ * by is taken off the ended threads' stacks, in proportion to their CPU. The profile's comment says
  * how much. Owns
  * the session's stack table. Sampler thread only, as every session
  * hook. */
@@ -148,8 +148,9 @@ static int drew(struct pt_session *ss)
 	return rs.draws > ss->draws0;
 }
 
-/* Samples that carried `over` more than the process used, which draws do
- * (each stands for a period of its thread's CPU, ptrace/rule/cpudraw.h):
+/* Samples that carried `over` more than the ended threads used, which
+ * draws do (each stands for a period of its thread's CPU,
+ * ptrace/rule/cpudraw.h):
  * the ended threads' samples give it back in proportion to their CPU (as
  * their shortfall is added to them, the other way), so that their share is
  * the process's CPU less what the live threads' samples carried. */
@@ -219,17 +220,23 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 		pt_stacks_get(st, i, &e, v);
 		total += (uint64_t)v[1];
 	}
-	if (p->process_cpu_ns < total && drew(&cs->base)) {
-		trim(cs, p, total - p->process_cpu_ns);
-		return;
+	/* What the live threads used since their last sample: their clocks
+	 * say, so the ended threads' part is what is left after it. */
+	if (cs->base.rule)
+		pt_rule_pending_ns(cs->base.rule, note_pending, cs);
+	/* Draws that carried more than the ended threads used: the samples
+	 * and the live threads' pending pass the process's CPU by that much
+	 * (if the samples alone do not, the live threads would otherwise
+	 * lose it from their pending). */
+	if (total + cs->pend_sum > p->process_cpu_ns && drew(&cs->base)) {
+		trim(cs, p, total + cs->pend_sum - p->process_cpu_ns);
+		total -= p->overdrawn_ns;
 	}
 	if (p->process_cpu_ns <= total)
 		return;
 	due = p->process_cpu_ns - total;
-	/* The live threads' first: what they used since their last sample
-	 * (a part the table refused is left unsettled, no ended thread's). */
-	if (cs->base.rule)
-		pt_rule_pending_ns(cs->base.rule, note_pending, cs);
+	/* The live threads' first (a part the table refused is left
+	 * unsettled, no ended thread's). */
 	if ((want = due < cs->pend_sum ? due : cs->pend_sum)) {
 		spread.mark = PT_MARK_PENDING;
 		spread.weight = pending_weight;

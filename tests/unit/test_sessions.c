@@ -255,6 +255,56 @@ TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
 	fake_teardown();
 }
 
+/* The live threads' pending comes from their own clocks: where draws
+ * carried more than the ended threads used but the samples alone do not
+ * pass the process's CPU, the excess is still the ended threads' to give
+ * back, and the live thread keeps all its pending (before, it lost what
+ * the draws had taken, and the comment said nothing was overdrawn). */
+TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
+{
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+	struct pt_exit x = { 0 };
+	struct pt_session *ss;
+	uint64_t t0, total = 0, used;
+	volatile uint64_t spin = 0;
+
+	fake_setup(1, 16);
+	ss = begin(&pt_kind_cpu, &req);
+	F.r->st.draws = ss->draws0 + 2;
+	smp.tid = FAKE_TID0;
+	smp.cpu_ns = 5000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	smp.tid = FAKE_TID0 + 100;
+	smp.cpu_ns = 100000000;
+	pt_kind_cpu.on_sample(ss, &smp);
+	x.tid = FAKE_TID0 + 100;
+	pt_kind_cpu.on_exit(ss, &x);
+	pt__rt(F.th[0])->acc_ns = 30000000;   /* the live thread's, since its sample */
+	/* the process uses 115 ms or so: more than the 105 ms carried, less
+	 * than that and the 30 ms pending */
+	t0 = process_cpu_now();
+	while (process_cpu_now() - t0 < 115000000ull)
+		spin++;
+	ASSERT_OK(pt_kind_cpu.finish(ss));
+	ASSERT(req.profile);
+	used = req.profile->process_cpu_ns;
+	ASSERT(used >= 115000000ull && used < 135000000ull);
+	for (size_t i = 0; i < req.profile->nsamples; i++)
+		total += (uint64_t)req.profile->samples[i].value[1];
+	ASSERT_U64_EQ(total, used);
+	ASSERT_U64_EQ(req.profile->pending_ns, 30000000ull);
+	ASSERT_U64_EQ(req.profile->overdrawn_ns, 135000000ull - used);
+	ASSERT_U64_EQ(req.profile->unsampled_ns, 0);
+	/* (the pending goes on a stack of its own, under its mark) */
+	ASSERT_U64_EQ(cpu_of(req.profile, FAKE_TID0), 5000000ull);
+	ASSERT_U64_EQ(cpu_of(req.profile, FAKE_TID0 + 100), used - 35000000ull);
+	pt_profile_free(req.profile);
+	end(ss);
+	fake_teardown();
+}
+
 /* One look of thread tid at t ms: blocked in syscall (S), or running. */
 static void state(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, int syscall,
 		  int ran)

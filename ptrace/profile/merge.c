@@ -98,6 +98,7 @@ static void add_counts(struct pt_profile *p, const struct pt_profile *q)
 	p->exited_threads += q->exited_threads;
 	p->exited_stacks += q->exited_stacks;
 	p->overdrawn_ns += q->overdrawn_ns;
+	p->clock_over_ns += q->clock_over_ns;
 	p->samples_lost += q->samples_lost;
 	p->open_failures += q->open_failures;
 	if (q->open_err)

@@ -170,6 +170,11 @@ struct pt_profile {
 	 * stands for a period, ptrace/rule/cpudraw.h): taken off the ended
 	 * threads' stacks in proportion to their CPU. */
 	uint64_t overdrawn_ns;
+	/* Samples of the perf_event backend that carried more than the
+	 * process's CPU clock says it used (the kernel's task clock counts
+	 * time the hypervisor took from the thread too): taken off every
+	 * stack in proportion to its CPU. */
+	uint64_t clock_over_ns;
 	const char *cut;     /* a window cut short: what the target did ("exited"), or NULL */
 	uint64_t cut_ns;     /* when, since the window began */
 	/* A profile of several processes: each sample's `proc` indexes these;

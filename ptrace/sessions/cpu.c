@@ -23,7 +23,11 @@
  * drawn (ptrace/rule/cpudraw.h: each draw stands for a period of its
  * thread's CPU, so short threads' draws may carry more than they used),
  * what the samples and the live threads' pending pass the process's CPU
- * by is taken off the ended threads' stacks, in proportion to their CPU. The profile's comment says
+ * by is taken off the ended threads' stacks, in proportion to their CPU;
+ * and under perf_event, whose samples carry the kernel's task clock (it
+ * counts time the host took from a thread, which the process's CPU clock
+ * leaves out), what they carried over the process's CPU comes off every
+ * stack in proportion. The profile's comment says
  * how much. Owns
  * the session's stack table. Sampler thread only, as every session
  * hook. */
@@ -40,6 +44,7 @@
 #include "ptrace/sampler/log.h"
 #include "ptrace/sampler/group.h"
 #include "ptrace/profile/profile.h"
+#include "ptrace/rule/perftick.h"
 #include "ptrace/rule/rule.h"
 #include "ptrace/core/internal.h"
 #include "ptrace/sampler/sampler.h"
@@ -148,13 +153,20 @@ static int drew(struct pt_session *ss)
 	return rs.draws > ss->draws0;
 }
 
-/* Samples that carried `over` more than the ended threads used, which
- * draws do (each stands for a period of its thread's CPU,
- * ptrace/rule/cpudraw.h):
- * the ended threads' samples give it back in proportion to their CPU (as
- * their shortfall is added to them, the other way), so that their share is
- * the process's CPU less what the live threads' samples carried. */
-static void trim(struct cpu_session *cs, struct pt_profile *p, uint64_t over)
+static uint64_t any_weight(void *arg, size_t id, const struct pt_sample *e, const int64_t *v)
+{
+	(void)arg;
+	(void)id;
+	(void)e;
+	return v[1] > 0 ? (uint64_t)v[1] : 0;
+}
+
+/* Takes `over` off the entries `weight` picks, in proportion to their CPU
+ * (rounding loses nothing). Returns what it took: all of it, unless their
+ * CPU is less. */
+static uint64_t trim(struct cpu_session *cs,
+		     uint64_t (*weight)(void *, size_t, const struct pt_sample *, const int64_t *),
+		     uint64_t over)
 {
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
@@ -164,10 +176,10 @@ static void trim(struct cpu_session *cs, struct pt_profile *p, uint64_t over)
 
 	for (size_t i = 0; i < n; i++) {
 		pt_stacks_get(st, i, &e, v);
-		sum += exited_weight(cs, i, &e, v) ? (uint64_t)v[1] : 0;
+		sum += weight(cs, i, &e, v) ? (uint64_t)v[1] : 0;
 	}
 	if (!sum)
-		return;
+		return 0;
 	if (over > sum)
 		over = sum;
 	left = over;
@@ -178,7 +190,7 @@ static void trim(struct cpu_session *cs, struct pt_profile *p, uint64_t over)
 		uint64_t share;
 
 		pt_stacks_get(st, i, &e, v);
-		if (!exited_weight(cs, i, &e, v))
+		if (!weight(cs, i, &e, v))
 			continue;
 		share = (uint64_t)((double)left * (double)v[1] / (double)sum);
 		if (share > (uint64_t)v[1])
@@ -190,7 +202,7 @@ static void trim(struct cpu_session *cs, struct pt_profile *p, uint64_t over)
 		pt_stacks_add_to(st, i, d);
 		left -= share;
 	}
-	p->overdrawn_ns = over - left;
+	return over - left;
 }
 
 /* The window's CPU that no sample carried, settled as the header says. A
@@ -227,10 +239,24 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	/* Draws that carried more than the ended threads used: the samples
 	 * and the live threads' pending pass the process's CPU by that much
 	 * (if the samples alone do not, the live threads would otherwise
-	 * lose it from their pending). */
+	 * lose it from their pending). Taken off the ended threads' samples
+	 * in proportion to their CPU (as their shortfall is added to them,
+	 * the other way), so that their share is the process's CPU less the
+	 * live threads'. */
 	if (total + cs->pend_sum > p->process_cpu_ns && drew(&cs->base)) {
-		trim(cs, p, total + cs->pend_sum - p->process_cpu_ns);
+		p->overdrawn_ns = trim(cs, exited_weight, total + cs->pend_sum - p->process_cpu_ns);
 		total -= p->overdrawn_ns;
+	}
+	/* A perf_event sample carries the kernel's task clock, which on a
+	 * virtual machine also counts time the host took from the thread
+	 * while it ran (steal): 1-4 % more than the threads' own CPU clocks
+	 * beside another guest's disk writes here (docs/how-it-works.md).
+	 * The process's CPU clock, as every other, leaves that out: the
+	 * excess comes off every stack in proportion, shares unchanged. */
+	if (total > p->process_cpu_ns && cs->base.rule &&
+	    pt_perftick_backend(cs->base.rule, NULL) == PT_BACKEND_PERF) {
+		p->clock_over_ns = trim(cs, any_weight, total - p->process_cpu_ns);
+		total -= p->clock_over_ns;
 	}
 	if (p->process_cpu_ns <= total)
 		return;
@@ -333,6 +359,7 @@ static int cpu_finish(struct pt_session *ss)
 		p->exited_threads = acct.exited_threads;
 		p->exited_stacks = acct.exited_stacks;
 		p->overdrawn_ns = acct.overdrawn_ns;
+		p->clock_over_ns = acct.clock_over_ns;
 	}
 	pt_sampler_stats(ss->s, &st);
 	pt_tracee_stats(ss->t, &ts);
@@ -341,7 +368,7 @@ static int cpu_finish(struct pt_session *ss)
 			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
 			" python_captures=%llu python_us_per_capture=%.2f"
 			" process_cpu_ms=%.1f pending_ms=%.1f unsampled_ms=%.1f unsettled_ms=%.1f"
-			" exited_threads=%llu exited_stacks=%llu overdrawn_ms=%.1f%s",
+			" exited_threads=%llu exited_stacks=%llu overdrawn_ms=%.1f clock_over_ms=%.1f%s",
 			(int)req->pid, (unsigned long long)cs->thread_samples,
 			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
 			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
@@ -353,7 +380,8 @@ static int cpu_finish(struct pt_session *ss)
 			(double)acct.process_cpu_ns / 1e6, (double)acct.pending_ns / 1e6,
 			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
 			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
-			(double)acct.overdrawn_ns / 1e6, pt__request_cancelled(req) ? " (client gone)" : "");
+			(double)acct.overdrawn_ns / 1e6, (double)acct.clock_over_ns / 1e6,
+			pt__request_cancelled(req) ? " (client gone)" : "");
 	return err;
 }
 

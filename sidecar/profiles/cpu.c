@@ -115,6 +115,16 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;
 	}
+	if (pr->process_cpu_ns && pr->clock_over_ns) {
+		snprintf(comment, sizeof(comment),
+			 "podprof: process_cpu_ns=%" PRIu64 " over the window; clock_over_ns=%" PRIu64
+			 " (%.1f%%) more than it used was carried by the kernel's samples (their task "
+			 "clock counts time the host took from a thread as it ran), taken off every "
+			 "stack in proportion to its CPU", pr->process_cpu_ns, pr->clock_over_ns,
+			 100.0 * (double)pr->clock_over_ns / (double)pr->process_cpu_ns);
+		if ((err = enc_pprof_comment(e, comment)))
+			return err;
+	}
 	if ((err = sc_stacks_note_cut(e, pr)))
 		return err;
 	return sc_stacks_pprof(e, pr, &cpu_spec);

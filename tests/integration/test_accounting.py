@@ -558,7 +558,10 @@ def back_to_back_profiles_hold_only_their_own_windows_cpu():
     window carries what it used since its last sample, before the window
     too (the profile before settled some of it as pending): under ptrace
     the second and third once held 1.1-1.4 % more than the process used,
-    and 256 pre-fork workers' steady profile 8-18 % more."""
+    and 256 pre-fork workers' steady profile 8-18 % more. (Under perf_event
+    the kernel's task clock runs 1-4 % ahead of the threads' own clocks
+    beside another guest's disk writes, time the host took: that excess
+    comes off every stack, and the comment's clock_over_ns says how much.)"""
     from lib import Fixture
     from test_backends import total_and_process
     for backend in ("ptrace", "perf_event"):
@@ -567,8 +570,11 @@ def back_to_back_profiles_hold_only_their_own_windows_cpu():
         for k in range(3):
             path = save(get_profile(pp, "seconds=1&hz=100"), "b2b-%s-%d.pb.gz" % (backend, k))
             total, used = total_and_process(path)
-            print("  info: %s profile %d: total %.3f s, the process's %.3f s (%.4f)" % (
-                backend, k + 1, total / 1e9, used / 1e9, total / used))
+            over = re.search(r"clock_over_ns=(\d+)", pprof("-raw", path))
+            print("  info: %s profile %d: total %.3f s, the process's %.3f s (%.4f), the kernel's "
+                  "clock over by %.1f ms" % (backend, k + 1, total / 1e9, used / 1e9, total / used,
+                                             int(over.group(1)) / 1e6 if over else 0))
+            check(not over or backend == "perf_event", "a ptrace profile's samples rescaled: %s" % over)
             check(total <= used * 1.002 + 2000000 and total >= 0.97 * used,
                   "%s profile %d holds %.3f s, the process used %.3f s" % (backend, k + 1, total / 1e9, used / 1e9))
         pp.stop()

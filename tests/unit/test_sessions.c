@@ -305,6 +305,65 @@ TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 	fake_teardown();
 }
 
+/* Under perf_event a sample carries the kernel's task clock, which counts
+ * time the threads' CPU clocks leave out (steal, on a virtual machine): 1-4 %
+ * more beside another guest's disk writes. What the samples carried over
+ * the process's CPU comes off every stack in proportion, shares unchanged,
+ * and the profile says how much. The ptrace backend's samples are the
+ * threads' own clocks: nothing is taken there (the same samples stay as
+ * they are). */
+TEST(session_cpu_takes_the_perf_clocks_excess_off_every_stack)
+{
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+
+	for (int perf = 1; perf >= 0; perf--) {
+		struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+		const struct pt_profile_sample *a, *b;
+		struct pt_session *ss;
+		uint64_t t0, total = 0, used;
+		volatile uint64_t spin = 0;
+
+		fake_setup(2, 16);
+		F.r->decided = 1;
+		F.r->backend = perf ? PT_BACKEND_PERF : PT_BACKEND_PTRACE;
+		ss = begin(&pt_kind_cpu, &req);
+		smp.tid = FAKE_TID0;
+		smp.cpu_ns = 60000000;
+		pt_kind_cpu.on_sample(ss, &smp);
+		smp.tid = FAKE_TID0 + 1;
+		smp.cpu_ns = 40000000;
+		pt_kind_cpu.on_sample(ss, &smp);
+		/* the process uses 20 ms or so: less than the 100 ms carried */
+		t0 = process_cpu_now();
+		while (process_cpu_now() - t0 < 20000000ull)
+			spin++;
+		ASSERT_OK(pt_kind_cpu.finish(ss));
+		ASSERT(req.profile);
+		used = req.profile->process_cpu_ns;
+		ASSERT(used >= 20000000ull && used < 100000000ull);
+		for (size_t i = 0; i < req.profile->nsamples; i++)
+			total += (uint64_t)req.profile->samples[i].value[1];
+		a = sample_of(req.profile, FAKE_TID0);
+		b = sample_of(req.profile, FAKE_TID0 + 1);
+		ASSERT(a && b);
+		ASSERT_U64_EQ(req.profile->overdrawn_ns, 0);
+		if (perf) {
+			ASSERT_U64_EQ(total, used);
+			ASSERT_U64_EQ(req.profile->clock_over_ns, 100000000ull - used);
+			/* 60:40 still, within the rounding (a nanosecond each) */
+			ASSERT(llabs(2 * a->value[1] - 3 * b->value[1]) <= 5);
+		} else {
+			ASSERT_U64_EQ(total, 100000000ull);
+			ASSERT_U64_EQ(req.profile->clock_over_ns, 0);
+			ASSERT_EQ(a->value[1], 60000000);
+		}
+		pt_profile_free(req.profile);
+		end(ss);
+		fake_teardown();
+	}
+}
+
 /* One look of thread tid at t ms: blocked in syscall (S), or running. */
 static void state(struct pt_session *ss, pid_t tid, uint64_t t0, uint64_t ms, char st, int syscall,
 		  int ran)

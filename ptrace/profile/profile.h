@@ -171,7 +171,7 @@ struct pt_profile {
 	 * threads' stacks in proportion to their CPU. */
 	uint64_t overdrawn_ns;
 	/* Samples of the perf_event backend that carried more than the
-	 * process's CPU clock says it used (the kernel's task clock counts
+	 * process's CPU clock says it used (the kernel's cpu-clock counts
 	 * time the hypervisor took from the thread too): taken off every
 	 * stack in proportion to its CPU. */
 	uint64_t clock_over_ns;

@@ -24,10 +24,10 @@
  * thread's CPU, so short threads' draws may carry more than they used),
  * what the samples and the live threads' pending pass the process's CPU
  * by is taken off the ended threads' stacks, in proportion to their CPU;
- * and under perf_event, whose samples carry the kernel's task clock (it
- * counts time the host took from a thread, which the process's CPU clock
- * leaves out), what they carried over the process's CPU comes off every
- * stack in proportion. The profile's comment says
+ * and under perf_event, whose samples and pending carry the kernel's
+ * cpu-clock count (it counts time the host took from a thread, which the
+ * process's CPU clock leaves out), what they carried over the process's CPU comes
+ * off both in proportion. The profile's comment says
  * how much. Owns
  * the session's stack table. Sampler thread only, as every session
  * hook. */
@@ -69,6 +69,7 @@ struct cpu_session {
 	struct base_map before;  /* tid -> its pending CPU at the start (used before the window) */
 	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
 	uint64_t pend_sum;       /* all the pending CPU of the window */
+	int pend_read;           /* the pending was read (on_end, or at finish) */
 };
 
 static void note_before(void *arg, pid_t tid, uint64_t ns)
@@ -195,6 +196,8 @@ static uint64_t trim(struct cpu_session *cs,
 		share = (uint64_t)((double)left * (double)v[1] / (double)sum);
 		if (share > (uint64_t)v[1])
 			share = (uint64_t)v[1];
+		if (share > left)
+			share = left;
 		sum -= (uint64_t)v[1];
 		if (!sum)
 			share = left;
@@ -213,6 +216,7 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 	struct pt_stacks *st = cs->stacks;
 	size_t n = pt_stacks_count(st);
 	uint64_t cpu1 = cs->cpu1 ? cs->cpu1 : pt_tracee_cpu_ns(cs->base.t), total, due, want;
+	int perf;
 	struct pt_spread spread = { .arg = cs };
 	struct pt_sample e;
 	int64_t v[PT_MAX_VALUES];
@@ -232,10 +236,12 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 		pt_stacks_get(st, i, &e, v);
 		total += (uint64_t)v[1];
 	}
-	/* What the live threads used since their last sample: their clocks
-	 * say, so the ended threads' part is what is left after it. */
-	if (cs->base.rule)
+	/* What the live threads used since their last sample (read as the
+	 * window ended: on_end), so the ended threads' part is what is left
+	 * after it. */
+	if (!cs->pend_read && cs->base.rule)
 		pt_rule_pending_ns(cs->base.rule, note_pending, cs);
+	cs->pend_read = 1;
 	/* Draws that carried more than the ended threads used: the samples
 	 * and the live threads' pending pass the process's CPU by that much
 	 * (if the samples alone do not, the live threads would otherwise
@@ -247,20 +253,29 @@ static void settle(struct cpu_session *cs, struct pt_profile *p)
 		p->overdrawn_ns = trim(cs, exited_weight, total + cs->pend_sum - p->process_cpu_ns);
 		total -= p->overdrawn_ns;
 	}
-	/* A perf_event sample carries the kernel's task clock, which on a
-	 * virtual machine also counts time the host took from the thread
+	/* A perf_event sample carries the kernel's cpu-clock count, which on
+	 * a virtual machine also counts time the host took from the thread
 	 * while it ran (steal): 1-4 % more than the threads' own CPU clocks
-	 * beside another guest's disk writes here (docs/how-it-works.md).
-	 * The process's CPU clock, as every other, leaves that out: the
-	 * excess comes off every stack in proportion, shares unchanged. */
-	if (total > p->process_cpu_ns && cs->base.rule &&
-	    pt_perftick_backend(cs->base.rule, NULL) == PT_BACKEND_PERF) {
-		p->clock_over_ns = trim(cs, any_weight, total - p->process_cpu_ns);
+	 * beside another guest's disk writes here, 2 % for a thread that
+	 * sleeps and wakes a thousand times a second (docs/how-it-works.md).
+	 * The process's CPU clock, as every other, leaves that out: what the
+	 * samples and the live threads' pending (the same clock) pass it by
+	 * comes off both in proportion, shares unchanged: the samples' part
+	 * off every stack here, the pending's as it is capped by what is due
+	 * below. */
+	perf = cs->base.rule && pt_perftick_backend(cs->base.rule, NULL) == PT_BACKEND_PERF;
+	if (perf && total + cs->pend_sum > p->process_cpu_ns) {
+		uint64_t over = total + cs->pend_sum - p->process_cpu_ns;
+
+		over = (uint64_t)((double)over * (double)total / (double)(total + cs->pend_sum));
+		p->clock_over_ns = trim(cs, any_weight, over < total ? over : total);
 		total -= p->clock_over_ns;
 	}
 	if (p->process_cpu_ns <= total)
 		return;
 	due = p->process_cpu_ns - total;
+	if (perf && due < cs->pend_sum)
+		p->clock_over_ns += cs->pend_sum - due;
 	/* The live threads' first (a part the table refused is left
 	 * unsettled, no ended thread's). */
 	if ((want = due < cs->pend_sum ? due : cs->pend_sum)) {
@@ -331,6 +346,11 @@ static void cpu_on_end(struct pt_session *ss)
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
 	cs->cpu1 = pt_tracee_cpu_ns(ss->t);
+	/* the live threads' pending as the window ends too, not at finish
+	 * (sessions ending together finish one after another) */
+	if (ss->rule)
+		pt_rule_pending_ns(ss->rule, note_pending, cs);
+	cs->pend_read = 1;
 }
 
 static int cpu_finish(struct pt_session *ss)

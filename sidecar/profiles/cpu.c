@@ -108,8 +108,8 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 	if (pr->process_cpu_ns && pr->overdrawn_ns) {
 		snprintf(comment, sizeof(comment),
 			 "podprof: process_cpu_ns=%" PRIu64 " over the window; overdrawn_ns=%" PRIu64
-			 " (%.1f%%) more than it used was drawn (each draw stands for a period), taken off "
-			 "the stacks of threads that ended, in proportion to their CPU",
+			 " (%.1f%%) more than the threads that ended used was drawn (each draw stands for a "
+			 "period), taken off their stacks in proportion to their CPU",
 			 pr->process_cpu_ns, pr->overdrawn_ns,
 			 100.0 * (double)pr->overdrawn_ns / (double)pr->process_cpu_ns);
 		if ((err = enc_pprof_comment(e, comment)))
@@ -118,9 +118,9 @@ static int build(struct enc_pprof *e, const struct pt_profile *pr)
 	if (pr->process_cpu_ns && pr->clock_over_ns) {
 		snprintf(comment, sizeof(comment),
 			 "podprof: process_cpu_ns=%" PRIu64 " over the window; clock_over_ns=%" PRIu64
-			 " (%.1f%%) more than it used was carried by the kernel's samples (their task "
-			 "clock counts time the host took from a thread as it ran), taken off every "
-			 "stack in proportion to its CPU", pr->process_cpu_ns, pr->clock_over_ns,
+			 " (%.1f%%) more than it used was carried by the kernel's samples and the live "
+			 "threads' pending (their cpu-clock counts time the host took from a thread as "
+			 "it ran), taken off both in proportion", pr->process_cpu_ns, pr->clock_over_ns,
 			 100.0 * (double)pr->clock_over_ns / (double)pr->process_cpu_ns);
 		if ((err = enc_pprof_comment(e, comment)))
 			return err;

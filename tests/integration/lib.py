@@ -490,6 +490,30 @@ class PltFrames:
                     any(lo <= int(m.group(2), 16) < hi for lo, hi in self.ranges))
 
 
+def steal_ns():
+    """The time the host took from this machine's CPUs (all of them, /proc/stat's steal), in ns."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def check_clock_over(path, used, steal):
+    """A perf_event profile's clock_over_ns (the kernel's cpu-clock past
+    the process's CPU clock, taken off its stacks) is mostly time the host
+    took from its threads: at most the machine's steal over the window
+    (steal, from steal_ns() before it to now), and 1 % and 5 ms (quiet, a
+    busy thread's two clocks part by 0.1-0.4 %; one that forks and waits
+    a thousand times a second, by 2 %). More would be a thread's CPU
+    counted twice, which the rescaling would hide. Returns it in ns."""
+    m = re.search(r"clock_over_ns=(\d+)", pprof("-raw", path))
+    over = int(m.group(1)) if m else 0
+    took = steal_ns() - steal
+    check(over <= took + 0.01 * used + 5e6,
+          "the samples carried %.1f ms more than the process used, the host took %.1f ms" % (
+              over / 1e6, took / 1e6))
+    return over
+
+
 def share_bound(share, n, tol, windows=1):
     """How far a share (in %) of n samples may be from another's: tol,
     or 4.5 standard deviations of its sampling noise, if more; windows=2

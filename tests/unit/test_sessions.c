@@ -259,7 +259,8 @@ TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
  * carried more than the ended threads used but the samples alone do not
  * pass the process's CPU, the excess is still the ended threads' to give
  * back, and the live thread keeps all its pending (before, it lost what
- * the draws had taken, and the comment said nothing was overdrawn). */
+ * the draws had taken, and the comment said nothing was overdrawn). The
+ * pending is read as the window ends, not as the profile is finished. */
 TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 {
 	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
@@ -287,6 +288,10 @@ TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 	t0 = process_cpu_now();
 	while (process_cpu_now() - t0 < 115000000ull)
 		spin++;
+	pt_kind_cpu.on_end(ss);
+	/* what it runs after the window (while sessions ending with this
+	 * one finish) is not the window's */
+	pt__rt(F.th[0])->acc_ns += 50000000;
 	ASSERT_OK(pt_kind_cpu.finish(ss));
 	ASSERT(req.profile);
 	used = req.profile->process_cpu_ns;
@@ -305,23 +310,27 @@ TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 	fake_teardown();
 }
 
-/* Under perf_event a sample carries the kernel's task clock, which counts
+/* Under perf_event a sample carries the kernel's cpu-clock count, which counts
  * time the threads' CPU clocks leave out (steal, on a virtual machine): 1-4 %
- * more beside another guest's disk writes. What the samples carried over
- * the process's CPU comes off every stack in proportion, shares unchanged,
- * and the profile says how much. The ptrace backend's samples are the
- * threads' own clocks: nothing is taken there (the same samples stay as
- * they are). */
+ * more beside another guest's disk writes. What the samples and the live
+ * threads' pending (the same clock) carried over the process's CPU comes
+ * off both in proportion, shares unchanged, and the profile says how much:
+ * with the samples alone over it (100 ms carried, 20 used), and with the
+ * pending taking them over (100 ms carried and 30 pending, 115 used: the
+ * pending is not cut alone). The ptrace backend's samples are the threads'
+ * own clocks: nothing is taken there, and the pending fills what is due. */
 TEST(session_cpu_takes_the_perf_clocks_excess_off_every_stack)
 {
 	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
 	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+	const uint64_t MS = 1000000ull;
 
-	for (int perf = 1; perf >= 0; perf--) {
+	for (int k = 0; k < 4; k++) {
+		int perf = k & 1, pend = k >> 1;
 		struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
 		const struct pt_profile_sample *a, *b;
 		struct pt_session *ss;
-		uint64_t t0, total = 0, used;
+		uint64_t t0, total = 0, used, carried;
 		volatile uint64_t spin = 0;
 
 		fake_setup(2, 16);
@@ -329,34 +338,47 @@ TEST(session_cpu_takes_the_perf_clocks_excess_off_every_stack)
 		F.r->backend = perf ? PT_BACKEND_PERF : PT_BACKEND_PTRACE;
 		ss = begin(&pt_kind_cpu, &req);
 		smp.tid = FAKE_TID0;
-		smp.cpu_ns = 60000000;
+		smp.cpu_ns = 60 * MS;
 		pt_kind_cpu.on_sample(ss, &smp);
 		smp.tid = FAKE_TID0 + 1;
-		smp.cpu_ns = 40000000;
+		smp.cpu_ns = 40 * MS;
 		pt_kind_cpu.on_sample(ss, &smp);
-		/* the process uses 20 ms or so: less than the 100 ms carried */
+		if (pend) {
+			/* thread 0 ran 30 ms since its sample (its clock: no
+			 * event open, the last sample read at its start) */
+			fake_burn(0, 30 * MS, 0);
+			if (!perf)
+				pt__rt(F.th[0])->last_run_ns = 0;
+		}
 		t0 = process_cpu_now();
-		while (process_cpu_now() - t0 < 20000000ull)
+		while (process_cpu_now() - t0 < (pend ? 115 : 20) * MS)
 			spin++;
+		pt_kind_cpu.on_end(ss);
 		ASSERT_OK(pt_kind_cpu.finish(ss));
 		ASSERT(req.profile);
 		used = req.profile->process_cpu_ns;
-		ASSERT(used >= 20000000ull && used < 100000000ull);
+		ASSERT(used >= (pend ? 115 : 20) * MS && used < (pend ? 130 : 100) * MS);
 		for (size_t i = 0; i < req.profile->nsamples; i++)
 			total += (uint64_t)req.profile->samples[i].value[1];
 		a = sample_of(req.profile, FAKE_TID0);
 		b = sample_of(req.profile, FAKE_TID0 + 1);
 		ASSERT(a && b);
 		ASSERT_U64_EQ(req.profile->overdrawn_ns, 0);
+		/* (ptrace, no pending: the samples stay over the process's CPU) */
+		ASSERT_U64_EQ(total, perf || pend ? used : 100 * MS);
+		carried = pend ? 130 * MS : 100 * MS;
 		if (perf) {
-			ASSERT_U64_EQ(total, used);
-			ASSERT_U64_EQ(req.profile->clock_over_ns, 100000000ull - used);
+			ASSERT_U64_EQ(req.profile->clock_over_ns, carried - used);
 			/* 60:40 still, within the rounding (a nanosecond each) */
 			ASSERT(llabs(2 * a->value[1] - 3 * b->value[1]) <= 5);
+			/* the pending cut as much as the samples, in proportion */
+			ASSERT(llabs((int64_t)(req.profile->pending_ns * 130) - (int64_t)(pend ? 30 * used : 0)) <=
+			       (pend ? 130000 : 0));
 		} else {
-			ASSERT_U64_EQ(total, 100000000ull);
 			ASSERT_U64_EQ(req.profile->clock_over_ns, 0);
-			ASSERT_EQ(a->value[1], 60000000);
+			ASSERT_EQ(a->value[1], 60 * MS);
+			ASSERT_EQ(b->value[1], 40 * MS);
+			ASSERT_U64_EQ(req.profile->pending_ns, pend ? used - 100 * MS : 0);
 		}
 		pt_profile_free(req.profile);
 		end(ss);

@@ -125,9 +125,10 @@ TEST(cpuwake_stops_a_traced_thread_after_each_period_of_its_cpu)
 	}
 	/* The event counted from its open, somewhere between the two
 	 * readings of its CPU before and after, and not from each overflow
-	 * (it disables itself) to its stop: at[3] less the gap, less 250 us a
-	 * stop (0.55-0.75 ms for the four beside two busy loops, ASan). */
-	ASSERT(count + (cpu0_after - cpu0) + MS >= at[3] && count <= at[3] + 2 * MS);
+	 * (it disables itself) to its stop: at[3] less the gap, less up to
+	 * 500 us a stop (0.55-1.03 ms for the four beside two busy loops,
+	 * ASan). A period not counted would be 10 ms. */
+	ASSERT(count + (cpu0_after - cpu0) + 2 * MS >= at[3] && count <= at[3] + 2 * MS);
 	close(fd);
 	end(&k);
 }

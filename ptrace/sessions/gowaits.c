@@ -4,7 +4,8 @@
  * for), so for a Go program podprof reads (gort.h) the waiting profiles
  * look at its goroutines instead, every period (at least MIN_PERIOD_NS,
  * longer when reading them costs more than 1/COST_SHARE of it: 2 % of a
- * core, and the unwinding of each new wait's stack once), without a stop;
+ * core, and the unwinding of each new wait's stack once; a session that
+ * took another's read of them no sooner than that one), without a stop;
  * the session's ticks come no faster than the looks:
  *   - every goroutine parked (_Gwaiting) at a look is credited the time
  *     since the look before: the time parked, sampled;
@@ -69,7 +70,7 @@ struct wait {
 struct read {
 	uint64_t at_ns;              /* the tick read at, 0: none kept */
 	uint64_t read_ns;            /* what the read took (a sharer's cost too) */
-	uint64_t period_ns;          /* the period of the session that made it */
+	uint64_t period_ns;          /* the period of the session that made it (or tried) */
 	struct pt_go_g *list;
 	size_t n, cap, torn;
 	int users;                   /* the sessions that look at them: the list kept */
@@ -293,8 +294,9 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 	err = look(gw, go, rt, now, gw->at_ns ? now - gw->at_ns : 0);
 	gw->at_ns = now;
 	gw->st.looks++;
-	/* A look on another's read costs that read too: both keep the same
-	 * period, so they stay in step (and the log says what a look costs). */
+	/* A look on another's read costs that read too, so that both come
+	 * to about the same period (and the log says what a look costs); the
+	 * one on another's read keeps at least that one's (below). */
 	gw->st.look_ns = pt__now_ns() - t0 + (gw->shared ? gw->rd->read_ns : 0);
 	/* Reading at most 1/COST_SHARE of a core, however many goroutines
 	 * (a new wait's unwinding is paid once, not each look). */

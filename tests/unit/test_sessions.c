@@ -129,6 +129,9 @@ TEST(session_cpu_weighs_samples_and_names_their_frames)
 }
 
 static uint64_t process_cpu_now(void);
+static void burn_process_cpu(uint64_t ns);
+static uint64_t profile_cpu(const struct pt_profile *p);
+static void feed(struct pt_session *ss, struct pt_sample *smp, pid_t tid, uint64_t ns);
 
 /* The CPU the profile holds for thread tid, all its stacks. */
 static uint64_t cpu_of(const struct pt_profile *p, pid_t tid)
@@ -153,8 +156,6 @@ TEST(session_cpu_takes_the_pending_from_before_off_the_samples_that_carry_it)
 	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
 	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
 	struct pt_session *ss;
-	volatile uint64_t spin = 0;
-	uint64_t t0;
 
 	fake_setup(2, 16);
 	pt__rt(F.th[0])->acc_ns = 16 * P;
@@ -162,23 +163,17 @@ TEST(session_cpu_takes_the_pending_from_before_off_the_samples_that_carry_it)
 	ss = begin(&pt_kind_cpu, &req);
 	/* Thread 0: a biased stop kept with a period, then a fair one with
 	 * the 16 left and one more. */
-	smp.tid = FAKE_TID0;
-	smp.cpu_ns = P;
-	pt_kind_cpu.on_sample(ss, &smp);
+	feed(ss, &smp, FAKE_TID0, P);
 	smp.cpu_ns = 17 * P;
 	pt_kind_cpu.on_sample(ss, &smp);
 	pt__rt(F.th[0])->acc_ns = 0;
 	/* Thread 1: the biased one only; the 16 left and one more pending at
 	 * the end. */
-	smp.tid = FAKE_TID0 + 1;
-	smp.cpu_ns = P;
-	pt_kind_cpu.on_sample(ss, &smp);
+	feed(ss, &smp, FAKE_TID0 + 1, P);
 	pt__rt(F.th[1])->acc_ns = 17 * P;
 	/* The process uses 60 ms or so in the window: room for the pending
 	 * (what the samples did not carry: 40 ms). */
-	t0 = process_cpu_now();
-	while (process_cpu_now() - t0 < 6 * P)
-		spin++;
+	burn_process_cpu(6 * P);
 	ASSERT_OK(pt_kind_cpu.finish(ss));
 	ASSERT(req.profile);
 	ASSERT_U64_EQ(cpu_of(req.profile, FAKE_TID0), 2 * P);
@@ -196,6 +191,34 @@ static uint64_t process_cpu_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Spins until the process has used ns more of its CPU. */
+static void burn_process_cpu(uint64_t ns)
+{
+	uint64_t t0 = process_cpu_now();
+	volatile uint64_t spin = 0;
+
+	while (process_cpu_now() - t0 < ns)
+		spin++;
+}
+
+/* The CPU the profile holds, all its samples. */
+static uint64_t profile_cpu(const struct pt_profile *p)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++)
+		sum += (uint64_t)p->samples[i].value[1];
+	return sum;
+}
+
+/* A sample of thread tid carrying ns of its CPU. */
+static void feed(struct pt_session *ss, struct pt_sample *smp, pid_t tid, uint64_t ns)
+{
+	smp->tid = tid;
+	smp->cpu_ns = ns;
+	pt_kind_cpu.on_sample(ss, smp);
+}
+
 /* Draws (ptrace/rule/cpudraw.h) stand for a period each, so the ended
  * threads' may carry more than the process used: that much is taken off
  * their stacks in proportion to their CPU, the live thread's left as it
@@ -208,36 +231,26 @@ TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
 	struct pt_exit x = { 0 };
 	const struct pt_profile_sample *a, *b, *live;
 	struct pt_session *ss;
-	uint64_t t0, total = 0, used;
-	volatile uint64_t spin = 0;
+	uint64_t total, used;
 
 	fake_setup(1, 16);
 	ss = begin(&pt_kind_cpu, &req);
 	F.r->st.draws = ss->draws0 + 3;   /* the window had draws */
-	smp.tid = FAKE_TID0;
-	smp.cpu_ns = 5000000;
-	pt_kind_cpu.on_sample(ss, &smp);
-	smp.tid = FAKE_TID0 + 100;
-	smp.cpu_ns = 60000000;
-	pt_kind_cpu.on_sample(ss, &smp);
-	smp.tid = FAKE_TID0 + 101;
-	smp.cpu_ns = 40000000;
-	pt_kind_cpu.on_sample(ss, &smp);
+	feed(ss, &smp, FAKE_TID0, 5000000);
+	feed(ss, &smp, FAKE_TID0 + 100, 60000000);
+	feed(ss, &smp, FAKE_TID0 + 101, 40000000);
 	x.tid = FAKE_TID0 + 100;
 	pt_kind_cpu.on_exit(ss, &x);
 	x.tid = FAKE_TID0 + 101;
 	pt_kind_cpu.on_exit(ss, &x);
 	/* the process uses 20 ms or so in the window: less than the 105 ms
 	 * carried */
-	t0 = process_cpu_now();
-	while (process_cpu_now() - t0 < 20000000ull)
-		spin++;
+	burn_process_cpu(20000000ull);
 	ASSERT_OK(pt_kind_cpu.finish(ss));
 	ASSERT(req.profile);
 	used = req.profile->process_cpu_ns;
 	ASSERT(used >= 20000000ull && used < 100000000ull);
-	for (size_t i = 0; i < req.profile->nsamples; i++)
-		total += (uint64_t)req.profile->samples[i].value[1];
+	total = profile_cpu(req.profile);
 	ASSERT_U64_EQ(total, used);
 	ASSERT_U64_EQ(req.profile->overdrawn_ns, 105000000ull - used);
 	live = sample_of(req.profile, FAKE_TID0);
@@ -268,26 +281,19 @@ TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
 	struct pt_exit x = { 0 };
 	struct pt_session *ss;
-	uint64_t t0, total = 0, used;
-	volatile uint64_t spin = 0;
+	uint64_t total, used;
 
 	fake_setup(1, 16);
 	ss = begin(&pt_kind_cpu, &req);
 	F.r->st.draws = ss->draws0 + 2;
-	smp.tid = FAKE_TID0;
-	smp.cpu_ns = 5000000;
-	pt_kind_cpu.on_sample(ss, &smp);
-	smp.tid = FAKE_TID0 + 100;
-	smp.cpu_ns = 100000000;
-	pt_kind_cpu.on_sample(ss, &smp);
+	feed(ss, &smp, FAKE_TID0, 5000000);
+	feed(ss, &smp, FAKE_TID0 + 100, 100000000);
 	x.tid = FAKE_TID0 + 100;
 	pt_kind_cpu.on_exit(ss, &x);
 	pt__rt(F.th[0])->acc_ns = 30000000;   /* the live thread's, since its sample */
 	/* the process uses 115 ms or so: more than the 105 ms carried, less
 	 * than that and the 30 ms pending */
-	t0 = process_cpu_now();
-	while (process_cpu_now() - t0 < 115000000ull)
-		spin++;
+	burn_process_cpu(115000000ull);
 	pt_kind_cpu.on_end(ss);
 	/* what it runs after the window (while sessions ending with this
 	 * one finish) is not the window's */
@@ -296,8 +302,7 @@ TEST(session_cpu_keeps_the_live_threads_pending_when_draws_overcarried)
 	ASSERT(req.profile);
 	used = req.profile->process_cpu_ns;
 	ASSERT(used >= 115000000ull && used < 135000000ull);
-	for (size_t i = 0; i < req.profile->nsamples; i++)
-		total += (uint64_t)req.profile->samples[i].value[1];
+	total = profile_cpu(req.profile);
 	ASSERT_U64_EQ(total, used);
 	ASSERT_U64_EQ(req.profile->pending_ns, 30000000ull);
 	ASSERT_U64_EQ(req.profile->overdrawn_ns, 135000000ull - used);
@@ -330,19 +335,14 @@ TEST(session_cpu_takes_the_perf_clocks_excess_off_every_stack)
 		struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
 		const struct pt_profile_sample *a, *b;
 		struct pt_session *ss;
-		uint64_t t0, total = 0, used, carried;
-		volatile uint64_t spin = 0;
+		uint64_t total, used, carried;
 
 		fake_setup(2, 16);
 		F.r->decided = 1;
 		F.r->backend = perf ? PT_BACKEND_PERF : PT_BACKEND_PTRACE;
 		ss = begin(&pt_kind_cpu, &req);
-		smp.tid = FAKE_TID0;
-		smp.cpu_ns = 60 * MS;
-		pt_kind_cpu.on_sample(ss, &smp);
-		smp.tid = FAKE_TID0 + 1;
-		smp.cpu_ns = 40 * MS;
-		pt_kind_cpu.on_sample(ss, &smp);
+		feed(ss, &smp, FAKE_TID0, 60 * MS);
+		feed(ss, &smp, FAKE_TID0 + 1, 40 * MS);
 		if (pend) {
 			/* thread 0 ran 30 ms since its sample (its clock: no
 			 * event open, the last sample read at its start) */
@@ -350,16 +350,13 @@ TEST(session_cpu_takes_the_perf_clocks_excess_off_every_stack)
 			if (!perf)
 				pt__rt(F.th[0])->last_run_ns = 0;
 		}
-		t0 = process_cpu_now();
-		while (process_cpu_now() - t0 < (pend ? 115 : 20) * MS)
-			spin++;
+		burn_process_cpu((pend ? 115 : 20) * MS);
 		pt_kind_cpu.on_end(ss);
 		ASSERT_OK(pt_kind_cpu.finish(ss));
 		ASSERT(req.profile);
 		used = req.profile->process_cpu_ns;
 		ASSERT(used >= (pend ? 115 : 20) * MS && used < (pend ? 130 : 100) * MS);
-		for (size_t i = 0; i < req.profile->nsamples; i++)
-			total += (uint64_t)req.profile->samples[i].value[1];
+		total = profile_cpu(req.profile);
 		a = sample_of(req.profile, FAKE_TID0);
 		b = sample_of(req.profile, FAKE_TID0 + 1);
 		ASSERT(a && b);

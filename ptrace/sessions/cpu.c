@@ -310,7 +310,7 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 	 * not one of this session's ticks'. */
 	double scale = smp->tick == PT_TICK_DRAW ? 1.0 : ss->scale;
 	uint64_t cpu = smp->cpu_ns, *was;
-	int64_t v[PT_MAX_VALUES];
+	int64_t v[PT_MAX_VALUES] = { 0 };   /* all added up, not only the two shown */
 	int id;
 
 	/* A thread's first samples of the window carry what it used since

@@ -268,6 +268,46 @@ TEST(session_cpu_takes_what_draws_overcarried_off_the_ended_threads)
 	fake_teardown();
 }
 
+/* Leaves a pattern in the stack below the caller's frame, where the
+ * frames of the next call it makes will lie. */
+static __attribute__((noinline)) void dirty_stack(void)
+{
+	volatile unsigned char junk[8192];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0x5a;
+}
+
+/* A CPU sample adds its count and its CPU to its stack, and nothing else:
+ * values the profile does not show are added up all the same, and one
+ * left unset (stack garbage, summed) overflowed, which a sanitized build
+ * stops at (CI: sampler_lowers_its_rate_when_it_cannot_keep_up). */
+TEST(session_cpu_samples_add_only_their_count_and_cpu)
+{
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };
+	struct pt_sample smp = { .comm = "worker", .state = 'R', .syscall = -1, .frames = frames, .n = 2 };
+	const struct pt_profile_sample *a;
+	struct pt_session *ss;
+
+	fake_setup(1, 16);
+	ss = begin(&pt_kind_cpu, &req);
+	for (int i = 0; i < 3; i++) {
+		dirty_stack();
+		feed(ss, &smp, FAKE_TID0, 1000000);
+	}
+	ASSERT_OK(pt_kind_cpu.finish(ss));
+	ASSERT(req.profile);
+	a = sample_of(req.profile, FAKE_TID0);
+	ASSERT(a);
+	ASSERT_EQ(a->value[0], 3);
+	for (int k = 2; k < PT_MAX_VALUES; k++)
+		ASSERT_EQ(a->value[k], 0);
+	pt_profile_free(req.profile);
+	end(ss);
+	fake_teardown();
+}
+
 /* The live threads' pending comes from their own clocks: where draws
  * carried more than the ended threads used but the samples alone do not
  * pass the process's CPU, the excess is still the ended threads' to give

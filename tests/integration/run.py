@@ -87,6 +87,20 @@ def sampled_with_default_backend():
                for p in PROCS)
 
 
+def tell_podprofs(lines=25):
+    """After a failure: each podprof the test started, whether it still
+    runs or how it ended (a crash or a sanitizer's report shows there),
+    and its log's last lines, unless the failure already quoted them."""
+    for i, pp in enumerate(PODPROFS):
+        rc = pp.proc.poll()
+        state = "still running" if rc is None else ("killed by signal %d" % -rc if rc < 0 else "exited %d" % rc)
+        tail = pp.log().splitlines()[-lines:]
+        print("  podprof %d of %d (pid %d): %s; its log's last %d lines:" % (i + 1, len(PODPROFS), pp.proc.pid,
+                                                                           state, len(tail)), flush=True)
+        for l in tail:
+            print("    | " + l, flush=True)
+
+
 def adopt_orphans():
     """Makes this process the subreaper of every process a test starts: a
     child's children that outlive it (sh -c "a & b & wait", a wrapper
@@ -220,6 +234,7 @@ def main():
             print("FAIL %s: %s" % (name, e), flush=True)
             if not isinstance(e, AssertionError):
                 traceback.print_exc()
+            tell_podprofs()
             failed += 1
         finally:
             disarm()

@@ -9,6 +9,7 @@
 #include "ptrace/sampler/sampler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include "ptrace/space/space.h"
 #include "ptrace/sampler/targets.h"
 #include "ptrace/mechanism/threads.h"
+#include "ptrace/proc/proc.h"
 #include "ptrace/mechanism/tracee.h"
 #include "ptrace/mechanism/tracer.h"
 
@@ -98,8 +100,9 @@ static void follow_fork(struct pt_sampler *s, const struct pt_event *ev)
 static void on_event(void *arg, const struct pt_event *ev)
 {
 	struct pt_sampler *s = arg;
-	struct pt_exit x = { .tid = ev->tid, .at_ns = pt__now_ns(), .run_ns = ev->run_ns,
-			     .wait_ns = ev->wait_ns };
+	uint64_t now = pt__now_ns();
+	struct pt_exit x = { .tid = ev->tid, .run_ns = ev->run_ns, .wait_ns = ev->wait_ns,
+			     .seen_ns = now, .at_ns = s->woke_ns && s->woke_ns < now ? s->woke_ns : now };
 
 	if (ev->kind == PT_EV_FORK) {
 		follow_fork(s, ev);
@@ -438,6 +441,30 @@ static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 				(double)(pt__now_ns() - t0) / 1e6, done < n ? " (the others pending)" : "");
 }
 
+/* This thread's time waiting for a core so far (schedstat) into *ns.
+ * Returns 0, or -1 unreadable. */
+static int own_run_delay(const struct pt_sampler *s, uint64_t *ns)
+{
+	char buf[128];
+	uint64_t run;
+	ssize_t n = s->self_sched_fd >= 0 ? pread(s->self_sched_fd, buf, sizeof(buf) - 1, 0) : -1;
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return pt_proc_parse_schedstat(buf, &run, ns, NULL) ? -1 : 0;
+}
+
+/* Whether a session wants the ends of threads timed (struct pt_exit at_ns:
+ * the kinds that follow threads' states, their waits to their ends). */
+static int times_ends(const struct pt_sampler *s)
+{
+	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->kind->flags & PT_KIND_F_STATES)
+			return 1;
+	return 0;
+}
+
 static void loop(struct pt_sampler *s)
 {
 	int again = 0, stopping, paused;
@@ -445,8 +472,25 @@ static void loop(struct pt_sampler *s)
 	do {
 		struct pollfd pfd[3] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 },
 					 { pt_tracer_watch_fd(s->tr), POLLIN, 0 } };
-		int polled = sleep_until_due(s, pfd, again);
+		uint64_t slept = 0, delay0 = 0, delay1;
+		int timed = times_ends(s) && !own_run_delay(s, &delay0);
+		int polled;
 		uint64_t now;
+
+		if (timed)
+			slept = pt__now_ns();
+		polled = sleep_until_due(s, pfd, again);
+		/* A thread that ends wakes this one (SIGCHLD), which may then
+		 * wait for a core: what ended by the wake ended before that
+		 * wait (this thread's own run delay), not when seen. That is
+		 * the earliest time of the ends polled next (struct pt_exit
+		 * at_ns; a thread born after it, as this thread waited, is
+		 * timed as seen: pt_exit_end). */
+		if (timed && polled && pfd[1].revents && !own_run_delay(s, &delay1)) {
+			uint64_t woke = pt__now_ns(), waited = delay1 > delay0 ? delay1 - delay0 : 0;
+
+			s->woke_ns = woke - slept > waited ? woke - waited : slept;
+		}
 
 		/* New threads told of (perf_event FORK records): seized and
 		 * sampled first, as they run. */
@@ -465,6 +509,7 @@ static void loop(struct pt_sampler *s)
 		 * before it has run again: pt_thread_signal_pending). */
 		if (!polled || pfd[1].revents)
 			pt_tracer_poll_before_tick(s->tr);
+		s->woke_ns = 0;   /* events from here on: timed as seen */
 		pt__serve_follows(s);   /* processes forked, followed */
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)
@@ -489,7 +534,12 @@ static void *run(void *arg)
 	if ((err = short_slice(100000)))
 		pt__log(s, 1, "sampler: cannot ask for short scheduler slices (%s): threads "
 				"stopped between ticks may wait longer for it", strerror(-err));
+	/* (unreadable: the ends of threads are timed as seen) */
+	s->self_sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	loop(s);
+	if (s->self_sched_fd >= 0)
+		close(s->self_sched_fd);
+	s->self_sched_fd = -1;
 	atomic_store(&s->running, 0);
 	/* The tracees are freed after this thread ends (pt_sampler_free): the
 	 * kernel detaches what is still pending then, at once. */
@@ -513,6 +563,7 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	s->done = done;
 	s->log = log;
 	s->arg = arg;
+	s->self_sched_fd = -1;
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

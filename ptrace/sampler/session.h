@@ -127,9 +127,21 @@ static inline int pt__session_took(const struct pt_session *ss, uint64_t tick)
 /* A thread's end, as sessions are told of it. */
 struct pt_exit {
 	pid_t tid;
-	uint64_t at_ns;            /* when it was seen (pt__now_ns) */
+	/* When it ended: by seen_ns (pt__now_ns as podprof saw it), not
+	 * before at_ns. Seen late where podprof's sampler waited for a core
+	 * after the end woke it: at_ns is then the wake (ptrace/sampler's
+	 * loop). Its end, pt_exit_end, says which is a thread's. */
+	uint64_t at_ns, seen_ns;
 	uint64_t run_ns, wait_ns;  /* its clocks at its end (struct pt_event), 0 if unknown */
 };
+
+/* When x's thread ended, for a thread last known alive at `alive` (its
+ * last look or its birth): at_ns, unless it was alive after that (it was
+ * born, or ended, as the sampler waited for a core: seen_ns then). */
+static inline uint64_t pt_exit_end(const struct pt_exit *x, uint64_t alive)
+{
+	return x->at_ns > alive ? x->at_ns : x->seen_ns;
+}
 
 struct pt_session_kind {
 	const char *name;            /* for logs */

@@ -48,6 +48,8 @@ struct pt_sampler {
 	void *arg;
 	pthread_t thread;
 	int evfd, sigfd;
+	int self_sched_fd;         /* the sampler thread's own schedstat, or -1 */
+	uint64_t woke_ns;          /* the events polled now ended by then (0: as seen) */
 	struct pt_tracer *tr;      /* the sampler thread as tracer */
 	pthread_mutex_t lock;      /* guards queue, stopping, stats ring */
 	struct pt_request *queue;

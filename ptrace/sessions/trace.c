@@ -351,7 +351,7 @@ static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 {
 	struct trace_session *ts = PT_SESSION_OF(ss, struct trace_session);
 	uint64_t *at = base_map_get(&ts->by_tid, (uint64_t)x->tid);
-	uint64_t t = since_start(ss, x->at_ns), from, run0, end, queued;
+	uint64_t t, from, run0, end, queued;
 	struct thr *th;
 	int drawn;
 
@@ -359,6 +359,7 @@ static void trace_on_exit(struct pt_session *ss, const struct pt_exit *x)
 		return;
 	th = &ts->thrs[*at];
 	th->exited = 1;
+	t = since_start(ss, pt_exit_end(x, last_look(ts, th, &from, &run0) ? ss->start_ns + from : 0));
 	/* Its CPU since its last look, from its clocks read at its end. One
 	 * that stopped running before it ended (end < t) waited for a core
 	 * for `queued` of the rest, drawn last, and was blocked where no tick

@@ -211,15 +211,16 @@ static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 	uint64_t *i = base_map_get(&w->by_tid, (uint64_t)x->tid);
 	struct seen *sn = i ? &w->seen[*i] : NULL;
 
-	uint64_t blocked;
+	uint64_t blocked, end;
 	int life;
 
 	if (!sn)
 		return;
-	life = !w->futex_only && sn->born_at && !sn->stopped && x->run_ns && x->at_ns > sn->born_at &&
+	end = pt_exit_end(x, sn->at_ns);   /* its last look or its birth */
+	life = !w->futex_only && sn->born_at && !sn->stopped && x->run_ns && end > sn->born_at &&
 	       x->run_ns >= sn->born_run && x->wait_ns >= sn->born_rq;
-	if (sn->at_ns && x->run_ns && x->at_ns > sn->at_ns) {
-		blocked = blocked_ns(sn, sn->at_ns, x->at_ns, x->run_ns, x->wait_ns);
+	if (sn->at_ns && x->run_ns && end > sn->at_ns) {
+		blocked = blocked_ns(sn, sn->at_ns, end, x->run_ns, x->wait_ns);
 		if (sn->stack >= 0) {
 			int64_t v[PT_MAX_VALUES] = { 0, (int64_t)blocked };
 
@@ -230,7 +231,7 @@ static void waits_on_exit(struct waits *w, const struct pt_exit *x)
 		}
 	}
 	if (life) {
-		uint64_t span = x->at_ns - sn->born_at;
+		uint64_t span = end - sn->born_at;
 		uint64_t busy = (x->run_ns - sn->born_run) + (x->wait_ns - sn->born_rq);
 		uint64_t all = span > busy ? span - busy : 0;
 

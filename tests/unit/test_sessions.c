@@ -602,6 +602,43 @@ TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
 	fake_teardown();
 }
 
+/* A thread's end wakes the sampler, which may then wait for a core before
+ * it sees the end: the end is timed at the wake (pt_exit at_ns), not when
+ * seen, else the wait runs on into the sampler's (under load, 0.6 ms a
+ * thread: 20 % more short_nap than the threads slept). A thread born after
+ * the wake, as the sampler waited, ended later than that: its life runs to
+ * when it was seen (pt_exit_end), not dropped for ending before its birth. */
+TEST(session_block_times_an_end_by_the_samplers_wake)
+{
+	struct pt_request req = { .duration_ns = 1000000000ull, .hz = 100 };
+	struct pt_session *b;
+	struct pt_exit x = { 0 };
+	uint64_t t0, ms = 1000000ull;
+
+	fake_setup(1, 16);
+	b = begin(&pt_kind_block, &req);
+	t0 = b->start_ns;
+	/* tid 20, born at 10 ms, seen in read() at 12 ms, ended by the wake
+	 * at 20 ms (seen at 26) having run 1 ms: 9 ms on its stack (its wait
+	 * counts from its birth), not 15 */
+	born(b, 20, t0 + 10 * ms, 0, 0);
+	look(b, 20, t0, 12, 'S', 0, 0);
+	x = (struct pt_exit){ .tid = 20, .at_ns = t0 + 20 * ms, .seen_ns = t0 + 26 * ms, .run_ns = 1 * ms };
+	pt_kind_block.on_exit(b, &x);
+	/* tid 21, born at 22 ms, seen ended with it at 26 ms, having run 1 ms:
+	 * 3 ms unseen */
+	born(b, 21, t0 + 22 * ms, 0, 0);
+	x = (struct pt_exit){ .tid = 21, .at_ns = t0 + 20 * ms, .seen_ns = t0 + 26 * ms, .run_ns = 1 * ms };
+	pt_kind_block.on_exit(b, &x);
+	ASSERT_OK(pt_kind_block.finish(b));
+	ASSERT(sample_of(req.profile, 20));
+	ASSERT_EQ(sample_of(req.profile, 20)->value[1], 9000000);
+	ASSERT_U64_EQ(req.profile->unsampled_ns, 3000000);
+	pt_profile_free(req.profile);
+	end(b);
+	fake_teardown();
+}
+
 TEST(session_threads_delta_cancels_threads_that_did_not_change)
 {
 	uint64_t frames[2] = { leaf_pc(), caller_ret() - 1 };

@@ -123,6 +123,18 @@ $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -w -I$(LLHTTP_INC) -c -o $@ $<
 
+# The objects that print PODPROF_VERSION are rebuilt when it changes (a new
+# commit), else a build says an older revision than it runs: the stamp is
+# rewritten only when its text differs.
+VERSION_STAMP := $(BUILD)/gen/version.stamp
+$(VERSION_STAMP): FORCE
+	$(Q)mkdir -p $(dir $@) && echo '$(VERSION) ($(GIT_REV))' | cmp -s - $@ || \
+		echo '$(VERSION) ($(GIT_REV))' > $@
+$(addprefix $(BUILD)/,$(addsuffix .o,sidecar/main sidecar/server/cfg sidecar/server/formats \
+                                      sidecar/pages/metrics)): $(VERSION_STAMP)
+.PHONY: FORCE
+FORCE:
+
 $(BUILD)/%.o: %.c | $(BUILD)/gen/profile.pb-c.h $(BUILD)/gen/syscalls.h $(BUILD)/gen/flame_page.h
 	@echo "  CC      $@"
 	$(Q)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c -o $@ $<

@@ -251,7 +251,7 @@ int pt_allocsrc_stacks(const struct pt_allocs *a, struct pt_stacks **st, size_t 
 		struct pt_sample smp = { .comm = "", .state = '?', .syscall = -1,
 					 .tid = s->size > INT32_MAX ? INT32_MAX : (pid_t)s->size,
 					 .frames = a->frames + s->first, .n = (int)s->n };
-		int64_t v[PT_MAX_VALUES];
+		int64_t v[PT_MAX_VALUES] = { 0 };
 
 		estimate(a, s, v);
 		if ((err = pt_stacks_add(*st, &smp, v)) == -ENOMEM)

@@ -9,7 +9,6 @@
 #include "ptrace/sampler/sampler.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,7 +37,6 @@
 #include "ptrace/space/space.h"
 #include "ptrace/sampler/targets.h"
 #include "ptrace/mechanism/threads.h"
-#include "ptrace/proc/proc.h"
 #include "ptrace/mechanism/tracee.h"
 #include "ptrace/mechanism/tracer.h"
 
@@ -319,14 +317,28 @@ static int short_slice(uint64_t ns)
 	return syscall(SYS_sched_setattr, 0, &a, 0) ? -errno : 0;
 }
 
+/* Ends polled this long after the sampler woke are timed as seen. */
+#define WAKE_WORK_MAX_NS 1000000ull
+
+/* Whether a session wants the ends of threads timed (struct pt_exit at_ns:
+ * the kinds that follow threads' states, their waits to their ends). */
+static int times_ends(const struct pt_sampler *s)
+{
+	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next)
+		if (ss->kind->flags & PT_KIND_F_STATES)
+			return 1;
+	return 0;
+}
+
 /* When the loop must wake next: the next tick, a target's detach grace or a
  * session's end, at most a second away; sleeps on the request, SIGCHLD
  * and watched (pt_tracer_watch) fds until then (at once if `again`). Returns 1 if ppoll filled pfd. */
 static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 {
-	uint64_t now = pt__now_ns(), wake = UINT64_MAX;
-	int timeout_ms, polled = 0;
+	uint64_t now = pt__now_ns(), wake = UINT64_MAX, slept = 0, delay0 = 0;
+	int timeout_ms, polled = 0, timed = times_ends(s);
 
+	s->woke_est_ns = 0;
 	if (s->sessions && s->next_tick)
 		wake = s->next_tick;
 	for (int i = 0; i < s->ntg; i++)
@@ -350,8 +362,23 @@ static int sleep_until_due(struct pt_sampler *s, struct pollfd *pfd, int again)
 		/* ms granularity is coarse for 1 kHz; sleep to the exact tick. */
 		if (wake != UINT64_MAX && wake > now && wake - now < 2000000ull)
 			ts = (struct timespec){ 0, (long)(wake - now) };
+		if (timed) {
+			slept = pt__now_ns();
+			delay0 = pt__stop_own_wait_ns(s->tr);
+		}
 		polled = ppoll(pfd, 3, &ts, NULL) >= 0;
 		pt_tracer_woke(s->tr);
+		/* SIGCHLD woke it (a thread ended, or another stop came), and
+		 * it may then have waited for a core (its own run delay): the
+		 * wake was that much before now, and no tick looked at a
+		 * thread since `slept`. */
+		if (timed && polled && pfd[1].revents) {
+			uint64_t woke = pt__now_ns(), delay1 = pt__stop_own_wait_ns(s->tr);
+			uint64_t waited = delay1 > delay0 ? delay1 - delay0 : 0;
+
+			s->woke_at_ns = woke;
+			s->woke_est_ns = woke - slept > waited ? woke - waited : slept;
+		}
 	}
 	return polled;
 }
@@ -441,30 +468,6 @@ static void detach_idle(struct pt_sampler *s, uint64_t now, int stopping)
 				(double)(pt__now_ns() - t0) / 1e6, done < n ? " (the others pending)" : "");
 }
 
-/* This thread's time waiting for a core so far (schedstat) into *ns.
- * Returns 0, or -1 unreadable. */
-static int own_run_delay(const struct pt_sampler *s, uint64_t *ns)
-{
-	char buf[128];
-	uint64_t run;
-	ssize_t n = s->self_sched_fd >= 0 ? pread(s->self_sched_fd, buf, sizeof(buf) - 1, 0) : -1;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	return pt_proc_parse_schedstat(buf, &run, ns, NULL) ? -1 : 0;
-}
-
-/* Whether a session wants the ends of threads timed (struct pt_exit at_ns:
- * the kinds that follow threads' states, their waits to their ends). */
-static int times_ends(const struct pt_sampler *s)
-{
-	for (const struct pt_session *ss = s->sessions; ss; ss = ss->next)
-		if (ss->kind->flags & PT_KIND_F_STATES)
-			return 1;
-	return 0;
-}
-
 static void loop(struct pt_sampler *s)
 {
 	int again = 0, stopping, paused;
@@ -472,25 +475,8 @@ static void loop(struct pt_sampler *s)
 	do {
 		struct pollfd pfd[3] = { { s->evfd, POLLIN, 0 }, { s->sigfd, POLLIN, 0 },
 					 { pt_tracer_watch_fd(s->tr), POLLIN, 0 } };
-		uint64_t slept = 0, delay0 = 0, delay1;
-		int timed = times_ends(s) && !own_run_delay(s, &delay0);
-		int polled;
+		int polled = sleep_until_due(s, pfd, again);
 		uint64_t now;
-
-		if (timed)
-			slept = pt__now_ns();
-		polled = sleep_until_due(s, pfd, again);
-		/* A thread that ends wakes this one (SIGCHLD), which may then
-		 * wait for a core: what ended by the wake ended before that
-		 * wait (this thread's own run delay), not when seen. That is
-		 * the earliest time of the ends polled next (struct pt_exit
-		 * at_ns; a thread born after it, as this thread waited, is
-		 * timed as seen: pt_exit_end). */
-		if (timed && polled && pfd[1].revents && !own_run_delay(s, &delay1)) {
-			uint64_t woke = pt__now_ns(), waited = delay1 > delay0 ? delay1 - delay0 : 0;
-
-			s->woke_ns = woke - slept > waited ? woke - waited : slept;
-		}
 
 		/* New threads told of (perf_event FORK records): seized and
 		 * sampled first, as they run. */
@@ -507,6 +493,11 @@ static void loop(struct pt_sampler *s)
 		 * its first stop and its parent in its clone event until they
 		 * are answered (a thread resumed with its signal is not sampled
 		 * before it has run again: pt_thread_signal_pending). */
+		/* The ends polled now are timed by the wake (sleep_until_due),
+		 * unless an attach's work came first: a thread may have ended
+		 * meanwhile, after the wake. */
+		if (s->woke_est_ns && pt__now_ns() - s->woke_at_ns <= WAKE_WORK_MAX_NS)
+			s->woke_ns = s->woke_est_ns;
 		if (!polled || pfd[1].revents)
 			pt_tracer_poll_before_tick(s->tr);
 		s->woke_ns = 0;   /* events from here on: timed as seen */
@@ -534,12 +525,7 @@ static void *run(void *arg)
 	if ((err = short_slice(100000)))
 		pt__log(s, 1, "sampler: cannot ask for short scheduler slices (%s): threads "
 				"stopped between ticks may wait longer for it", strerror(-err));
-	/* (unreadable: the ends of threads are timed as seen) */
-	s->self_sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	loop(s);
-	if (s->self_sched_fd >= 0)
-		close(s->self_sched_fd);
-	s->self_sched_fd = -1;
 	atomic_store(&s->running, 0);
 	/* The tracees are freed after this thread ends (pt_sampler_free): the
 	 * kernel detaches what is still pending then, at once. */
@@ -563,7 +549,6 @@ int pt_sampler_new(struct pt_sampler **out, const struct pt_sampler_opts *opts, 
 	s->done = done;
 	s->log = log;
 	s->arg = arg;
-	s->self_sched_fd = -1;
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

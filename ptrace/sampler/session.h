@@ -127,17 +127,20 @@ static inline int pt__session_took(const struct pt_session *ss, uint64_t tick)
 /* A thread's end, as sessions are told of it. */
 struct pt_exit {
 	pid_t tid;
-	/* When it ended: by seen_ns (pt__now_ns as podprof saw it), not
-	 * before at_ns. Seen late where podprof's sampler waited for a core
-	 * after the end woke it: at_ns is then the wake (ptrace/sampler's
-	 * loop). Its end, pt_exit_end, says which is a thread's. */
+	/* When it ended: seen_ns, when podprof saw it (pt__now_ns), is after
+	 * its end; at_ns is an estimate. Each SIGCHLD wakes the sampler,
+	 * which may then wait for a core: the ends polled right after are
+	 * timed at the wake less that wait (ptrace/sampler's sleep_until_due),
+	 * the one that woke it so to within the kernel's wake-up, one that
+	 * came while the sampler waited up to that wait early. Elsewhere
+	 * at_ns is seen_ns. pt_exit_end gives a thread's end. */
 	uint64_t at_ns, seen_ns;
 	uint64_t run_ns, wait_ns;  /* its clocks at its end (struct pt_event), 0 if unknown */
 };
 
 /* When x's thread ended, for a thread last known alive at `alive` (its
- * last look or its birth): at_ns, unless it was alive after that (it was
- * born, or ended, as the sampler waited for a core: seen_ns then). */
+ * last look or its birth): at_ns, unless that is not after `alive` (it was
+ * born, or looked at, after the wake): seen_ns then. */
 static inline uint64_t pt_exit_end(const struct pt_exit *x, uint64_t alive)
 {
 	return x->at_ns > alive ? x->at_ns : x->seen_ns;

@@ -48,8 +48,10 @@ struct pt_sampler {
 	void *arg;
 	pthread_t thread;
 	int evfd, sigfd;
-	int self_sched_fd;         /* the sampler thread's own schedstat, or -1 */
-	uint64_t woke_ns;          /* the events polled now ended by then (0: as seen) */
+	/* SIGCHLD's wake (sleep_until_due): when ppoll returned, and that less
+	 * the sampler's wait for a core then (0: not woken so); woke_ns, the
+	 * time given to the ends polled now (0: as seen, struct pt_exit). */
+	uint64_t woke_at_ns, woke_est_ns, woke_ns;
 	struct pt_tracer *tr;      /* the sampler thread as tracer */
 	pthread_mutex_t lock;      /* guards queue, stopping, stats ring */
 	struct pt_request *queue;

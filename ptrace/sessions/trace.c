@@ -311,7 +311,7 @@ static void trace_on_state(struct pt_session *ss, const struct pt_thread_state *
 			      &drawn);
 	}
 	if (state != th->state || syscall_of(st->syscall) != th->syscall || drawn) {
-		struct pt_sample smp = { .frames = st->stack, .n = st->n };
+		struct pt_sample smp = { .comm = "", .syscall = -1, .frames = st->stack, .n = st->n };
 		int32_t stk = state >= PT_TL_SYNC ? stack_id(ts, &smp) : -1;
 
 		emit(ts, &(struct pt_tl_event){ .t_ns = at, .thread = th->idx, .stack = stk,

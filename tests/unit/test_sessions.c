@@ -530,7 +530,7 @@ TEST(session_block_counts_a_late_told_thread_from_its_birth)
 	 * 30 ms to the look, 3 ms after it. */
 	born(b, 7, t0 + 10 * ms, 0, 0);
 	state(b, 7, t0, 40, 'S', SYS_read, 0);
-	x.at_ns = t0 + 50 * ms;
+	x.at_ns = x.seen_ns = t0 + 50 * ms;
 	x.run_ns = 5 * ms;
 	x.wait_ns = 2 * ms;
 	pt_kind_block.on_exit(b, &x);
@@ -577,7 +577,7 @@ TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
 	 * the unseen to go to) */
 	born(b, 10, t0 + 5 * ms, 0, 0);
 	look(b, 10, t0, 10, 'S', 0, 0);
-	x = (struct pt_exit){ .tid = 10, .at_ns = t0 + 15 * ms, .run_ns = 1 * ms };
+	x = (struct pt_exit){ .tid = 10, .at_ns = t0 + 15 * ms, .seen_ns = t0 + 15 * ms, .run_ns = 1 * ms };
 	pt_kind_block.on_exit(b, &x);
 	/* tid 11, born at 10 ms; looks at 20 and 22 ms find it runnable, its
 	 * clocks still 0 at the first (it had waited for a core since 12 ms),
@@ -585,13 +585,14 @@ TEST(session_block_counts_a_short_threads_unseen_waits_from_its_whole_life)
 	born(b, 11, t0 + 10 * ms, 0, 0);
 	look(b, 11, t0, 20, 'R', 0, 0);
 	look(b, 11, t0, 22, 'R', 4, 6);
-	x = (struct pt_exit){ .tid = 11, .at_ns = t0 + 30 * ms, .run_ns = 5 * ms, .wait_ns = 6 * ms };
+	x = (struct pt_exit){ .tid = 11, .at_ns = t0 + 30 * ms, .seen_ns = t0 + 30 * ms, .run_ns = 5 * ms,
+			      .wait_ns = 6 * ms };
 	pt_kind_block.on_exit(b, &x);
 	/* tid 12, born at 10 ms, found stopped at 20 ms (SIGSTOP), ended at
 	 * 40 ms having run 1 ms: its life cannot tell the stop from a wait */
 	born(b, 12, t0 + 10 * ms, 0, 0);
 	look(b, 12, t0, 20, 'T', 1, 0);
-	x = (struct pt_exit){ .tid = 12, .at_ns = t0 + 40 * ms, .run_ns = 1 * ms };
+	x = (struct pt_exit){ .tid = 12, .at_ns = t0 + 40 * ms, .seen_ns = t0 + 40 * ms, .run_ns = 1 * ms };
 	pt_kind_block.on_exit(b, &x);
 	ASSERT_OK(pt_kind_block.finish(b));
 	ASSERT(sample_of(req.profile, 10));

@@ -100,7 +100,7 @@ static void on_event(void *arg, const struct pt_event *ev)
 	struct pt_sampler *s = arg;
 	uint64_t now = pt__now_ns();
 	struct pt_exit x = { .tid = ev->tid, .run_ns = ev->run_ns, .wait_ns = ev->wait_ns,
-			     .seen_ns = now, .at_ns = s->woke_ns && s->woke_ns < now ? s->woke_ns : now };
+			     .seen_ns = now, .at_ns = s->woke_est_ns && s->woke_est_ns < now ? s->woke_est_ns : now };
 
 	if (ev->kind == PT_EV_FORK) {
 		follow_fork(s, ev);
@@ -496,11 +496,11 @@ static void loop(struct pt_sampler *s)
 		/* The ends polled now are timed by the wake (sleep_until_due),
 		 * unless an attach's work came first: a thread may have ended
 		 * meanwhile, after the wake. */
-		if (s->woke_est_ns && pt__now_ns() - s->woke_at_ns <= WAKE_WORK_MAX_NS)
-			s->woke_ns = s->woke_est_ns;
+		if (s->woke_est_ns && pt__now_ns() - s->woke_at_ns > WAKE_WORK_MAX_NS)
+			s->woke_est_ns = 0;
 		if (!polled || pfd[1].revents)
 			pt_tracer_poll_before_tick(s->tr);
-		s->woke_ns = 0;   /* events from here on: timed as seen */
+		s->woke_est_ns = 0;   /* events from here on: timed as seen */
 		pt__serve_follows(s);   /* processes forked, followed */
 		now = pt__now_ns();
 		if (s->sessions && s->next_tick && now >= s->next_tick)

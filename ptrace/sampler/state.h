@@ -49,9 +49,9 @@ struct pt_sampler {
 	pthread_t thread;
 	int evfd, sigfd;
 	/* SIGCHLD's wake (sleep_until_due): when ppoll returned, and that less
-	 * the sampler's wait for a core then (0: not woken so); woke_ns, the
-	 * time given to the ends polled now (0: as seen, struct pt_exit). */
-	uint64_t woke_at_ns, woke_est_ns, woke_ns;
+	 * the sampler's wait for a core then, the time given to the ends
+	 * polled right after (0: as seen, struct pt_exit). */
+	uint64_t woke_at_ns, woke_est_ns;
 	struct pt_tracer *tr;      /* the sampler thread as tracer */
 	pthread_mutex_t lock;      /* guards queue, stopping, stats ring */
 	struct pt_request *queue;

@@ -47,7 +47,7 @@ done
 # perf_event (make stress runs each ten times and prints each figure's
 # spread).
 python3 tests/stress/figures.py build/release --runs "${STRESS_RUNS_SHORT:-1}" | record |
-	grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed)'
+	grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed|  \| )'
 stage stress
 # make torture, short: every unit test with each allocation failing in turn
 # (at most 100 runs a test: every allocation of a test that makes 100 or
@@ -56,7 +56,7 @@ stage stress
 # 100 for the unit tests: at 300 the stage took 22 minutes, one traced-child
 # test alone 63 s; at 100 the unit part takes 5 minutes (18 tests sampled).
 if make -j"$(nproc)" FLAVOUR=torture all fixtures build/torture/unit-tests >&2; then
-	tests/torture/run.sh build/torture "${TORTURE_UNIT_MAX:-100}" "${TORTURE_HTTP_MAX:-30}" | record | grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed)'
+	tests/torture/run.sh build/torture "${TORTURE_UNIT_MAX:-100}" "${TORTURE_HTTP_MAX:-30}" | record | grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed|  \| )'
 else
 	echo "FAIL build/torture" | record
 fi

@@ -1,7 +1,6 @@
 /* A perf_event ring buffer as podprof maps and reads it (perf_event_open(2):
- * the metadata page, then a data area of a power of two of pages), shared by
- * the events of ptrace/perf/: one thread's (perfev.c) and a family's, one
- * ring per CPU (perffam.c). Records are handed over whole, a record that
+ * the metadata page, then a data area of a power of two of pages), one per
+ * thread's event (perfev.c). Records are handed over whole, a record that
  * wraps round the end copied into a scratch buffer first. Sampler thread
  * only. */
 #ifndef PT_RING_H

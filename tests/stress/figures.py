@@ -119,8 +119,9 @@ def main():
                 skipped += 1
                 continue
             if bad:
+                detail = "\n".join("  | " + l for l in bad[0][1].rstrip("\n").split("\n"))
                 print("FAIL %s/%s: %d of %d runs failed; the first (run %d):\n%s" % (
-                    tag, name, len(bad), len(runs), bad[0][0], bad[0][1]), flush=True)
+                    tag, name, len(bad), len(runs), bad[0][0], detail), flush=True)
                 failed += 1
             else:
                 print("PASS %s/%s: %d of %d runs (%.0f-%.0f s each)" % (

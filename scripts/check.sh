@@ -33,9 +33,12 @@ if [ ! -d tests/integration/node_modules/pprof-format ]; then
 fi
 stage deps
 
+# The release stage's second pass (PODPROF_BACKEND=ptrace) leaves the tests
+# marked @figures to the stress stage below, which runs them under ptrace
+# beside busy processes: each test runs once under each backend.
 for flavour in release asan; do
 	if make -j"$(nproc)" FLAVOUR=$flavour all fixtures build/$flavour/unit-tests >&2; then
-		tests/run.sh "$flavour" | record
+		PODPROF_IT_FIGURES_LEFT_TO_STRESS=1 tests/run.sh "$flavour" | record
 	else
 		echo "FAIL build/$flavour" | record
 	fi

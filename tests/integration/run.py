@@ -209,11 +209,18 @@ def main():
     adopt_orphans()
     passed = failed = skipped = 0
     same = []
+    # scripts/check.sh runs every @figures test under ptrace in its stress
+    # stage, beside busy processes: its second pass leaves them to that
+    # stage, so that no test runs twice under one backend in one suite.
+    left = [] if again is not None and os.environ.get("PODPROF_IT_FIGURES_LEFT_TO_STRESS") else None
     for t in TESTS:
         if wanted and t.__name__ not in wanted:
             continue
         if again is not None and t.__name__ not in again:
             same.append(t.__name__)
+            continue
+        if left is not None and t.__name__ in lib.FIGURES:
+            left.append(t.__name__)
             continue
         # A second pass under another default backend (tests/run.sh:
         # PODPROF_BACKEND=ptrace) is named for it.
@@ -252,6 +259,9 @@ def main():
         print("it-%s: %d tests not run again: in the first pass they passed, and their podprof named "
               "its backend or sampled without perf_event (%s lists the %d others)" % (
                   backend, len(same), BACKEND_LIST, len(again)))
+    if left:
+        print("it-%s: %d tests marked @figures left to the stress stage, which runs them under %s "
+              "beside busy processes (stress-%s/)" % (backend, len(left), backend, backend))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

@@ -33,22 +33,24 @@ if [ ! -d tests/integration/node_modules/pprof-format ]; then
 fi
 stage deps
 
-# The release stage's second pass (PODPROF_BACKEND=ptrace) leaves the tests
-# marked @figures to the stress stage below, which runs them under ptrace
-# beside busy processes: each test runs once under each backend.
+# The release stage leaves the integration tests marked @figures to the
+# stress stage below, which runs them beside busy processes with the default
+# backend and again under ptrace where that sampled with perf_event (as the
+# release stage's second pass would): each test runs once under each
+# backend of each flavour. The ASan stage runs them all, quiet.
 for flavour in release asan; do
 	if make -j"$(nproc)" FLAVOUR=$flavour all fixtures build/$flavour/unit-tests >&2; then
-		PODPROF_IT_FIGURES_LEFT_TO_STRESS=1 tests/run.sh "$flavour" | record
+		left=; [ "$flavour" = release ] && left=1
+		PODPROF_IT_FIGURES_LEFT_TO_STRESS=$left tests/run.sh "$flavour" | record
 	else
 		echo "FAIL build/$flavour" | record
 	fi
 	stage "$flavour"
 done
 # make stress, short: every test that compares shares, rates or times
-# (marked @figures) once more, with both cores taken by busy processes, and
-# once more under ptrace those the release stage's first pass sampled with
-# perf_event (make stress runs each ten times and prints each figure's
-# spread).
+# (marked @figures) once, with both cores taken by busy processes, and once
+# more under ptrace those that sampled with perf_event (make stress runs
+# each ten times and prints each figure's spread).
 python3 tests/stress/figures.py build/release --runs "${STRESS_RUNS_SHORT:-1}" | record |
 	grep --line-buffered -E '^(FAIL|SKIP|[0-9]+ passed|  \| )'
 stage stress

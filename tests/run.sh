@@ -21,9 +21,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	# auto samples with perf_event on these machines: the integration tests
 	# again with ptrace as every podprof's default (PODPROF_BACKEND; a test
 	# that names a backend keeps it), the plain build only: those the first
-	# pass listed as sampled with perf_event or not passed (run.py);
-	# with PODPROF_IT_FIGURES_LEFT_TO_STRESS set (scripts/check.sh), not
-	# those marked @figures, which its stress stage runs under ptrace.
+	# pass listed as sampled with perf_event or not passed (run.py).
+	# With PODPROF_IT_FIGURES_LEFT_TO_STRESS set (scripts/check.sh's
+	# release stage), neither pass runs the tests marked @figures: its
+	# stress stage runs them, beside busy processes.
 	if [ "$flavour" = release ]; then
 		PODPROF_BACKEND=ptrace python3 tests/integration/run.py "$build"
 	fi

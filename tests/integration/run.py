@@ -205,22 +205,28 @@ def main():
     listed = [] if not backend and not wanted else None
     if listed is not None and os.path.exists(BACKEND_LIST):
         os.unlink(BACKEND_LIST)   # a first pass that dies leaves no list: the second runs every test
+    # tests/stress/figures.py: the tests it names that sampled with the
+    # default backend (or did not pass) are added to this file, to be run
+    # again under ptrace as the suite's second pass would.
+    sampled_out = os.environ.get("PODPROF_IT_SAMPLED_LIST")
     signal.signal(signal.SIGALRM, on_alarm)
     adopt_orphans()
     passed = failed = skipped = 0
     same = []
-    # scripts/check.sh runs every @figures test under ptrace in its stress
-    # stage, beside busy processes: its second pass leaves them to that
+    name_of_pass = "it-%s" % backend if backend else "it"
+    # scripts/check.sh runs every @figures test in its stress stage, beside
+    # busy processes, with the default backend and again under ptrace where
+    # that sampled with perf_event: its release passes leave them to that
     # stage, so that no test runs twice under one backend in one suite.
-    left = [] if again is not None and os.environ.get("PODPROF_IT_FIGURES_LEFT_TO_STRESS") else None
+    left = [] if not wanted and os.environ.get("PODPROF_IT_FIGURES_LEFT_TO_STRESS") else None
     for t in TESTS:
         if wanted and t.__name__ not in wanted:
             continue
-        if again is not None and t.__name__ not in again:
-            same.append(t.__name__)
-            continue
         if left is not None and t.__name__ in lib.FIGURES:
             left.append(t.__name__)
+            continue
+        if again is not None and t.__name__ not in again:
+            same.append(t.__name__)
             continue
         # A second pass under another default backend (tests/run.sh:
         # PODPROF_BACKEND=ptrace) is named for it.
@@ -248,6 +254,9 @@ def main():
             # One that did not pass may not have come to sample: listed too.
             if listed is not None and (not ok or sampled_with_default_backend()):
                 listed.append(t.__name__)
+            if sampled_out and not backend and (not ok or sampled_with_default_backend()):
+                with open(sampled_out, "a") as fh:
+                    fh.write(t.__name__ + "\n")
             failed += cleanup(name)
             PODPROFS.clear()
     shutil.rmtree(lib.TMP, ignore_errors=True)
@@ -260,8 +269,8 @@ def main():
               "its backend or sampled without perf_event (%s lists the %d others)" % (
                   backend, len(same), BACKEND_LIST, len(again)))
     if left:
-        print("it-%s: %d tests marked @figures left to the stress stage, which runs them under %s "
-              "beside busy processes (stress-%s/)" % (backend, len(left), backend, backend))
+        print("%s: %d tests marked @figures left to the stress stage, which runs them beside busy "
+              "processes (%s/)" % (name_of_pass, len(left), "stress-" + backend if backend else "stress"))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

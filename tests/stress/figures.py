@@ -3,14 +3,14 @@
 core taken by competing busy processes (issue 38: a suite that holds quiet
 and under load; issue 22: stacks right every time, not most of the time).
 
-    python3 tests/stress/figures.py BUILD [--runs N] [--hogs K] [test ...]
+    python3 tests/stress/figures.py [--runs N] [--hogs K] BUILD [test ...]
 
 Starts K busy processes (default: one per core) that spin for the whole
 run, then runs each test marked @figures in the integration suite (or the
-ones named) N times, each in its own run.py; and again with
-PODPROF_BACKEND=ptrace (as the suite's it-ptrace pass: "stress-ptrace/"),
-those the suite's first pass found sampling with perf_event
-(<build>/it-backend-tests.txt; all of them without that list). Prints one PASS/FAIL line per
+ones named) N times, each in its own run.py; and N times again with
+PODPROF_BACKEND=ptrace (as the suite's it-ptrace pass: "stress-ptrace/")
+each test whose runs sampled with perf_event without naming a backend (or
+did not pass: run.py's PODPROF_IT_SAMPLED_LIST). Prints one PASS/FAIL line per
 test (FAIL if any run failed, with that run's message), then per test the
 spread of every figure its runs printed ("info:" lines with the numbers
 taken out: the same line of every run side by side, its worst and best
@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,25 +51,17 @@ def hog():
     return subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
 
 
-def ptrace_pass(tests):
-    """The tests to run again under ptrace: those whose podprof sampled
-    with perf_event in the suite's first pass (its list), else all."""
-    if args.no_ptrace:
-        return []
-    try:
-        with open(os.path.join(args.build, "it-backend-tests.txt")) as f:
-            listed = set(f.read().split())
-    except OSError:
-        return list(tests)
-    return [t for t in tests if t in listed]
-
-
-def one(name, backend):
-    """(status, message, [info lines]) of one run of one test."""
+def one(name, backend, sampled_list):
+    """(status, message, [info lines]) of one run of one test; without a
+    backend, run.py adds its name to sampled_list if it sampled with
+    perf_event (or did not pass)."""
     t0 = time.monotonic()
     env = dict(os.environ)
+    env.pop("PODPROF_IT_FIGURES_LEFT_TO_STRESS", None)
     if backend:
         env["PODPROF_BACKEND"] = backend
+    else:
+        env["PODPROF_IT_SAMPLED_LIST"] = sampled_list
     r = subprocess.run([sys.executable, RUN, args.build, name], capture_output=True, text=True, timeout=600,
                        env=env)
     out = r.stdout.splitlines()
@@ -99,14 +92,23 @@ def spread(runs):
 def main():
     hogs = [hog() for _ in range(args.hogs)]
     passed = failed = skipped = 0
-    todo = [(t, None, "stress") for t in args.tests] + [(t, "ptrace", "stress-ptrace") for t in ptrace_pass(args.tests)]
+    sampled_list = tempfile.mkstemp(prefix="podprof-stress-sampled-")[1]
+    todo = [(t, b, tag) for t in args.tests
+            for b, tag in ((None, "stress"), ("ptrace", "stress-ptrace"))[:1 if args.no_ptrace else 2]]
+    again = 0
     try:
-        print("stress: %d runs of %d tests (%d of them again under ptrace), %d busy processes on %d cores" % (
-            args.runs, len(args.tests), len(todo) - len(args.tests), args.hogs, os.cpu_count() or 1), flush=True)
+        print("stress: %d runs of %d tests (again under ptrace those that sampled with perf_event), "
+              "%d busy processes on %d cores" % (args.runs, len(args.tests), args.hogs, os.cpu_count() or 1),
+              flush=True)
         for name, backend, tag in todo:
+            if backend:
+                with open(sampled_list) as fh:
+                    if name not in fh.read().split():
+                        continue
+                again += 1
             runs, bad, skip, secs = [], [], None, []
             for i in range(args.runs):
-                status, msg, infos, dt = one(name, backend)
+                status, msg, infos, dt = one(name, backend, sampled_list)
                 secs.append(dt)
                 if status == "SKIP":
                     skip = msg
@@ -135,6 +137,8 @@ def main():
         for h in hogs:
             h.kill()
             h.wait()
+        os.unlink(sampled_list)
+    print("stress: %d of %d tests run again under ptrace" % (again, len(args.tests)))
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 

@@ -69,6 +69,9 @@ struct pt_tracee {
 	struct pt_tracee_opts o;
 	int attached, detaching, gone, execed;
 	uint64_t gone_cpu_ns;    /* the process's CPU as its last thread ended (0: unread) */
+	/* the process's CPU clock (pt_tracee_cpu_ns), NULL: its own; a unit
+	 * test's that moves it between two reads */
+	uint64_t (*cpu_clock)(pid_t pid);
 	int own_sig;             /* the owner's own signal (tops.own_signal), 0: none */
 	struct pt_thread **th;   /* each allocated with the owner's part after it */
 	size_t n, cap;

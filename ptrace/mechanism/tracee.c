@@ -148,7 +148,7 @@ uint64_t pt_tracee_cpu_ns(const struct pt_tracee *t)
 {
 	if (t->gone)
 		return t->gone_cpu_ns;
-	return pt__process_cpu_ns(t->pid);
+	return t->cpu_clock ? t->cpu_clock(t->pid) : pt__process_cpu_ns(t->pid);
 }
 
 struct pt_space *pt_tracee_space(struct pt_tracee *t) { return t->as; }

@@ -70,7 +70,25 @@ struct cpu_session {
 	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
 	uint64_t pend_sum;       /* all the pending CPU of the window */
 	int pend_read;           /* the pending was read (on_end, or at finish) */
+	struct base_map at_end;  /* tid -> its pending CPU as the window ended (read_edge) */
+	int at_end_lost;         /* a thread's could not be kept there */
+	uint64_t edge_ns[2];     /* the process's CPU while each edge was read */
+	int edge_tries[2];
 };
+
+/* The process's CPU clock and every live thread's pending CPU are read as
+ * one instant at each edge of the window: a thread's CPU between the
+ * clock's read and its own is counted by neither the window nor its
+ * samples (at the start) or by both (at the end). The reads take
+ * microseconds, but a sampler that loses its core between them (a busy
+ * machine) parts them by milliseconds: 16.4 ms of a 0.495 s window left
+ * unsettled once, two busy threads beside two busy processes under ASan.
+ * So they are read again while the process's clock moved more than
+ * EDGE_MOVED_NS meanwhile, EDGE_TRIES times at most (a target of many
+ * busy threads moves it that much in a read of them all: the last try
+ * stands). */
+#define EDGE_TRIES 3
+#define EDGE_MOVED_NS 1000000ull
 
 static void note_before(void *arg, pid_t tid, uint64_t ns)
 {
@@ -79,18 +97,49 @@ static void note_before(void *arg, pid_t tid, uint64_t ns)
 	base_map_put(&cs->before, (uint64_t)tid, ns);   /* no memory: counted as the window's */
 }
 
+static void note_end(void *arg, pid_t tid, uint64_t ns)
+{
+	struct cpu_session *cs = arg;
+
+	if (base_map_put(&cs->at_end, (uint64_t)tid, ns))
+		cs->at_end_lost = 1;
+}
+
+/* One edge of the window (see EDGE_TRIES): the process's CPU clock as the
+ * reads began, each live thread's pending given to fn (into a map that
+ * each try empties first). */
+static uint64_t read_edge(struct cpu_session *cs, int end)
+{
+	struct pt_session *ss = &cs->base;
+	struct base_map *into = end ? &cs->at_end : &cs->before;
+	uint64_t clock = 0, after, moved = 0;
+	int tries = 0;
+
+	do {
+		clock = pt_tracee_cpu_ns(ss->t);
+		if (!ss->rule)
+			break;
+		base_map_free(into);
+		cs->at_end_lost = 0;
+		pt_rule_pending_ns(ss->rule, end ? note_end : note_before, cs);
+		after = pt_tracee_cpu_ns(ss->t);
+		moved = after > clock ? after - clock : 0;
+	} while (++tries < EDGE_TRIES && clock && moved > EDGE_MOVED_NS);
+	cs->edge_ns[end] = moved;
+	cs->edge_tries[end] = tries;
+	return clock;
+}
+
 static int cpu_start(struct pt_session *ss)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
-	cs->cpu0 = pt_tracee_cpu_ns(ss->t);
+	/* With what each thread's next sample would carry from before the
+	 * window: not the window's, if it has no sample in it. */
+	cs->cpu0 = read_edge(cs, 0);
 	/* (the clock of a live process reads; 0 is a child followed from its
 	 * fork that has not run yet) */
 	cs->cpu0_ok = cs->cpu0 || !pt_tracee_gone(ss->t);
-	/* What each thread's next sample would carry from before the window:
-	 * not the window's, if it has no sample in it. */
-	if (ss->rule)
-		pt_rule_pending_ns(ss->rule, note_before, cs);
 	return pt_stacks_new(&cs->stacks, (size_t)ss->o->max_stacks);
 }
 
@@ -345,11 +394,20 @@ static void cpu_on_end(struct pt_session *ss)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
 
-	cs->cpu1 = pt_tracee_cpu_ns(ss->t);
 	/* the live threads' pending as the window ends too, not at finish
 	 * (sessions ending together finish one after another) */
-	if (ss->rule)
+	cs->cpu1 = read_edge(cs, 1);
+	if (ss->rule && cs->at_end_lost) {
+		/* no memory for them all: read again, as they come */
 		pt_rule_pending_ns(ss->rule, note_pending, cs);
+	} else {
+		const struct base_map_slot *e;
+		size_t pos = 0;
+
+		while ((e = base_map_next(&cs->at_end, &pos)))
+			note_pending(cs, (pid_t)e->key, e->val);
+	}
+	base_map_free(&cs->at_end);
 	cs->pend_read = 1;
 }
 
@@ -388,7 +446,8 @@ static int cpu_finish(struct pt_session *ss)
 			"symbolize_us_per_loc=%.2f locs=%zu symtabs=%llu in %.1f ms"
 			" python_captures=%llu python_us_per_capture=%.2f"
 			" process_cpu_ms=%.1f pending_ms=%.1f unsampled_ms=%.1f unsettled_ms=%.1f"
-			" exited_threads=%llu exited_stacks=%llu overdrawn_ms=%.1f clock_over_ms=%.1f%s",
+			" exited_threads=%llu exited_stacks=%llu overdrawn_ms=%.1f clock_over_ms=%.1f"
+			" edges_ms=%.2f/%.2f edge_tries=%d/%d%s",
 			(int)req->pid, (unsigned long long)cs->thread_samples,
 			pt_stacks_count(cs->stacks), (unsigned long long)pt_stacks_dropped(cs->stacks),
 			(double)st.pause_p50_ns / 1e3, (double)st.pause_p99_ns / 1e3,
@@ -401,7 +460,8 @@ static int cpu_finish(struct pt_session *ss)
 			(double)acct.unsampled_ns / 1e6, (double)acct.unsettled_ns / 1e6,
 			(unsigned long long)acct.exited_threads, (unsigned long long)acct.exited_stacks,
 			(double)acct.overdrawn_ns / 1e6, (double)acct.clock_over_ns / 1e6,
-			pt__request_cancelled(req) ? " (client gone)" : "");
+			(double)cs->edge_ns[0] / 1e6, (double)cs->edge_ns[1] / 1e6,
+			cs->edge_tries[0], cs->edge_tries[1], pt__request_cancelled(req) ? " (client gone)" : "");
 	return err;
 }
 
@@ -414,6 +474,7 @@ static void cpu_free(struct pt_session *ss)
 	base_map_free(&cs->last);
 	base_map_free(&cs->by_entry);
 	base_map_free(&cs->before);
+	base_map_free(&cs->at_end);
 }
 
 const struct pt_session_kind pt_kind_cpu = {

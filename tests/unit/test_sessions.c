@@ -308,6 +308,65 @@ TEST(session_cpu_samples_add_only_their_count_and_cpu)
 	fake_teardown();
 }
 
+/* The target's CPU clock, moved on by 5 ms at its jump_at-th read (from
+ * 1; every read with every_read), as if the target ran that long while
+ * the sampler waited for its core between two reads. */
+static struct {
+	int reads, jump_at, every_read;
+	uint64_t jumped;
+} clk;
+
+static uint64_t jumping_clock(pid_t pid)
+{
+	if (++clk.reads == clk.jump_at || clk.every_read)
+		clk.jumped += 5000000ull;
+	return pt__process_cpu_ns(pid) + clk.jumped;
+}
+
+/* Each edge of the window reads the process's CPU clock and then every
+ * thread's pending CPU: a thread's CPU in between is counted by neither
+ * at the start (16.4 ms of 0.495 s unsettled, once, beside busy
+ * processes) or by both at the end. An edge whose clock moved more than
+ * a millisecond as it was read is read again, three times at most. */
+TEST(session_cpu_reads_an_edge_again_if_the_process_ran_meanwhile)
+{
+	struct pt_request req = { .pid = 0, .duration_ns = 1000000000ull, .hz = 100 };
+	/* the clock jumps: before the start's second read, before the end's
+	 * second read, at every read */
+	static const struct {
+		int jump_at, every_read, reads;
+		uint64_t lo, hi;
+	} c[] = {
+		{ 2, 0, 6, 0, 4000000ull },             /* after the jump: not the window's */
+		{ 4, 0, 6, 5000000ull, 9000000ull },    /* before it: the window's */
+		{ 0, 1, 12, 30000000ull, 34000000ull }, /* three tries an edge, the last stands */
+	};
+
+	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
+		struct pt_session *ss;
+		uint64_t used;
+
+		fake_setup(1, 16);
+		memset(&clk, 0, sizeof(clk));
+		clk.jump_at = c[k].jump_at;
+		clk.every_read = c[k].every_read;
+		F.t->cpu_clock = jumping_clock;
+		ss = begin(&pt_kind_cpu, &req);
+		pt_kind_cpu.on_end(ss);
+		ASSERT_OK(pt_kind_cpu.finish(ss));
+		ASSERT(req.profile);
+		used = req.profile->process_cpu_ns;
+		fprintf(stderr, "  case %zu: %d reads, the window's CPU %.3f ms\n", k, clk.reads, (double)used / 1e6);
+		/* (the test's own CPU between the reads: well under 4 ms) */
+		ASSERT(used >= c[k].lo && used < c[k].hi);
+		ASSERT_EQ(clk.reads, c[k].reads);
+		pt_profile_free(req.profile);
+		req.profile = NULL;
+		end(ss);
+		fake_teardown();
+	}
+}
+
 /* The live threads' pending comes from their own clocks: where draws
  * carried more than the ended threads used but the samples alone do not
  * pass the process's CPU, the excess is still the ended threads' to give

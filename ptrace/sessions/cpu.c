@@ -81,9 +81,8 @@ struct cpu_session {
  * clock's read and its own is counted by neither the window nor its
  * samples (at the start) or by both (at the end). The reads take
  * microseconds, but a sampler that loses its core between them (a busy
- * machine) parts them by milliseconds: 16.4 ms of a 0.495 s window left
- * unsettled once, two busy threads beside two busy processes under ASan.
- * So they are read again while the process's clock moved more than
+ * machine) would part them by milliseconds (docs/how-it-works.md). So
+ * they are read again while the process's clock moved more than
  * EDGE_MOVED_NS meanwhile, EDGE_TRIES times at most (a target of many
  * busy threads moves it that much in a read of them all: the last try
  * stands). */

@@ -325,8 +325,7 @@ static uint64_t jumping_clock(pid_t pid)
 
 /* Each edge of the window reads the process's CPU clock and then every
  * thread's pending CPU: a thread's CPU in between is counted by neither
- * at the start (16.4 ms of 0.495 s unsettled, once, beside busy
- * processes) or by both at the end. An edge whose clock moved more than
+ * at the start or by both at the end. An edge whose clock moved more than
  * a millisecond as it was read is read again, three times at most. */
 TEST(session_cpu_reads_an_edge_again_if_the_process_ran_meanwhile)
 {

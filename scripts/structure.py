@@ -43,7 +43,7 @@ STANDS_ON = {
     "ptrace/runtimes/go": ["ptrace/space"],
     "ptrace/runtimes/python": ["ptrace/space"],
     "ptrace/runtimes/jvm": ["ptrace/space"],
-    "ptrace/perf": ["ptrace/proc"],  # perf_event rings: one thread's, a family's per CPU
+    "ptrace/perf": ["ptrace/proc"],  # perf_event rings: one per thread's event
     "ptrace/runtimes": ["ptrace/runtimes/go", "ptrace/runtimes/jvm", "ptrace/runtimes/python"],  # the runtimes' table
     "ptrace/mechanism": ["ptrace/runtimes"],  # ptrace: stops, events, captures
     "ptrace/rule": ["ptrace/mechanism", "ptrace/perf"],  # which threads a tick samples, both backends

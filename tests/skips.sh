@@ -2,7 +2,8 @@
 # Judges the SKIP lines of a test run against tests/expected-skips.txt
 # (scripts/check.sh). Reads the run's output on stdin; for each line
 # "SKIP NAME: REASON" (NAME as check.sh prints it: release/unit/...,
-# asan/it/..., release/it-ptrace/..., torture/..., e2e/...) prints
+# asan/it/..., release/it-ptrace/..., stress/..., stress-ptrace/...,
+# torture/..., e2e/...) prints
 #   expected skip NAME: REASON [listed: WHY]   when a pattern of the list matches NAME
 #   FAIL unexpected-skip/NAME: REASON          otherwise
 # then "N expected, N unexpected" (the last line). Exits 1 when a skip was

@@ -31,8 +31,7 @@ enum { R_AX, R_BX, R_CX, R_DX, R_SI, R_DI, R_BP, R_SP, R_IP, R_FLAGS, R_CS, R_SS
 
 #define SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ | \
 		     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
-/* header, pid/tid, time, count, abi, registers, size, dyn_size (and cpu/res
- * with PERF_SAMPLE_CPU) */
+/* header, pid/tid, time, count, abi, registers, size, dyn_size */
 #define RECORD_FIXED (8 + 8 + 8 + 8 + 8 + 8 * NREGS + 8 + 8)
 
 struct pt_perfev {
@@ -48,14 +47,16 @@ int pt__perfev_sys_open(struct perf_event_attr *attr, pid_t tid, int cpu)
 	return (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake, int with_cpu)
+/* The attributes of cfg's event, woken when `wake` bytes are written.
+ * Enabled, no inherit. */
+static void event_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 	a->sample_period = cfg->period_ns;
-	a->sample_type = SAMPLE_TYPE | (with_cpu ? PERF_SAMPLE_CPU : 0);
+	a->sample_type = SAMPLE_TYPE;
 	a->read_format = 0;   /* the count alone */
 	a->sample_regs_user = PT_PERFEV_REGS;
 	a->sample_stack_user = (uint32_t)cfg->stack_bytes;
@@ -71,9 +72,10 @@ void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg,
 	a->wakeup_watermark = (uint32_t)wake;
 }
 
-size_t pt__perfev_record_size(size_t stack_bytes, int with_cpu)
+/* The size of a sample record of stack_bytes. */
+static size_t record_size(size_t stack_bytes)
 {
-	return RECORD_FIXED + (with_cpu ? 8 : 0) + stack_bytes;
+	return RECORD_FIXED + stack_bytes;
 }
 
 int pt_perfev_open_forks(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg *cfg)
@@ -134,7 +136,7 @@ int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg
 	*out = NULL;
 	if (cfg->stack_bytes % 8 || cfg->stack_bytes > PT_PERFEV_MAX_STACK || !cfg->period_ns)
 		return -EINVAL;
-	rec = pt__perfev_record_size(cfg->stack_bytes, 0);
+	rec = record_size(cfg->stack_bytes);
 	/* Room for what the caller drains at once, and more for a drain
 	 * that comes late on a loaded machine. */
 	while (pages * pgsz < (cfg->ring_samples ? cfg->ring_samples : 3) * rec)
@@ -145,7 +147,7 @@ int pt_perfev_open(struct pt_perfev **out, pid_t tid, const struct pt_perfev_cfg
 	e->stack_bytes = cfg->stack_bytes;
 	e->on_fork = cfg->on_fork;
 	e->fork_arg = cfg->fork_arg;
-	pt__perfev_attr(&a, cfg, pages * pgsz - rec, 0);
+	event_attr(&a, cfg, pages * pgsz - rec);
 	if ((e->fd = pt__perfev_sys_open(&a, tid, -1)) < 0) {
 		err = -errno;
 		base_free(e);
@@ -224,7 +226,9 @@ void pt_perfev_regs(const struct pt_perfev_sample *smp, struct user_regs_struct 
 	out->orig_rax = (unsigned long long)-1;   /* not in a sample: no system call known */
 }
 
-int pt__perfev_parse(const uint8_t *p, size_t len, int with_cpu, struct pt_perfev_sample *smp)
+/* Parses a whole sample record (its header included), laid out as
+ * SAMPLE_TYPE asks. 0 or -EBADMSG. */
+static int parse(const uint8_t *p, size_t len, struct pt_perfev_sample *smp)
 {
 	const uint8_t *end = p + len;
 	uint64_t abi, size;
@@ -237,11 +241,6 @@ int pt__perfev_parse(const uint8_t *p, size_t len, int with_cpu, struct pt_perfe
 	smp->pid = (pid_t)ids[0];
 	smp->tid = (pid_t)ids[1];
 	TAKE(&smp->time_ns, 8);
-	smp->cpu = -1;
-	if (with_cpu) {
-		TAKE(ids, 8);   /* cpu, res */
-		smp->cpu = (int)ids[0];
-	}
 	TAKE(&smp->count, 8);
 	TAKE(&abi, 8);
 	smp->has_regs = abi != PERF_SAMPLE_REGS_ABI_NONE;
@@ -294,7 +293,7 @@ static int on_record(void *arg, uint32_t type, const uint8_t *rec, size_t len)
 	}
 	if (type != PERF_RECORD_SAMPLE)
 		return 0;
-	if (pt__perfev_parse(rec, len, 0, &smp))
+	if (parse(rec, len, &smp))
 		return -1;
 	if (d->fn && d->fn(d->arg, &smp))
 		return 1;   /* left for the next drain */
@@ -347,7 +346,7 @@ int pt_perfev_probe(pid_t tid, struct pt_perfev_cfg *cfg, char *why, size_t len)
 		struct pt_perfev_cfg c = *cfg;
 
 		c.exclude_kernel = excl;
-		pt__perfev_attr(&a, &c, 0, 0);
+		event_attr(&a, &c, 0);
 		a.disabled = 1;
 		if ((fd = pt__perfev_sys_open(&a, tid, -1)) >= 0) {
 			close(fd);

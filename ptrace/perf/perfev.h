@@ -64,8 +64,7 @@ size_t pt_perfev_stack_bytes(const struct pt_perfev *e);
 struct pt_perfev_sample {
 	pid_t pid, tid;        /* in the PID namespace of the opener */
 	uint64_t time_ns;      /* CLOCK_MONOTONIC */
-	int cpu;               /* the CPU it ran on (a family's sample), else -1 */
-	uint64_t count;        /* the event's count at the sample (a family's: of that thread on that CPU) */
+	uint64_t count;        /* the event's count at the sample */
 	int has_regs;          /* 0: the kernel had no user registers (a kernel thread) */
 	const uint8_t *stack;  /* copied from the user SP up */
 	size_t stack_len;      /* bytes copied */
@@ -97,14 +96,5 @@ struct perf_event_attr;
 /* perf_event_open(2) on tid (cpu -1: any), close-on-exec. An fd or -1
  * (errno). */
 int pt__perfev_sys_open(struct perf_event_attr *attr, pid_t tid, int cpu);
-/* The attributes of cfg's event, woken when `wake` bytes are written,
- * with PERF_SAMPLE_CPU if with_cpu. Enabled, no inherit. */
-void pt__perfev_attr(struct perf_event_attr *a, const struct pt_perfev_cfg *cfg, uint64_t wake, int with_cpu);
-/* The size of a sample record of stack_bytes, with the CPU field or not. */
-size_t pt__perfev_record_size(size_t stack_bytes, int with_cpu);
-/* Parses a whole sample record (its header included), laid out as
- * perfev.c's sample_type asks, with PERF_SAMPLE_CPU if with_cpu. 0 or
- * -EBADMSG. */
-int pt__perfev_parse(const uint8_t *rec, size_t len, int with_cpu, struct pt_perfev_sample *smp);
 
 #endif

@@ -18,6 +18,13 @@ the first pass run again: the first pass lists them in
 <build>/it-backend-tests.txt (a test counts when a podprof it started
 without naming a backend said "sampled with perf_event", or when it started
 podprof by other means). The others would run exactly as they did.
+
+With PODPROF_IT_FIGURES_LEFT_TO_STRESS set and no test named
+(scripts/check.sh's release stage), neither pass runs the tests marked
+@figures: its stress stage does (tests/stress/figures.py). With
+PODPROF_IT_SAMPLED_LIST naming a file and no PODPROF_BACKEND (figures.py),
+the name of each test run that sampled as above, or did not pass, is added
+to that file.
 """
 import ctypes
 import os

@@ -70,8 +70,6 @@ struct cpu_session {
 	uint64_t pend_alone;     /* pending CPU of threads with no stack in the window */
 	uint64_t pend_sum;       /* all the pending CPU of the window */
 	int pend_read;           /* the pending was read (on_end, or at finish) */
-	struct base_map at_end;  /* tid -> its pending CPU as the window ended (read_edge) */
-	int at_end_lost;         /* a thread's could not be kept there */
 	uint64_t edge_ns[2];     /* the process's CPU while each edge was read */
 	int edge_tries[2];
 };
@@ -89,28 +87,25 @@ struct cpu_session {
 #define EDGE_TRIES 3
 #define EDGE_MOVED_NS 1000000ull
 
-static void note_before(void *arg, pid_t tid, uint64_t ns)
+/* Each live thread's pending CPU at an edge: tid -> ns. */
+struct edge {
+	struct base_map pend;
+	int lost;                /* a thread's could not be kept (no memory) */
+};
+
+static void note_edge(void *arg, pid_t tid, uint64_t ns)
 {
-	struct cpu_session *cs = arg;
+	struct edge *e = arg;
 
-	base_map_put(&cs->before, (uint64_t)tid, ns);   /* no memory: counted as the window's */
-}
-
-static void note_end(void *arg, pid_t tid, uint64_t ns)
-{
-	struct cpu_session *cs = arg;
-
-	if (base_map_put(&cs->at_end, (uint64_t)tid, ns))
-		cs->at_end_lost = 1;
+	if (base_map_put(&e->pend, (uint64_t)tid, ns))
+		e->lost = 1;
 }
 
 /* One edge of the window (see EDGE_TRIES): the process's CPU clock as the
- * reads began, each live thread's pending given to fn (into a map that
- * each try empties first). */
-static uint64_t read_edge(struct cpu_session *cs, int end)
+ * reads began, each live thread's pending into e (emptied at each try). */
+static uint64_t read_edge(struct cpu_session *cs, int end, struct edge *e)
 {
 	struct pt_session *ss = &cs->base;
-	struct base_map *into = end ? &cs->at_end : &cs->before;
 	uint64_t clock = 0, after, moved = 0;
 	int tries = 0;
 
@@ -118,9 +113,9 @@ static uint64_t read_edge(struct cpu_session *cs, int end)
 		clock = pt_tracee_cpu_ns(ss->t);
 		if (!ss->rule)
 			break;
-		base_map_free(into);
-		cs->at_end_lost = 0;
-		pt_rule_pending_ns(ss->rule, end ? note_end : note_before, cs);
+		base_map_free(&e->pend);
+		e->lost = 0;
+		pt_rule_pending_ns(ss->rule, note_edge, e);
 		after = pt_tracee_cpu_ns(ss->t);
 		moved = after > clock ? after - clock : 0;
 	} while (++tries < EDGE_TRIES && clock && moved > EDGE_MOVED_NS);
@@ -132,10 +127,13 @@ static uint64_t read_edge(struct cpu_session *cs, int end)
 static int cpu_start(struct pt_session *ss)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+	struct edge e = { 0 };
 
 	/* With what each thread's next sample would carry from before the
-	 * window: not the window's, if it has no sample in it. */
-	cs->cpu0 = read_edge(cs, 0);
+	 * window: not the window's, if it has no sample in it (a thread not
+	 * kept for want of memory: counted as the window's). */
+	cs->cpu0 = read_edge(cs, 0, &e);
+	cs->before = e.pend;
 	/* (the clock of a live process reads; 0 is a child followed from its
 	 * fork that has not run yet) */
 	cs->cpu0_ok = cs->cpu0 || !pt_tracee_gone(ss->t);
@@ -392,21 +390,22 @@ static void cpu_on_sample(struct pt_session *ss, const struct pt_sample *smp)
 static void cpu_on_end(struct pt_session *ss)
 {
 	struct cpu_session *cs = PT_SESSION_OF(ss, struct cpu_session);
+	struct edge e = { 0 };
 
 	/* the live threads' pending as the window ends too, not at finish
 	 * (sessions ending together finish one after another) */
-	cs->cpu1 = read_edge(cs, 1);
-	if (ss->rule && cs->at_end_lost) {
+	cs->cpu1 = read_edge(cs, 1, &e);
+	if (ss->rule && e.lost) {
 		/* no memory for them all: read again, as they come */
 		pt_rule_pending_ns(ss->rule, note_pending, cs);
 	} else {
-		const struct base_map_slot *e;
+		const struct base_map_slot *slot;
 		size_t pos = 0;
 
-		while ((e = base_map_next(&cs->at_end, &pos)))
-			note_pending(cs, (pid_t)e->key, e->val);
+		while ((slot = base_map_next(&e.pend, &pos)))
+			note_pending(cs, (pid_t)slot->key, slot->val);
 	}
-	base_map_free(&cs->at_end);
+	base_map_free(&e.pend);
 	cs->pend_read = 1;
 }
 
@@ -473,7 +472,6 @@ static void cpu_free(struct pt_session *ss)
 	base_map_free(&cs->last);
 	base_map_free(&cs->by_entry);
 	base_map_free(&cs->before);
-	base_map_free(&cs->at_end);
 }
 
 const struct pt_session_kind pt_kind_cpu = {

@@ -23,8 +23,8 @@ With PODPROF_IT_FIGURES_LEFT_TO_STRESS set and no test named
 (scripts/check.sh's release stage), neither pass runs the tests marked
 @figures: its stress stage does (tests/stress/figures.py). With
 PODPROF_IT_SAMPLED_LIST naming a file and no PODPROF_BACKEND (figures.py),
-the name of each test run that sampled as above, or did not pass, is added
-to that file.
+the name of each test that passed and sampled as above is added to that
+file (figures.py adds those that did not pass itself).
 """
 import ctypes
 import os
@@ -212,9 +212,10 @@ def main():
     listed = [] if not backend and not wanted else None
     if listed is not None and os.path.exists(BACKEND_LIST):
         os.unlink(BACKEND_LIST)   # a first pass that dies leaves no list: the second runs every test
-    # tests/stress/figures.py: the tests it names that sampled with the
-    # default backend (or did not pass) are added to this file, to be run
-    # again under ptrace as the suite's second pass would.
+    # tests/stress/figures.py: the tests it names that passed and sampled
+    # with the default backend are added to this file, to be run again
+    # under ptrace as the suite's second pass would (it adds the others
+    # that did not pass itself).
     sampled_out = os.environ.get("PODPROF_IT_SAMPLED_LIST")
     signal.signal(signal.SIGALRM, on_alarm)
     adopt_orphans()
@@ -261,7 +262,7 @@ def main():
             # One that did not pass may not have come to sample: listed too.
             if listed is not None and (not ok or sampled_with_default_backend()):
                 listed.append(t.__name__)
-            if sampled_out and not backend and (not ok or sampled_with_default_backend()):
+            if sampled_out and not backend and ok and sampled_with_default_backend():
                 with open(sampled_out, "a") as fh:
                     fh.write(t.__name__ + "\n")
             failed += cleanup(name)

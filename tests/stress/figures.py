@@ -9,8 +9,8 @@ Starts K busy processes (default: one per core) that spin for the whole
 run, then runs each test marked @figures in the integration suite (or the
 ones named) N times, each in its own run.py; and N times again with
 PODPROF_BACKEND=ptrace (as the suite's it-ptrace pass: "stress-ptrace/")
-each test whose runs sampled with perf_event without naming a backend (or
-did not pass: run.py's PODPROF_IT_SAMPLED_LIST). Prints one PASS/FAIL line per
+each test whose runs sampled with perf_event without naming a backend
+(run.py's PODPROF_IT_SAMPLED_LIST) or did not pass. Prints one PASS/FAIL line per
 test (FAIL if any run failed, with that run's message), then per test the
 spread of every figure its runs printed ("info:" lines with the numbers
 taken out: the same line of every run side by side, its worst and best
@@ -53,8 +53,8 @@ def hog():
 
 def one(name, backend, sampled_list):
     """(status, message, [info lines]) of one run of one test; without a
-    backend, run.py adds its name to sampled_list if it sampled with
-    perf_event (or did not pass)."""
+    backend, run.py adds its name to sampled_list if it passed and sampled
+    with perf_event."""
     t0 = time.monotonic()
     env = dict(os.environ)
     env.pop("PODPROF_IT_FIGURES_LEFT_TO_STRESS", None)
@@ -112,8 +112,9 @@ def main():
                 status, msg, infos, dt = one(name, backend, sampled_list)
                 secs.append(dt)
                 if not backend and status != "PASS":
-                    # run again under ptrace, as run.py lists a test that did
-                    # not pass: a runner that died wrote nothing
+                    # run again under ptrace, as run.py's second pass runs a
+                    # test that did not pass (listed here, not by run.py: a
+                    # runner that died writes nothing)
                     with open(sampled_list, "a") as fh:
                         fh.write(name + "\n")
                 if status == "SKIP":

@@ -56,23 +56,48 @@ int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uin
 	return n;
 }
 
-/* A tick's capture of a thread back from clone or clone3 (the parent: rax
- * its child's tid; the child, at 0, has no caller). A sample the kernel
- * took (perf_event) has no system call number: one right after a syscall
+int pt__batch_clone_tail(const uint8_t *code)
+{
+	/* syscall; test %rax,%rax; jl rel8; je rel8; ret: where each
+	 * instruction after the syscall begins */
+	static const uint8_t at[] = { 0, 3, 5, 7 };
+
+	for (size_t i = 0; i < sizeof(at); i++) {
+		const uint8_t *c = code + PT_CLONE_TAIL_BACK - at[i] - 2;
+
+		if (c[0] == 0x0f && c[1] == 0x05 && c[2] == 0x48 && c[3] == 0x85 && c[4] == 0xc0 &&
+		    c[5] == 0x7c && c[7] == 0x74 && c[9] == 0xc3)
+			return 1;
+	}
+	return 0;
+}
+
+int pt__batch_clone_parent_regs(const struct user_regs_struct *regs)
+{
+	return (regs->orig_rax == SYS_clone || regs->orig_rax == SYS_clone3) && regs->rax != 0;
+}
+
+/* A tick's capture of a thread back from clone or clone3, or stopped in
+ * it: the parent (pt__batch_clone_parent_regs). A sample the kernel took
+ * (perf_event) has no system call number: one right after a syscall
  * instruction (0f 05) whose unwind went no further is taken for the same
  * (a thread in clone's kernel part, its registers those it entered with:
  * glibc's clone3 marks the end of the stack there, for the child's sake),
  * when the word at its SP is a return address (a child's new stack holds
- * none). */
+ * none). A parent stopped on the instructions after the syscall, in user
+ * mode (no system call number then), is told by its code
+ * (pt__batch_clone_tail) and by rax, still its child's tid. */
 static int clone_parent(struct pt_tracee *t, const struct pt_capture *cap)
 {
-	uint8_t insn[2];
+	uint8_t insn[2], code[PT_CLONE_TAIL_SPAN];
+	uint64_t rip = cap->regs.rip;
 
-	if (cap->read_beyond)
-		return cap->regs.rip >= 2 && !pt_space_read(t->as, cap->regs.rip - 2, insn, 2) &&
-		       insn[0] == 0x0f && insn[1] == 0x05;
-	return (cap->regs.orig_rax == SYS_clone || cap->regs.orig_rax == SYS_clone3) &&
-	       (int64_t)cap->regs.rax > 0;
+	if (cap->read_beyond ? rip >= 2 && !pt_space_read(t->as, rip - 2, insn, 2) && insn[0] == 0x0f &&
+				       insn[1] == 0x05
+			     : pt__batch_clone_parent_regs(&cap->regs))
+		return 1;
+	return (int64_t)cap->regs.rax > 0 && rip >= PT_CLONE_TAIL_BACK &&
+	       !pt_space_read(t->as, rip - PT_CLONE_TAIL_BACK, code, sizeof(code)) && pt__batch_clone_tail(code);
 }
 
 void pt__batch_unwind(struct pt_tracee *t, int ncap)

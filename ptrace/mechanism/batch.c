@@ -72,9 +72,14 @@ int pt__batch_clone_tail(const uint8_t *code)
 	return 0;
 }
 
+int pt__batch_in_clone(const struct user_regs_struct *regs)
+{
+	return regs->orig_rax == SYS_clone || regs->orig_rax == SYS_clone3;
+}
+
 int pt__batch_clone_parent_regs(const struct user_regs_struct *regs)
 {
-	return (regs->orig_rax == SYS_clone || regs->orig_rax == SYS_clone3) && regs->rax != 0;
+	return pt__batch_in_clone(regs) && regs->rax != 0;
 }
 
 /* A tick's capture of a thread back from clone or clone3, or stopped in

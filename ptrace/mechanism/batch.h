@@ -24,6 +24,10 @@ void pt__batch_unwind(struct pt_tracee *t, int ncap);
  * executable memory, the unwind goes on from the caller. Returns the
  * frames now in f; cap as it was (but what the unwind sets in it). */
 int pt__batch_unwind_clone_leaf(struct pt_tracee *t, struct pt_capture *cap, uint64_t *f, int max, int n);
+/* 1 if a thread stopped by ptrace (its registers regs) is in clone or
+ * clone3, or back from it: the call's number in orig_rax. The parent has
+ * rax not 0 (pt__batch_clone_parent_regs), the child 0. */
+int pt__batch_in_clone(const struct user_regs_struct *regs);
 /* 1 if a thread stopped by ptrace (its registers regs) is a parent in
  * clone or clone3 or back from it: the call's number in orig_rax and rax
  * not 0, the child's. rax is its child's tid once the call returned;

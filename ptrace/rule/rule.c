@@ -8,14 +8,10 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <sys/user.h>
 
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
-
 #include "base/mem.h"
+#include "ptrace/mechanism/batch.h"
 #include "ptrace/rule/cpudraw.h"
 #include "ptrace/rule/perftick.h"
 #include "ptrace/proc/proc.h"
@@ -226,7 +222,7 @@ static void give_back(struct pt_rule_thread *rt)
  * often as threads are born, however little they run there. */
 static int unborn(const struct user_regs_struct *regs)
 {
-	return (regs->orig_rax == SYS_clone || regs->orig_rax == SYS_clone3) && regs->rax == 0;
+	return pt__batch_in_clone(regs) && regs->rax == 0;
 }
 
 /* The size of the kernel's struct ucontext on x86-64 (uapi

@@ -423,8 +423,14 @@ static int waiting_start(struct pt_session *ss)
 		return -EAGAIN;   /* no continuous watch of this target */
 	if (watch->go && threads_view(ss))
 		return -ENOTSUP;   /* the watch of a Go program keeps its goroutines' waits */
-	if (watch->go)
+	if (watch->go) {
+		/* A look now: the answer holds the waits up to the request, not
+		 * up to the watch's last look, which can be a whole period old
+		 * (gowaits.c: 50 times a look's cost, 0.2 s when a busy
+		 * machine makes one take 4 ms). One look per request. */
+		pt__gowaits_look(watch->go, pt__now_ns(), 1);
 		keep_go(ws, watch->go);
+	}
 	if ((err = pt_stacks_new(&ws->copy, (size_t)ss->o->max_stacks)))
 		return err;
 	ws->samples = watch->samples;

@@ -2,7 +2,8 @@
  * a stop's capture holds the child's own registers and the words it wrote
  * on its stack, unwound through its own functions, and the child runs
  * again at once; a tick's stop that comes after the tick is captured when
- * it comes and reported with the next, through the tick's ops; copies of a
+ * it comes and reported with the next, through the tick's ops, even if a
+ * batch looked at the leader's events meanwhile; copies of a
  * running thread's stack (perf_event's) are unwound as one batch, what
  * lies beyond a short copy read from the thread's memory. */
 #include <errno.h>
@@ -135,6 +136,38 @@ TEST(stop_tick_captures_a_late_stop_when_it_comes_and_reports_it_next)
 	pt_stop_report_late(k.t);   /* once */
 	ASSERT_EQ(r.n, 1);
 	ASSERT_EQ(stats(&k).thread_samples, 1);
+	kid_end(&k);
+}
+
+TEST(stop_a_late_stop_of_the_leader_outlives_a_batch_that_looks_for_an_exec)
+{
+	struct kid k;
+	struct rec r;
+	struct pt_stop_ops ops;
+	struct pt_thread *th;
+	uint64_t stops;
+
+	kid_pin();
+	kid_start(&k, KID_SPIN);
+	KID_UNTIL(k.tr, k.pg->spins > 0);
+	th = kid_thread(&k);   /* the leader */
+	ops = rec_ops(&r, k.t, k.pg);
+	ASSERT_EQ(kid_tick_late(&k, th, &ops), 0);
+	memset(&r, 0, sizeof(r));
+	r.t = k.t;
+	r.pg = k.pg;
+	stops = stats(&k).stops;
+	/* The stop is there (we slept, the kid ran into it), not yet polled... */
+	KID_UNTIL(NULL, kid_state(k.pid, k.pid) == 't');
+	/* ...when a batch (perf_event copies, none here) ends with its check
+	 * for an exec, which looks at the leader's events. */
+	ASSERT_EQ(pt_stop_report_copies(k.t, 0, &ops), 0);
+	/* The stop is still ours to capture, not let go without its sample
+	 * (its CPU would pile onto the next). */
+	KID_UNTIL(k.tr, stats(&k).stops == stops + 1);
+	pt_stop_report_late(k.t);
+	ASSERT_EQ(r.n, 1);
+	assert_kid_kid_in_loop(&k, &r, 0);
 	kid_end(&k);
 }
 

@@ -99,8 +99,10 @@ static enum pt__ev on_event_stop(struct pt_tracee *t, struct pt_thread *th, int 
 	if (is_stop_signal(sig)) {
 		/* Group-stop (SIGSTOP from outside): the thread must stay
 		 * stopped for job control. PTRACE_LISTEN keeps it stopped
-		 * while letting us see the SIGCONT. */
-		th->flags &= ~PT_TH_INTERRUPTING;
+		 * while letting us see the SIGCONT. An interrupt of ours
+		 * brings no stop of its own now (this is its trap, or one
+		 * more of the group-stop's): spent, not waited for. */
+		interrupt_spent(th);
 		if (t->detaching) {
 			pt__events_detach_thread(th, 0);
 			return PT__EV_GONE;

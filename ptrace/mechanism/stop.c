@@ -179,16 +179,19 @@ static int same_program(struct pt_tracee *t, int ncap)
 	 * may have completed while we unwound: the leader's exec event tells.
 	 * If it came, the stacks may be half old, half new: drop them. If it
 	 * completes after this check, the unwind read only old memory.
-	 *   Not while a stop of ours is on its way to the leader (a tick's,
-	 * late): taken here, with the slots this batch holds, it could only be
-	 * let go without its sample, and its CPU would pile onto the next one
-	 * (CPython at 1 kHz under ASan: 1 stop in 10 lost so, 30-40 samples
-	 * of a 10 s profile weighing 8-40 ms, its alpha/beta split off by
-	 * more than 2 points in 4 runs of 80; after, 1 such sample). It
-	 * waits for the poll after the batch, which takes it late as any; an
-	 * exec still changes the fingerprint below. */
-	if (!t->execed && (leader = pt_threads_find(t, t->pid)) && !(leader->flags & PT_TH_WANTED) &&
-	    pt__events_wait(t->pid, &status, 0, &held) > 0)
+	 *   A stop of ours on its way to the leader (a tick's, late) is left
+	 * where it is, looked at and not reaped: taken here, with the slots
+	 * this batch holds, it could only be let go without its sample, and
+	 * its CPU would pile onto the next one (CPython at 1 kHz under ASan:
+	 * 1 stop in 10 lost so, 30-40 samples of a 10 s profile weighing
+	 * 8-40 ms, its alpha/beta split off by more than 2 points in 4 runs
+	 * of 80; after, 1 such sample). The poll after the batch takes it late,
+	 * as any. An exec's event, the one status wait reaps (events.c), is
+	 * acted on all the same: the fingerprint below reads auxv through a
+	 * file opened before the exec, which goes on showing the old program
+	 * until the event is handled. */
+	if (!t->execed && (leader = pt_threads_find(t, t->pid)) &&
+	    pt__events_wait(t->pid, &status, 0, &held) > 0 && !(held && (leader->flags & PT_TH_WANTED)))
 		pt__stop_on_status(t, leader, status, held);
 	/* One read per batch: any change since the last check (an exec before
 	 * or during these captures) drops them. */

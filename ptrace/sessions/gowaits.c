@@ -278,7 +278,9 @@ void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force)
 	uint64_t t0;
 	int err;
 
-	if (!gw || now <= gw->at_ns)
+	if (!gw || !gw->ss || now <= gw->at_ns)
+		return;
+	if (force == PT__GOWAITS_FRESH && now < gw->at_ns + MIN_PERIOD_NS)
 		return;
 	/* Not due yet, but another session read the goroutines at this tick
 	 * and half the period has passed: looked at now too, so that the
@@ -371,9 +373,15 @@ int pt__gowaits_new(struct pt_session *ss, struct pt_stacks *block, struct pt_st
 	if (ss->period_ns && ss->period_ns < MIN_PERIOD_NS)
 		ss->period_ns = MIN_PERIOD_NS;
 	snprintf(gw->version, sizeof(gw->version), "%s", pt_go_version(pt_go_of(rt)));
-	pt__gowaits_look(gw, pt__now_ns(), 1);
+	pt__gowaits_look(gw, pt__now_ns(), PT__GOWAITS_NOW);
 	*out = gw;
 	return 0;
+}
+
+void pt__gowaits_end(struct pt__gowaits *gw)
+{
+	if (gw)
+		gw->ss = NULL;   /* freed after this: its target, its log */
 }
 
 void pt__gowaits_stats(const struct pt__gowaits *gw, struct pt__gowaits_stats *out)

@@ -28,9 +28,17 @@ struct pt__gowaits_stats {
  * -ENOMEM. */
 int pt__gowaits_new(struct pt_session *ss, struct pt_stacks *block, struct pt_stacks *mutex,
 		    struct pt__gowaits **out);
-/* Looks again if one is due at now (CLOCK_MONOTONIC ns), or if force (the
- * window's end). */
+/* Looks again if one is due at now (CLOCK_MONOTONIC ns); force
+ * PT__GOWAITS_NOW: whether due or not (the window's end);
+ * PT__GOWAITS_FRESH: unless one came in the last 10 ms (a request's answer
+ * up to it: requests come from outside, the rate of their looks is held).
+ * Nothing once gw's session ended (pt__gowaits_end). */
+#define PT__GOWAITS_NOW 1
+#define PT__GOWAITS_FRESH 2
 void pt__gowaits_look(struct pt__gowaits *gw, uint64_t now, int force);
+/* gw's session ended: no look more, what it gathered stays to be read
+ * (a continuous watch's waits, which requests may still ask for). */
+void pt__gowaits_end(struct pt__gowaits *gw);
 void pt__gowaits_stats(const struct pt__gowaits *gw, struct pt__gowaits_stats *out);
 /* The Go release read ("go1.26.10"). */
 const char *pt__gowaits_version(const struct pt__gowaits *gw);

@@ -334,6 +334,11 @@ int pt__watched_start(struct pt_session *ss, struct pt__watched **out)
 	return 0;
 }
 
+void pt__watched_end(struct pt__watched *w)
+{
+	pt__gowaits_end(w->go);
+}
+
 void pt__watched_on_state(struct pt__watched *w, const struct pt_thread_state *st)
 {
 	if (w->go)
@@ -427,8 +432,8 @@ static int waiting_start(struct pt_session *ss)
 		/* A look now: the answer holds the waits up to the request, not
 		 * up to the watch's last look, which can be a whole period old
 		 * (gowaits.c: 50 times a look's cost, 0.2 s when a busy
-		 * machine makes one take 4 ms). One look per request. */
-		pt__gowaits_look(watch->go, pt__now_ns(), 1);
+		 * machine makes one take 4 ms). None if the watch ended. */
+		pt__gowaits_look(watch->go, pt__now_ns(), PT__GOWAITS_FRESH);
 		keep_go(ws, watch->go);
 	}
 	if ((err = pt_stacks_new(&ws->copy, (size_t)ss->o->max_stacks)))
@@ -483,7 +488,7 @@ static int waiting_finish(struct pt_session *ss)
 	int err;
 
 	if (ws->w && ws->w->go) {
-		pt__gowaits_look(ws->w->go, pt__now_ns(), 1);   /* the window's end */
+		pt__gowaits_look(ws->w->go, pt__now_ns(), PT__GOWAITS_NOW);   /* the window's end */
 		keep_go(ws, ws->w->go);
 	} else if (ws->w) {
 		ws->unseen_ns = settle_unseen(ws->w->stacks, &ws->w->ended, ws->w->unseen_ns);

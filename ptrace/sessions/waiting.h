@@ -32,5 +32,8 @@ void pt__watched_on_tick(struct pt__watched *w, uint64_t now);
 /* ... and each thread's birth and end. */
 void pt__watched_on_clone(struct pt__watched *w, const struct pt_event *ev);
 void pt__watched_on_exit(struct pt__watched *w, const struct pt_exit *x);
+/* The watch ended (its session freed): its waits stay, for requests
+ * without a window, but nothing looks at the target for them any more. */
+void pt__watched_end(struct pt__watched *w);
 
 #endif

@@ -77,6 +77,14 @@ static int watch_finish(struct pt_session *ss)
 	return 0;
 }
 
+static void watch_free(struct pt_session *ss)
+{
+	struct watch_session *ws = PT_SESSION_OF(ss, struct watch_session);
+
+	if (ws->w)
+		pt__watched_end(ws->w);
+}
+
 const struct pt_session_kind pt_kind_watch = {
 	.name = "watch",
 	.size = sizeof(struct watch_session),
@@ -87,4 +95,5 @@ const struct pt_session_kind pt_kind_watch = {
 	.on_clone = watch_on_clone,
 	.on_exit = watch_on_exit,
 	.finish = watch_finish,
+	.free = watch_free,
 };

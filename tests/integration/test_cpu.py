@@ -303,7 +303,7 @@ def metrics(pp):
 @figures
 def sampler_lowers_its_rate_when_it_cannot_keep_up():
     """8 busy threads at 1000 Hz on this 2-core machine cost the sampler
-    several % of a core: over a budget of 2 % (--max-cpu-percent) it lowers
+    several % of a core: over a budget of 1 % (--max-cpu-percent) it lowers
     its rate, says so in the log and in /metrics, still answers a correct
     profile, and never queues ticks; a single busy thread keeps the full
     rate at the default budget (15 %)."""
@@ -321,8 +321,12 @@ def sampler_lowers_its_rate_when_it_cannot_keep_up():
     pp.stop(), f.stop()
     f = Fixture(threads=8)
     # ptrace: its stops cost the sampler several % of a core here (the
-    # perf_event backend's unwinds alone cost about 1 %).
-    pp = Podprof("--pid", str(f.pid), "--max-cpu-percent", "2", "--backend", "ptrace")
+    # perf_event backend's unwinds alone cost about 1 %). The budget is the
+    # least there is (1 %): a sample is taken per period of the target's
+    # CPU, so the sampler's work follows what the target gets, and with the
+    # cores busy elsewhere (a CI run of make stress: the target at 0.74 of a
+    # core) it came to under 2 % of a core and was rightly left alone.
+    pp = Podprof("--pid", str(f.pid), "--max-cpu-percent", "1", "--backend", "ptrace")
     path = save(get_profile(pp, "seconds=3&hz=1000"), "crowded.pb.gz")
     line = pp.wait_log(r"sampler: cannot keep up", 1)
     m = metrics(pp)

@@ -324,8 +324,9 @@ def sampler_lowers_its_rate_when_it_cannot_keep_up():
     # perf_event backend's unwinds alone cost about 1 %). The budget is the
     # least there is (1 %): a sample is taken per period of the target's
     # CPU, so the sampler's work follows what the target gets, and with the
-    # cores busy elsewhere (a CI run of make stress: the target at 0.74 of a
-    # core) it came to under 2 % of a core and was rightly left alone.
+    # cores busy elsewhere (the stress stage of a loaded scripts/check.sh:
+    # the target at 0.74 of a core) it came to under 2 % of a core and was
+    # rightly left alone.
     pp = Podprof("--pid", str(f.pid), "--max-cpu-percent", "1", "--backend", "ptrace")
     path = save(get_profile(pp, "seconds=3&hz=1000"), "crowded.pb.gz")
     line = pp.wait_log(r"sampler: cannot keep up", 1)
